@@ -1,0 +1,2 @@
+//! The `memdb` command-line tool.
+fn main() {}

@@ -1,0 +1,138 @@
+//! The engine's error type: every failure names what failed and where.
+
+use std::io;
+use std::path::PathBuf;
+
+use memdb_formats::FormatError;
+
+/// Result of engine operations.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in the store.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Another process holds the store's write lock.
+    #[error("store {} is locked by another process: close it there first", path.display())]
+    Locked {
+        /// The store directory.
+        path: PathBuf,
+    },
+    /// `create` found a store (or other files) already in the directory.
+    #[error("{} already holds a store (or is not empty)", path.display())]
+    AlreadyExists {
+        /// The store directory.
+        path: PathBuf,
+    },
+    /// `open` found no store in the directory.
+    #[error("no memdb store at {} (create one with `memdb init`)", path.display())]
+    NoStore {
+        /// The directory given.
+        path: PathBuf,
+    },
+    /// The store was written by an incompatible version of memdb.
+    #[error("store format version {found} is not supported (this build reads version {supported})")]
+    UnsupportedVersion {
+        /// Version recorded in the store.
+        found: u64,
+        /// Version this build reads.
+        supported: u64,
+    },
+    /// An operating-system I/O call failed.
+    #[error("{op} {}: {source}", path.display())]
+    Io {
+        /// What was being done (`write`, `fsync`, `open`, …).
+        op: &'static str,
+        /// The file or directory.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: io::Error,
+    },
+    /// The catalog database failed.
+    #[error("catalog ({op}): {source}")]
+    Catalog {
+        /// What was being done.
+        op: &'static str,
+        /// redb's error.
+        #[source]
+        source: Box<redb::Error>,
+    },
+    /// Bytes read back from a segment failed their checksum or do not decode.
+    #[error("corruption in segment {segment:016x} at page {page} (file offset {offset}): {source}")]
+    Corruption {
+        /// Segment id.
+        segment: u64,
+        /// Page number within the segment file.
+        page: u64,
+        /// Byte offset within the segment file.
+        offset: u64,
+        /// What the decoder found.
+        #[source]
+        source: FormatError,
+    },
+    /// A segment the catalog references cannot be used (missing, wrong header, short).
+    #[error("segment {segment:016x} is unavailable: {reason}")]
+    SegmentUnavailable {
+        /// Segment id.
+        segment: u64,
+        /// Why.
+        reason: String,
+    },
+    /// The catalog contradicts itself or the segments.
+    #[error("catalog inconsistency: {0}")]
+    Inconsistent(String),
+    /// An item given to a write batch is not acceptable.
+    #[error("item #{index} of the batch is invalid: {reason}")]
+    InvalidItem {
+        /// Position of the item in the batch.
+        index: usize,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A write failed earlier in this process in a way that leaves the writer's view of the
+    /// files uncertain; reopen the store.
+    #[error("an earlier write failed ({0}); close and reopen the store to continue writing")]
+    WriterPoisoned(String),
+    /// A compaction hook refused to continue.
+    #[error("compaction hook failed: {0}")]
+    Hook(String),
+}
+
+impl Error {
+    pub(crate) fn io(
+        op: &'static str,
+        path: impl Into<PathBuf>,
+    ) -> impl FnOnce(io::Error) -> Error {
+        let path = path.into();
+        move |source| Error::Io { op, path, source }
+    }
+
+    pub(crate) fn catalog(op: &'static str) -> impl FnOnce(redb::Error) -> Error {
+        move |e| Error::Catalog {
+            op,
+            source: Box::new(e),
+        }
+    }
+
+    /// A corruption located by the file offset of the first bad byte.
+    pub(crate) fn corruption(segment: u64, offset: u64, source: FormatError) -> Error {
+        Error::Corruption {
+            segment,
+            page: offset / u64::from(memdb_formats::segment::PAGE_SIZE),
+            offset,
+            source,
+        }
+    }
+}
+
+/// Converts any redb error type into [`Error::Catalog`] with the operation name.
+pub(crate) trait CatalogResult<T> {
+    fn ctx(self, op: &'static str) -> Result<T>;
+}
+
+impl<T, E: Into<redb::Error>> CatalogResult<T> for std::result::Result<T, E> {
+    fn ctx(self, op: &'static str) -> Result<T> {
+        self.map_err(|e| Error::catalog(op)(e.into()))
+    }
+}

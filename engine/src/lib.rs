@@ -1,0 +1,33 @@
+//! memdb: an embedded, on-device store for a person's long-term multimodal memory.
+//!
+//! A store is a directory holding a redb catalog and append-only segment files of
+//! checksummed pages (SPEC.md). Applications open a [`Store`], write items (Schema-Guided
+//! Memory records) and blobs in [`WriteBatch`]es — one batch, one durable commit — and read
+//! them through consistent [`Snapshot`]s.
+//!
+//! ```no_run
+//! use memdb::{EventTime, ItemDraft, ItemFields, Options, Source, Store};
+//! # fn main() -> memdb::Result<()> {
+//! let store = Store::open_or_create("my.memdb", Options::default())?;
+//! let mut fields = ItemFields::new(Source::Note, EventTime::parse("2024-05-01T09:30:00+01:00").unwrap());
+//! fields.body = Some("Booked the hotel in Lisbon".into());
+//! let mut batch = store.batch();
+//! batch.put(ItemDraft { fields, supersedes: None });
+//! let receipt = batch.commit()?;
+//! let item = store.snapshot()?.get(receipt.puts[0].id)?;
+//! # Ok(()) }
+//! ```
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
+mod error;
+mod store;
+
+pub use error::{Error, Result};
+pub use memdb_formats::item::{
+    EventTime, GeoPoint, ItemDraft, ItemFields, ItemRecord as Item, Location, Source,
+};
+pub use store::{
+    Blob, BlobInfo, BlobKind, BlobRewrite, CheckReport, CommitReceipt, CompactOptions,
+    CompactReport, CompactionHook, ItemRewrite, KeepEverything, Options, Problem, PutOutcome,
+    PutStatus, ScanFilter, SegmentStats, Snapshot, Stats, Store, Victims, WriteBatch,
+};

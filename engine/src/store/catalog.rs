@@ -1,0 +1,254 @@
+//! The catalog: redb tables that hold the manifest of live segments and every index.
+//!
+//! redb's commit is memdb's single linearisation point: a write is visible and durable exactly
+//! when the redb transaction that references its bytes commits. Segment bytes are written and
+//! fsync'd before that commit, so the catalog never references bytes that are not durable.
+//! Table layouts are normative in SPEC.md §5.
+//!
+//! Invariants: every row of `items` points at a framed record inside an item-block entry of a
+//! segment listed in `segments`; every row of `blobs` points at the payload of a blob entry;
+//! `by_time`, `by_source` and `external_ids` hold exactly one row per item (the last only for
+//! items with an external id).
+
+use redb::{ReadableTable, TableDefinition};
+
+use crate::error::{CatalogResult, Result};
+
+/// Store-wide counters and settings: `format_version`, `next_item_id`, `next_blob_id`,
+/// `next_segment_id`, `next_op_seq`, `created_unix_ms`.
+pub(crate) const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+/// segment id → (state, committed length in bytes, dead bytes).
+pub(crate) const SEGMENTS: TableDefinition<u64, (u8, u64, u64)> = TableDefinition::new("segments");
+/// item id → (segment id, file offset of the record frame, frame length, event time ms, source).
+pub(crate) const ITEMS: TableDefinition<u64, (u64, u64, u32, i64, u8)> =
+    TableDefinition::new("items");
+/// external id → item id.
+pub(crate) const EXTERNAL_IDS: TableDefinition<&str, u64> = TableDefinition::new("external_ids");
+/// (event time ms, item id) → ().
+pub(crate) const BY_TIME: TableDefinition<(i64, u64), ()> = TableDefinition::new("by_time");
+/// (source code, event time ms, item id) → ().
+pub(crate) const BY_SOURCE: TableDefinition<(u8, i64, u64), ()> = TableDefinition::new("by_source");
+/// blob id → (segment id, file offset of the payload, payload length, blob kind, owner item id
+/// or 0).
+pub(crate) const BLOBS: TableDefinition<u64, (u64, u64, u64, u8, u64)> =
+    TableDefinition::new("blobs");
+/// op sequence number → (op code, item id, commit time ms).
+pub(crate) const OPLOG: TableDefinition<u64, (u8, u64, i64)> = TableDefinition::new("oplog");
+
+pub(crate) const KEY_FORMAT_VERSION: &str = "format_version";
+pub(crate) const KEY_NEXT_ITEM: &str = "next_item_id";
+pub(crate) const KEY_NEXT_BLOB: &str = "next_blob_id";
+pub(crate) const KEY_NEXT_SEGMENT: &str = "next_segment_id";
+pub(crate) const KEY_NEXT_OP: &str = "next_op_seq";
+pub(crate) const KEY_CREATED: &str = "created_unix_ms";
+
+/// Version of the store layout (catalog tables + segment format), bumped on any change.
+pub(crate) const STORE_FORMAT_VERSION: u64 = 1;
+
+/// Segment states in `SEGMENTS`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SegmentState {
+    /// Appendable: no footer yet; the committed length is the end of the last committed entry.
+    Open = 1,
+    /// Footer and trailer written; immutable.
+    Sealed = 2,
+}
+
+impl SegmentState {
+    pub(crate) fn from_code(code: u8) -> Option<SegmentState> {
+        match code {
+            1 => Some(SegmentState::Open),
+            2 => Some(SegmentState::Sealed),
+            _ => None,
+        }
+    }
+}
+
+/// A row of `SEGMENTS`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SegmentRow {
+    pub(crate) state: SegmentState,
+    pub(crate) len: u64,
+    pub(crate) dead_bytes: u64,
+}
+
+impl SegmentRow {
+    pub(crate) fn decode(id: u64, raw: (u8, u64, u64)) -> Result<SegmentRow> {
+        let state = SegmentState::from_code(raw.0).ok_or_else(|| {
+            crate::Error::Inconsistent(format!("segment {id:016x} has unknown state {}", raw.0))
+        })?;
+        Ok(SegmentRow {
+            state,
+            len: raw.1,
+            dead_bytes: raw.2,
+        })
+    }
+
+    pub(crate) fn encode(&self) -> (u8, u64, u64) {
+        (self.state as u8, self.len, self.dead_bytes)
+    }
+}
+
+/// A row of `ITEMS`: where the item's current record is, plus the index keys it was filed
+/// under (so deletes need not read the record).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ItemLoc {
+    pub(crate) segment: u64,
+    pub(crate) offset: u64,
+    pub(crate) frame_len: u32,
+    pub(crate) time_ms: i64,
+    pub(crate) source: u8,
+}
+
+impl ItemLoc {
+    pub(crate) fn decode(raw: (u64, u64, u32, i64, u8)) -> ItemLoc {
+        ItemLoc {
+            segment: raw.0,
+            offset: raw.1,
+            frame_len: raw.2,
+            time_ms: raw.3,
+            source: raw.4,
+        }
+    }
+
+    pub(crate) fn encode(&self) -> (u64, u64, u32, i64, u8) {
+        (
+            self.segment,
+            self.offset,
+            self.frame_len,
+            self.time_ms,
+            self.source,
+        )
+    }
+}
+
+/// What a blob holds; stored as a byte in `BLOBS`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum BlobKind {
+    /// Anything else.
+    Other = 0,
+    /// An original file (a photo as imported).
+    Original = 1,
+    /// A composed scrapbook page image.
+    Page = 2,
+    /// An e-mail attachment.
+    Attachment = 3,
+}
+
+impl BlobKind {
+    /// Every kind, in code order.
+    pub const ALL: [BlobKind; 4] = [
+        BlobKind::Other,
+        BlobKind::Original,
+        BlobKind::Page,
+        BlobKind::Attachment,
+    ];
+
+    pub(crate) fn from_code(code: u8) -> Option<BlobKind> {
+        BlobKind::ALL.into_iter().find(|k| *k as u8 == code)
+    }
+
+    /// Lowercase name for reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            BlobKind::Other => "other",
+            BlobKind::Original => "original",
+            BlobKind::Page => "page",
+            BlobKind::Attachment => "attachment",
+        }
+    }
+}
+
+/// A row of `BLOBS`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BlobLoc {
+    pub(crate) segment: u64,
+    pub(crate) offset: u64,
+    pub(crate) len: u64,
+    pub(crate) kind: BlobKind,
+    pub(crate) owner: u64,
+}
+
+impl BlobLoc {
+    pub(crate) fn decode(id: u64, raw: (u64, u64, u64, u8, u64)) -> Result<BlobLoc> {
+        let kind = BlobKind::from_code(raw.3).ok_or_else(|| {
+            crate::Error::Inconsistent(format!("blob {id} has unknown kind {}", raw.3))
+        })?;
+        Ok(BlobLoc {
+            segment: raw.0,
+            offset: raw.1,
+            len: raw.2,
+            kind,
+            owner: raw.4,
+        })
+    }
+
+    pub(crate) fn encode(&self) -> (u64, u64, u64, u8, u64) {
+        (
+            self.segment,
+            self.offset,
+            self.len,
+            self.kind as u8,
+            self.owner,
+        )
+    }
+
+    /// Bytes the blob's entry occupies in its segment (header, payload, padding).
+    pub(crate) fn entry_bytes(&self) -> u64 {
+        memdb_formats::segment::pages_for(self.len) * u64::from(memdb_formats::segment::PAGE_SIZE)
+    }
+}
+
+/// Op codes of `OPLOG`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OpCode {
+    Add = 1,
+    Update = 2,
+    Delete = 3,
+}
+
+/// Creates every table so readers never see a missing one, and writes the initial counters.
+pub(crate) fn initialise(txn: &redb::WriteTransaction, now_ms: i64) -> Result<()> {
+    {
+        let mut meta = txn.open_table(META).ctx("open meta")?;
+        meta.insert(KEY_FORMAT_VERSION, STORE_FORMAT_VERSION)
+            .ctx("init meta")?;
+        for key in [KEY_NEXT_ITEM, KEY_NEXT_BLOB, KEY_NEXT_SEGMENT, KEY_NEXT_OP] {
+            meta.insert(key, 1).ctx("init meta")?;
+        }
+        meta.insert(KEY_CREATED, u64::try_from(now_ms).unwrap_or(0))
+            .ctx("init meta")?;
+    }
+    txn.open_table(SEGMENTS).ctx("create segments")?;
+    txn.open_table(ITEMS).ctx("create items")?;
+    txn.open_table(EXTERNAL_IDS).ctx("create external_ids")?;
+    txn.open_table(BY_TIME).ctx("create by_time")?;
+    txn.open_table(BY_SOURCE).ctx("create by_source")?;
+    txn.open_table(BLOBS).ctx("create blobs")?;
+    txn.open_table(OPLOG).ctx("create oplog")?;
+    Ok(())
+}
+
+/// Reads a counter from `META`.
+pub(crate) fn meta_get(table: &impl ReadableTable<&'static str, u64>, key: &str) -> Result<u64> {
+    table
+        .get(key)
+        .ctx("read meta")?
+        .map(|v| v.value())
+        .ok_or_else(|| crate::Error::Inconsistent(format!("meta key `{key}` is missing")))
+}
+
+/// Takes the next value of counter `key` and advances it by `n`.
+pub(crate) fn meta_take(
+    table: &mut redb::Table<&'static str, u64>,
+    key: &'static str,
+    n: u64,
+) -> Result<u64> {
+    let first = meta_get(table, key)?;
+    let next = first
+        .checked_add(n)
+        .ok_or_else(|| crate::Error::Inconsistent(format!("counter `{key}` overflowed")))?;
+    table.insert(key, next).ctx("advance counter")?;
+    Ok(first)
+}

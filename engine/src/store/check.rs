@@ -1,0 +1,597 @@
+//! `check()`: verifies every checksum and every catalog reference, reporting each problem
+//! with its segment, page and offset.
+//!
+//! It re-reads every byte of every live segment (headers, entries, padding, footer, trailer),
+//! every item record and blob through the catalog, and cross-checks the indexes against the
+//! items table. It never stops at the first problem, and never modifies the store.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use memdb_formats::FormatError;
+use memdb_formats::segment::{
+    ENTRY_HEADER_BYTES, EntryHeader, EntryKind, FooterRecord, PAGE, SEGMENT_HEADER_BYTES,
+    SegmentHeader, TRAILER_BYTES, Trailer, decode_footer,
+};
+use redb::{ReadableTable, ReadableTableMetadata};
+
+use super::Store;
+use super::catalog::{self, BlobLoc, ItemLoc, SegmentRow, SegmentState};
+use super::read::{read_blob, read_record};
+use super::segment_file::SegmentFile;
+use crate::error::{CatalogResult, Error, Result};
+
+/// One thing `check` found wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// Segment concerned, if any.
+    pub segment: Option<u64>,
+    /// File offset within it, if known.
+    pub offset: Option<u64>,
+    /// What is wrong.
+    pub what: String,
+}
+
+impl Problem {
+    /// Page of the segment file the problem is on, if known.
+    pub fn page(&self) -> Option<u64> {
+        self.offset.map(|o| o / PAGE as u64)
+    }
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.segment, self.offset) {
+            (Some(s), Some(o)) => write!(
+                f,
+                "segment {s:016x} page {} offset {o}: {}",
+                o / PAGE as u64,
+                self.what
+            ),
+            (Some(s), None) => write!(f, "segment {s:016x}: {}", self.what),
+            _ => f.write_str(&self.what),
+        }
+    }
+}
+
+/// What `check` verified and found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CheckReport {
+    /// Segments verified.
+    pub segments: u64,
+    /// Entries verified.
+    pub entries: u64,
+    /// Items verified.
+    pub items: u64,
+    /// Blobs verified.
+    pub blobs: u64,
+    /// Segment bytes read and verified.
+    pub bytes: u64,
+    /// Everything found wrong.
+    pub problems: Vec<Problem>,
+}
+
+impl CheckReport {
+    /// Whether nothing was found wrong.
+    pub fn is_clean(&self) -> bool {
+        self.problems.is_empty()
+    }
+
+    fn problem(&mut self, segment: Option<u64>, offset: Option<u64>, what: impl Into<String>) {
+        self.problems.push(Problem {
+            segment,
+            offset,
+            what: what.into(),
+        });
+    }
+}
+
+/// An entry found by walking a segment: its first page, kind and payload range.
+#[derive(Debug, Clone, Copy)]
+struct WalkedEntry {
+    kind: EntryKind,
+    payload_start: u64,
+    payload_end: u64,
+}
+
+/// Verifies the entry at `offset` (header, payload CRC, zero padding) within `[.., end)`.
+fn verify_entry(
+    map: &[u8],
+    segment: u64,
+    offset: u64,
+    end: u64,
+) -> Result<(EntryHeader, u64), (u64, String)> {
+    let fail = |at: u64, e: FormatError| (at, e.to_string());
+    if offset + ENTRY_HEADER_BYTES as u64 > end {
+        return Err((
+            offset,
+            format!("entry header would run past the end at {end}"),
+        ));
+    }
+    let header =
+        EntryHeader::decode(&map[offset as usize..], offset).map_err(|e| fail(offset, e))?;
+    if header.segment_id != segment {
+        return Err((
+            offset,
+            format!("entry belongs to segment {:016x}", header.segment_id),
+        ));
+    }
+    let entry_end = offset.saturating_add(header.pages().saturating_mul(PAGE as u64));
+    if entry_end > end {
+        return Err((
+            offset,
+            format!(
+                "entry of {} payload bytes runs past the end at {end}",
+                header.payload_len
+            ),
+        ));
+    }
+    let payload_start = offset + ENTRY_HEADER_BYTES as u64;
+    let payload_end = payload_start + header.payload_len;
+    header
+        .verify_payload(
+            &map[payload_start as usize..payload_end as usize],
+            payload_start,
+        )
+        .map_err(|e| fail(payload_start, e))?;
+    if let Some(pos) = map[payload_end as usize..entry_end as usize]
+        .iter()
+        .position(|&b| b != 0)
+    {
+        return Err((
+            payload_end + pos as u64,
+            "padding after the payload is not zero".into(),
+        ));
+    }
+    Ok((header, entry_end))
+}
+
+/// Walks the entries of `[PAGE, end)`, verifying each; stops at the first bad one.
+pub(crate) fn walk_entries(file: &SegmentFile, end: u64) -> Result<Vec<FooterRecord>> {
+    let map = file.map_covering(end)?;
+    let mut out = Vec::new();
+    let mut offset = PAGE as u64;
+    while offset < end {
+        let (header, next) = verify_entry(&map, file.id(), offset, end).map_err(|(at, what)| {
+            Error::corruption(
+                file.id(),
+                at,
+                FormatError::Invalid {
+                    what: "entry",
+                    offset: at,
+                    reason: what,
+                },
+            )
+        })?;
+        out.push(FooterRecord {
+            page: offset / PAGE as u64,
+            payload_len: header.payload_len,
+            payload_crc: header.payload_crc,
+            kind: header.kind,
+        });
+        offset = next;
+    }
+    Ok(out)
+}
+
+fn check_segment(
+    report: &mut CheckReport,
+    file: &SegmentFile,
+    row: &SegmentRow,
+) -> Vec<WalkedEntry> {
+    let id = file.id();
+    let mut entries = Vec::new();
+    let file_len = match file.file_len() {
+        Ok(l) => l,
+        Err(e) => {
+            report.problem(Some(id), None, e.to_string());
+            return entries;
+        }
+    };
+    if file_len != row.len {
+        report.problem(
+            Some(id),
+            None,
+            format!("file is {file_len} bytes, the catalog says {}", row.len),
+        );
+        if file_len < row.len {
+            return entries;
+        }
+    }
+    if row.len < PAGE as u64 || row.len % PAGE as u64 != 0 {
+        report.problem(
+            Some(id),
+            None,
+            format!(
+                "length {} is not a positive multiple of the page size",
+                row.len
+            ),
+        );
+        return entries;
+    }
+    let map = match file.map_covering(row.len) {
+        Ok(m) => m,
+        Err(e) => {
+            report.problem(Some(id), None, e.to_string());
+            return entries;
+        }
+    };
+    report.segments += 1;
+    report.bytes += row.len;
+    match SegmentHeader::decode(&map[..PAGE]) {
+        Ok(h) if h.segment_id == id => {}
+        Ok(h) => report.problem(
+            Some(id),
+            Some(0),
+            format!("header names segment {:016x}", h.segment_id),
+        ),
+        Err(e) => report.problem(Some(id), Some(0), e.to_string()),
+    }
+    if let Some(pos) = map[SEGMENT_HEADER_BYTES..PAGE].iter().position(|&b| b != 0) {
+        report.problem(
+            Some(id),
+            Some((SEGMENT_HEADER_BYTES + pos) as u64),
+            "header page padding is not zero",
+        );
+    }
+
+    // Sealed: the trailer and footer say where the data ends and list its entries.
+    let mut data_end = row.len;
+    let mut footer: Option<Vec<FooterRecord>> = None;
+    if row.state == SegmentState::Sealed {
+        let trailer_at = row.len - PAGE as u64;
+        match Trailer::decode(&map[trailer_at as usize..], trailer_at) {
+            Err(e) => report.problem(Some(id), Some(trailer_at), e.to_string()),
+            Ok(t) => {
+                if t.segment_id != id
+                    || t.total_pages * PAGE as u64 != row.len
+                    || t.footer_page * PAGE as u64 >= trailer_at
+                {
+                    report.problem(
+                        Some(id),
+                        Some(trailer_at),
+                        format!("trailer {t:?} does not fit the segment"),
+                    );
+                } else {
+                    let footer_at = t.footer_page * PAGE as u64;
+                    data_end = footer_at;
+                    match verify_entry(&map, id, footer_at, trailer_at) {
+                        Err((at, what)) => {
+                            report.problem(Some(id), Some(at), format!("footer: {what}"))
+                        }
+                        Ok((h, end)) if h.kind != EntryKind::Footer || end != trailer_at => report
+                            .problem(
+                                Some(id),
+                                Some(footer_at),
+                                "footer entry is not a footer ending at the trailer",
+                            ),
+                        Ok((h, _)) => {
+                            let start = footer_at as usize + ENTRY_HEADER_BYTES;
+                            match decode_footer(&map[start..start + h.payload_len as usize]) {
+                                Ok(list) if list.len() as u64 == u64::from(t.entry_count) => {
+                                    footer = Some(list)
+                                }
+                                Ok(_) => report.problem(
+                                    Some(id),
+                                    Some(footer_at),
+                                    "footer entry count differs from the trailer",
+                                ),
+                                Err(e) => report.problem(Some(id), Some(footer_at), e.to_string()),
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(pos) = map[(trailer_at as usize + TRAILER_BYTES)..]
+            .iter()
+            .position(|&b| b != 0)
+        {
+            report.problem(
+                Some(id),
+                Some(trailer_at + (TRAILER_BYTES + pos) as u64),
+                "trailer page padding is not zero",
+            );
+        }
+        if footer.is_none() {
+            return entries;
+        }
+    }
+
+    // Walk the data region. With a footer, a bad entry is skipped using the footer's next page.
+    let starts: Option<Vec<u64>> = footer
+        .as_ref()
+        .map(|f| f.iter().map(|r| r.page * PAGE as u64).collect());
+    let mut offset = PAGE as u64;
+    let mut index = 0usize;
+    while offset < data_end {
+        match verify_entry(&map, id, offset, data_end) {
+            Ok((header, next)) => {
+                report.entries += 1;
+                if header.kind == EntryKind::Footer {
+                    report.problem(
+                        Some(id),
+                        Some(offset),
+                        "a footer entry inside the data region",
+                    );
+                }
+                if let Some(f) = &footer {
+                    let expected = f.get(index);
+                    let found = FooterRecord {
+                        page: offset / PAGE as u64,
+                        payload_len: header.payload_len,
+                        payload_crc: header.payload_crc,
+                        kind: header.kind,
+                    };
+                    if expected != Some(&found) {
+                        report.problem(
+                            Some(id),
+                            Some(offset),
+                            format!("entry {found:?} differs from footer record {expected:?}"),
+                        );
+                    }
+                }
+                let payload_start = offset + ENTRY_HEADER_BYTES as u64;
+                entries.push(WalkedEntry {
+                    kind: header.kind,
+                    payload_start,
+                    payload_end: payload_start + header.payload_len,
+                });
+                offset = next;
+                index += 1;
+            }
+            Err((at, what)) => {
+                report.problem(Some(id), Some(at), what);
+                match starts
+                    .as_ref()
+                    .and_then(|s| s.iter().position(|&p| p > offset))
+                {
+                    Some(next_index) => {
+                        index = next_index;
+                        offset = starts.as_ref().map_or(data_end, |s| s[next_index]);
+                    }
+                    None => break,
+                }
+            }
+        }
+    }
+    if let Some(f) = &footer {
+        if index != f.len() {
+            report.problem(
+                Some(id),
+                None,
+                format!("walked {index} entries, the footer lists {}", f.len()),
+            );
+        }
+    }
+    entries
+}
+
+fn inside(
+    entries: Option<&Vec<WalkedEntry>>,
+    kind: EntryKind,
+    start: u64,
+    end: u64,
+    exact: bool,
+) -> bool {
+    entries.is_some_and(|list| {
+        list.iter().any(|e| {
+            e.kind == kind
+                && if exact {
+                    e.payload_start == start && e.payload_end == end
+                } else {
+                    e.payload_start <= start && end <= e.payload_end
+                }
+        })
+    })
+}
+
+impl Store {
+    /// Verifies every checksum of every live segment and every catalog reference.
+    pub fn check(&self) -> Result<CheckReport> {
+        let mut report = CheckReport::default();
+        for (id, reason) in &self.inner.damaged {
+            report.problem(Some(*id), None, format!("unusable since open: {reason}"));
+        }
+        let snapshot = self.snapshot()?;
+        let txn = snapshot.txn();
+        let segments = snapshot.segments();
+        let mut rows = BTreeMap::new();
+        for row in txn
+            .open_table(catalog::SEGMENTS)
+            .ctx("open segments")?
+            .iter()
+            .ctx("scan segments")?
+        {
+            let (id, raw) = row.ctx("scan segments")?;
+            match SegmentRow::decode(id.value(), raw.value()) {
+                Ok(r) => {
+                    rows.insert(id.value(), r);
+                }
+                Err(e) => report.problem(Some(id.value()), None, e.to_string()),
+            }
+        }
+        let mut walked = BTreeMap::new();
+        for (id, row) in &rows {
+            match segments.get(id) {
+                Some(file) => {
+                    walked.insert(*id, check_segment(&mut report, file, row));
+                }
+                None if self.inner.damaged.contains_key(id) => {}
+                None => report.problem(Some(*id), None, "listed in the catalog but not open"),
+            }
+        }
+
+        let items = txn.open_table(catalog::ITEMS).ctx("open items")?;
+        let by_time = txn.open_table(catalog::BY_TIME).ctx("open by_time")?;
+        let by_source = txn.open_table(catalog::BY_SOURCE).ctx("open by_source")?;
+        let external = txn
+            .open_table(catalog::EXTERNAL_IDS)
+            .ctx("open external_ids")?;
+        let mut external_count = 0u64;
+        for row in items.iter().ctx("scan items")? {
+            let (id, raw) = row.ctx("scan items")?;
+            let id = id.value();
+            let loc = ItemLoc::decode(raw.value());
+            let end = loc.offset + u64::from(loc.frame_len);
+            report.items += 1;
+            if !rows.contains_key(&loc.segment) {
+                report.problem(
+                    Some(loc.segment),
+                    Some(loc.offset),
+                    format!("item {id} is in a segment the catalog does not list"),
+                );
+                continue;
+            }
+            if walked.contains_key(&loc.segment)
+                && !inside(
+                    walked.get(&loc.segment),
+                    EntryKind::ItemBlock,
+                    loc.offset,
+                    end,
+                    false,
+                )
+            {
+                report.problem(
+                    Some(loc.segment),
+                    Some(loc.offset),
+                    format!("item {id} is not inside a sound item block"),
+                );
+            }
+            match read_record(segments, &loc) {
+                Err(e) => report.problem(
+                    Some(loc.segment),
+                    Some(loc.offset),
+                    format!("item {id}: {e}"),
+                ),
+                Ok(rec) => {
+                    if rec.id != id {
+                        report.problem(
+                            Some(loc.segment),
+                            Some(loc.offset),
+                            format!("item {id} points at the record of item {}", rec.id),
+                        );
+                    }
+                    if rec.fields.time.unix_ms != loc.time_ms
+                        || rec.fields.source.code() != loc.source
+                    {
+                        report.problem(
+                            Some(loc.segment),
+                            Some(loc.offset),
+                            format!("item {id}: catalog time/source differ from the record"),
+                        );
+                    }
+                    if let Some(ext) = &rec.fields.external_id {
+                        external_count += 1;
+                        let mapped = external
+                            .get(ext.as_str())
+                            .ctx("read external_ids")?
+                            .map(|v| v.value());
+                        if mapped != Some(id) {
+                            report.problem(
+                                None,
+                                None,
+                                format!("external id `{ext}` of item {id} maps to {mapped:?}"),
+                            );
+                        }
+                    }
+                }
+            }
+            if by_time
+                .get((loc.time_ms, id))
+                .ctx("read by_time")?
+                .is_none()
+            {
+                report.problem(
+                    None,
+                    None,
+                    format!("item {id} is missing from the time index"),
+                );
+            }
+            if by_source
+                .get((loc.source, loc.time_ms, id))
+                .ctx("read by_source")?
+                .is_none()
+            {
+                report.problem(
+                    None,
+                    None,
+                    format!("item {id} is missing from the source index"),
+                );
+            }
+        }
+        let (n_time, n_source, n_ext) = (
+            by_time.len().ctx("count by_time")?,
+            by_source.len().ctx("count by_source")?,
+            external.len().ctx("count external_ids")?,
+        );
+        if n_time != report.items || n_source != report.items || n_ext != external_count {
+            report.problem(None, None, format!(
+                "index sizes differ: {} items, {n_time} in the time index, {n_source} in the source index, {n_ext} external ids for {external_count} items that have one",
+                report.items
+            ));
+        }
+
+        let blobs = txn.open_table(catalog::BLOBS).ctx("open blobs")?;
+        let mut owners = BTreeSet::new();
+        for row in blobs.iter().ctx("scan blobs")? {
+            let (id, raw) = row.ctx("scan blobs")?;
+            let id = id.value();
+            report.blobs += 1;
+            let loc = match BlobLoc::decode(id, raw.value()) {
+                Ok(l) => l,
+                Err(e) => {
+                    report.problem(None, None, format!("blob {id}: {e}"));
+                    continue;
+                }
+            };
+            if loc.owner != 0 {
+                owners.insert((loc.owner, id));
+            }
+            if walked.contains_key(&loc.segment)
+                && !inside(
+                    walked.get(&loc.segment),
+                    EntryKind::Blob,
+                    loc.offset,
+                    loc.offset + loc.len,
+                    true,
+                )
+            {
+                report.problem(
+                    Some(loc.segment),
+                    Some(loc.offset),
+                    format!("blob {id} is not a sound blob entry"),
+                );
+            }
+            if let Err(e) = read_blob(segments, id, &loc) {
+                report.problem(
+                    Some(loc.segment),
+                    Some(loc.offset),
+                    format!("blob {id}: {e}"),
+                );
+            }
+        }
+        for (owner, blob) in owners {
+            if items.get(owner).ctx("read items")?.is_none() {
+                report.problem(
+                    None,
+                    None,
+                    format!("blob {blob} belongs to missing item {owner}"),
+                );
+            }
+        }
+
+        let listing = std::fs::read_dir(&self.inner.paths.segments)
+            .map_err(Error::io("list", &self.inner.paths.segments))?;
+        for entry in listing {
+            let entry = entry.map_err(Error::io("list", &self.inner.paths.segments))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            match super::dir::parse_segment_file_name(&name) {
+                Some(id) if rows.contains_key(&id) => {}
+                Some(id) if segments.contains_key(&id) || self.is_retiring(id) => {} // still mapped by a snapshot
+                _ => report.problem(None, None, format!("unexpected file segments/{name}")),
+            }
+        }
+        Ok(report)
+    }
+}

@@ -1,0 +1,474 @@
+//! Compaction: rewrite the live entries of chosen segments into new sealed segments and swap
+//! them in with one catalog commit.
+//!
+//! Every entry passes through a [`CompactionHook`] on its way, which may keep it, replace it or
+//! drop it: this is how forgetting re-encodes pages and drops originals with the same crash
+//! safety as a plain compaction.
+//!
+//! Order: read and verify every live entry of the victims → write the new segments (each
+//! sealed, fsync'd, its directory entry fsync'd) → one redb commit that points every moved
+//! item and blob at its new place and drops the victims from the manifest → retire the victims
+//! (unlinked once no snapshot maps them). A crash before the commit leaves the old state (the
+//! new files are orphans, deleted at the next open); after it, the new state (old files are
+//! orphans).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use memdb_formats::item::{ItemFields, ItemRecord, encode_record, put_framed};
+use memdb_formats::segment::{EntryKind, PAGE};
+use redb::ReadableTable;
+
+use super::catalog::{self, BlobLoc, ItemLoc, SegmentRow, SegmentState};
+use super::read::{BlobInfo, blob_info, read_blob, read_record};
+use super::write::Tables;
+use super::{OpenSegment, Store, now_ms};
+use crate::error::{CatalogResult, Error, Result};
+
+/// What to do with an item during compaction.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ItemRewrite {
+    /// Keep it as it is.
+    Keep,
+    /// Replace its fields (the id, blobs and supersedes link stay).
+    Replace(ItemFields),
+    /// Delete it.
+    Drop,
+}
+
+/// What to do with a blob during compaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BlobRewrite {
+    /// Keep its bytes.
+    Keep,
+    /// Replace its bytes (a page re-encoded at a lower quality, say).
+    Replace(Vec<u8>),
+    /// Delete it (and remove it from its owner's blob list).
+    Drop,
+}
+
+/// Transforms entries while they are rewritten. The default methods keep everything.
+pub trait CompactionHook {
+    /// Called once for every live item that is rewritten.
+    fn rewrite_item(&mut self, item: &ItemRecord) -> Result<ItemRewrite> {
+        let _ = item;
+        Ok(ItemRewrite::Keep)
+    }
+
+    /// Called once for every live blob that is rewritten, with its verified bytes.
+    fn rewrite_blob(&mut self, info: &BlobInfo, bytes: &[u8]) -> Result<BlobRewrite> {
+        let _ = (info, bytes);
+        Ok(BlobRewrite::Keep)
+    }
+}
+
+/// A hook that keeps every entry: plain space reclamation.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct KeepEverything;
+
+impl CompactionHook for KeepEverything {}
+
+/// Which segments a compaction rewrites.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Victims {
+    /// Every segment.
+    All,
+    /// Segments whose dead bytes are at least this fraction of their length, plus open
+    /// segments that are not the writer's active one.
+    DeadRatio(f64),
+    /// Exactly these segments.
+    Segments(Vec<u64>),
+}
+
+/// How to compact.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompactOptions {
+    /// Which segments to rewrite.
+    pub victims: Victims,
+}
+
+impl Default for CompactOptions {
+    fn default() -> Self {
+        CompactOptions {
+            victims: Victims::DeadRatio(0.25),
+        }
+    }
+}
+
+/// What a compaction did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CompactReport {
+    /// Segments rewritten and removed.
+    pub segments_removed: Vec<u64>,
+    /// Segments written.
+    pub segments_written: Vec<u64>,
+    /// Bytes of the removed segments.
+    pub bytes_before: u64,
+    /// Bytes of the written segments.
+    pub bytes_after: u64,
+    /// Items copied unchanged.
+    pub items_kept: u64,
+    /// Items the hook replaced.
+    pub items_replaced: u64,
+    /// Items the hook dropped.
+    pub items_dropped: u64,
+    /// Blobs copied unchanged.
+    pub blobs_kept: u64,
+    /// Blobs the hook replaced.
+    pub blobs_replaced: u64,
+    /// Blobs the hook dropped.
+    pub blobs_dropped: u64,
+}
+
+/// Item records are grouped into blocks of about this size in compacted segments.
+const ITEM_BLOCK_TARGET: usize = 256 << 10;
+
+/// The segments a compaction is writing.
+struct Output<'a> {
+    store: &'a Store,
+    now: i64,
+    current: Option<OpenSegment>,
+    finished: Vec<(u64, u64)>,
+    block: Vec<u8>,
+    block_items: Vec<(u64, u64, u32, i64, u8)>,
+}
+
+impl Output<'_> {
+    fn segment_for(&mut self, t: &mut Tables<'_>, bytes: u64) -> Result<&mut OpenSegment> {
+        let target = self.store.inner.options.segment_target_bytes;
+        if let Some(cur) = self.current.as_mut() {
+            if cur.len > PAGE as u64 && cur.len.saturating_add(bytes) > target {
+                self.seal_current()?;
+            }
+        }
+        if self.current.is_none() {
+            let id = catalog::meta_take(&mut t.meta, catalog::KEY_NEXT_SEGMENT, 1)?;
+            let seg = OpenSegment::create(&self.store.inner.paths, id, self.now)?;
+            self.store.publish_segment(&seg.file)?;
+            self.current = Some(seg);
+        }
+        self.current
+            .as_mut()
+            .ok_or_else(|| Error::Inconsistent("no output segment".into()))
+    }
+
+    fn seal_current(&mut self) -> Result<()> {
+        if let Some(mut cur) = self.current.take() {
+            let len = cur.seal()?;
+            cur.file.sync()?;
+            self.finished.push((cur.id(), len));
+        }
+        Ok(())
+    }
+
+    fn add_blob(&mut self, t: &mut Tables<'_>, bytes: &[u8]) -> Result<(u64, u64)> {
+        let need = memdb_formats::segment::pages_for(bytes.len() as u64) * PAGE as u64;
+        let seg = self.segment_for(t, need)?;
+        let offset = seg.append(EntryKind::Blob, bytes)?;
+        Ok((seg.id(), offset))
+    }
+
+    fn add_record(
+        &mut self,
+        t: &mut Tables<'_>,
+        id: u64,
+        record: &[u8],
+        time_ms: i64,
+        source: u8,
+    ) -> Result<()> {
+        let offset = self.block.len() as u64;
+        put_framed(&mut self.block, record).map_err(|e| Error::Inconsistent(e.to_string()))?;
+        let frame_len = u32::try_from(self.block.len() as u64 - offset).unwrap_or(u32::MAX);
+        self.block_items
+            .push((id, offset, frame_len, time_ms, source));
+        if self.block.len() >= ITEM_BLOCK_TARGET {
+            self.flush_block(t)?;
+        }
+        Ok(())
+    }
+
+    fn flush_block(&mut self, t: &mut Tables<'_>) -> Result<()> {
+        if self.block.is_empty() {
+            return Ok(());
+        }
+        let block = std::mem::take(&mut self.block);
+        let need = memdb_formats::segment::pages_for(block.len() as u64) * PAGE as u64;
+        let seg = self.segment_for(t, need)?;
+        let at = seg.append(EntryKind::ItemBlock, &block)?;
+        let seg_id = seg.id();
+        for (id, off, frame_len, time_ms, source) in self.block_items.drain(..) {
+            let loc = ItemLoc {
+                segment: seg_id,
+                offset: at + off,
+                frame_len,
+                time_ms,
+                source,
+            };
+            t.items.insert(id, loc.encode()).ctx("write items")?;
+        }
+        Ok(())
+    }
+}
+
+impl Store {
+    /// Rewrites the live entries of the chosen segments through `hook` into new sealed
+    /// segments, swapping them in with one commit.
+    pub fn compact(
+        &self,
+        options: &CompactOptions,
+        hook: &mut dyn CompactionHook,
+    ) -> Result<CompactReport> {
+        let mut writer = self.lock_writer()?;
+        let segments = self.current_segments()?;
+        let active_id = writer.active.as_ref().map(|a| a.id());
+        let txn = self.inner.db.begin_write().ctx("begin write")?;
+        let mut report = CompactReport::default();
+        let mut output = Output {
+            store: self,
+            now: now_ms(),
+            current: None,
+            finished: Vec::new(),
+            block: Vec::new(),
+            block_items: Vec::new(),
+        };
+        let result = (|| -> Result<()> {
+            let mut t = Tables::open(&txn)?;
+            let mut rows = BTreeMap::new();
+            for row in t.segments.iter().ctx("scan segments")? {
+                let (id, raw) = row.ctx("scan segments")?;
+                rows.insert(id.value(), SegmentRow::decode(id.value(), raw.value())?);
+            }
+            let victims: BTreeSet<u64> = rows
+                .iter()
+                .filter(|(id, row)| {
+                    segments.contains_key(id) && is_victim(&options.victims, **id, row, active_id)
+                })
+                .map(|(id, _)| *id)
+                .collect();
+            if victims.is_empty() {
+                return Ok(());
+            }
+
+            // Blobs first: dropping one changes its owner's record, rewritten below.
+            let mut blobs = Vec::new();
+            for row in t.blobs.iter().ctx("scan blobs")? {
+                let (id, raw) = row.ctx("scan blobs")?;
+                let loc = BlobLoc::decode(id.value(), raw.value())?;
+                if victims.contains(&loc.segment) {
+                    blobs.push((id.value(), loc));
+                }
+            }
+            blobs.sort_by_key(|(_, loc)| (loc.segment, loc.offset));
+            let mut dropped_by_owner: HashMap<u64, Vec<u64>> = HashMap::new();
+            for (id, loc) in blobs {
+                let bytes = read_blob(&segments, id, &loc)?;
+                let info = blob_info(id, &loc);
+                match hook.rewrite_blob(&info, &bytes)? {
+                    BlobRewrite::Keep => {
+                        let (segment, offset) = output.add_blob(&mut t, &bytes)?;
+                        t.blobs
+                            .insert(
+                                id,
+                                BlobLoc {
+                                    segment,
+                                    offset,
+                                    ..loc
+                                }
+                                .encode(),
+                            )
+                            .ctx("write blobs")?;
+                        report.blobs_kept += 1;
+                    }
+                    BlobRewrite::Replace(new) => {
+                        let (segment, offset) = output.add_blob(&mut t, &new)?;
+                        let len = new.len() as u64;
+                        t.blobs
+                            .insert(
+                                id,
+                                BlobLoc {
+                                    segment,
+                                    offset,
+                                    len,
+                                    ..loc
+                                }
+                                .encode(),
+                            )
+                            .ctx("write blobs")?;
+                        report.blobs_replaced += 1;
+                    }
+                    BlobRewrite::Drop => {
+                        t.blobs.remove(id).ctx("remove blob")?;
+                        if loc.owner != 0 {
+                            dropped_by_owner.entry(loc.owner).or_default().push(id);
+                        }
+                        report.blobs_dropped += 1;
+                    }
+                }
+            }
+
+            let mut items = Vec::new();
+            for row in t.items.iter().ctx("scan items")? {
+                let (id, raw) = row.ctx("scan items")?;
+                let loc = ItemLoc::decode(raw.value());
+                if victims.contains(&loc.segment) || dropped_by_owner.contains_key(&id.value()) {
+                    items.push((id.value(), loc));
+                }
+            }
+            items.sort_by_key(|(_, loc)| (loc.segment, loc.offset));
+            for (id, loc) in items {
+                let mut record = read_record(&segments, &loc)?;
+                let mut changed = false;
+                if let Some(dropped) = dropped_by_owner.get(&id) {
+                    record.blobs.retain(|b| !dropped.contains(b));
+                    changed = true;
+                }
+                if !victims.contains(&loc.segment) {
+                    t.add_dead(loc.segment, u64::from(loc.frame_len))?;
+                }
+                match hook.rewrite_item(&record)? {
+                    ItemRewrite::Keep => report.items_kept += 1,
+                    ItemRewrite::Replace(fields) => {
+                        fields
+                            .validate()
+                            .map_err(|reason| Error::Hook(format!("item {id}: {reason}")))?;
+                        reindex(&mut t, id, &record.fields, &fields)?;
+                        record.fields = fields;
+                        changed = true;
+                        report.items_replaced += 1;
+                    }
+                    ItemRewrite::Drop => {
+                        drop_item(&mut t, id, &record)?;
+                        report.items_dropped += 1;
+                        continue;
+                    }
+                }
+                let bytes = if changed {
+                    encode_record(&record).map_err(|e| Error::Hook(format!("item {id}: {e}")))?
+                } else {
+                    // Unchanged records are copied byte for byte (already verified).
+                    let file = segments
+                        .get(&loc.segment)
+                        .ok_or_else(|| Error::Inconsistent("victim vanished".into()))?;
+                    let end = loc.offset + u64::from(loc.frame_len);
+                    let map = file.map_covering(end)?;
+                    map[(loc.offset as usize + memdb_formats::item::RECORD_FRAME_BYTES)
+                        ..end as usize]
+                        .to_vec()
+                };
+                output.add_record(
+                    &mut t,
+                    id,
+                    &bytes,
+                    record.fields.time.unix_ms,
+                    record.fields.source.code(),
+                )?;
+            }
+            output.flush_block(&mut t)?;
+            output.seal_current()?;
+
+            for &id in &victims {
+                t.segments.remove(id).ctx("remove segment")?;
+                report.bytes_before += rows.get(&id).map_or(0, |r| r.len);
+            }
+            for &(id, len) in &output.finished {
+                t.segments
+                    .insert(
+                        id,
+                        SegmentRow {
+                            state: SegmentState::Sealed,
+                            len,
+                            dead_bytes: 0,
+                        }
+                        .encode(),
+                    )
+                    .ctx("write segments")?;
+                report.bytes_after += len;
+                report.segments_written.push(id);
+            }
+            report.segments_removed = victims.into_iter().collect();
+            Ok(())
+        })();
+        let written: Vec<u64> = output
+            .finished
+            .iter()
+            .map(|(id, _)| *id)
+            .chain(output.current.as_ref().map(|c| c.id()))
+            .collect();
+        if let Err(e) = result {
+            drop(txn);
+            self.retire_segments(&written)?;
+            return Err(e);
+        }
+        if report.segments_removed.is_empty() {
+            return Ok(report);
+        }
+        if let Err(e) = txn.commit() {
+            writer.poisoned = Some(format!("catalog commit of a compaction failed: {e}"));
+            self.retire_segments(&written)?;
+            return Err(Error::catalog("commit compaction")(e.into()));
+        }
+        if active_id.is_some_and(|id| report.segments_removed.contains(&id)) {
+            writer.active = None;
+        }
+        self.retire_segments(&report.segments_removed)?;
+        Ok(report)
+    }
+}
+
+fn is_victim(victims: &Victims, id: u64, row: &SegmentRow, active: Option<u64>) -> bool {
+    match victims {
+        Victims::All => true,
+        Victims::Segments(ids) => ids.contains(&id),
+        Victims::DeadRatio(ratio) => {
+            let dead = row.len > 0
+                && row.dead_bytes as f64 >= ratio * row.len as f64
+                && row.dead_bytes > 0;
+            let stray_open = row.state == SegmentState::Open && Some(id) != active;
+            dead || stray_open
+        }
+    }
+}
+
+/// Moves the index rows of item `id` from its old fields to its new ones.
+fn reindex(t: &mut Tables<'_>, id: u64, old: &ItemFields, new: &ItemFields) -> Result<()> {
+    t.by_time
+        .remove((old.time.unix_ms, id))
+        .ctx("remove by_time")?;
+    t.by_source
+        .remove((old.source.code(), old.time.unix_ms, id))
+        .ctx("remove by_source")?;
+    t.by_time
+        .insert((new.time.unix_ms, id), ())
+        .ctx("write by_time")?;
+    t.by_source
+        .insert((new.source.code(), new.time.unix_ms, id), ())
+        .ctx("write by_source")?;
+    if old.external_id != new.external_id {
+        if let Some(ext) = &old.external_id {
+            t.external.remove(ext.as_str()).ctx("remove external id")?;
+        }
+        if let Some(ext) = &new.external_id {
+            t.external
+                .insert(ext.as_str(), id)
+                .ctx("write external_ids")?;
+        }
+    }
+    Ok(())
+}
+
+fn drop_item(t: &mut Tables<'_>, id: u64, record: &ItemRecord) -> Result<()> {
+    t.items.remove(id).ctx("remove item")?;
+    let f = &record.fields;
+    t.by_time
+        .remove((f.time.unix_ms, id))
+        .ctx("remove by_time")?;
+    t.by_source
+        .remove((f.source.code(), f.time.unix_ms, id))
+        .ctx("remove by_source")?;
+    if let Some(ext) = &f.external_id {
+        t.external.remove(ext.as_str()).ctx("remove external id")?;
+    }
+    for blob in &record.blobs {
+        t.remove_blob(*blob)?;
+    }
+    t.log(catalog::OpCode::Delete, id, now_ms())
+}

@@ -1,0 +1,461 @@
+//! The store: a directory holding a redb catalog and segment files, opened by one writer.
+//!
+//! `Store` owns the open catalog, the set of mapped segments, the writer state and the LOCK.
+//! Reads go through [`Snapshot`]s, writes through [`WriteBatch`]es (one batch, one commit),
+//! space is reclaimed by [`Store::compact`], and [`Store::check`] verifies everything.
+//!
+//! Architecture invariants (DESIGN.md §3, each tested):
+//! 1. a segment is referenced by the catalog only after its bytes, its length and its directory
+//!    entry are fsync'd;
+//! 2. the redb commit is the one linearisation point of every write, seal and compaction;
+//! 3. at open, segment files no committed catalog references are deleted, and an open
+//!    segment's uncommitted tail is cut off;
+//! 4. a segment dropped by a commit is unlinked only after that commit, and only once no
+//!    snapshot holds it;
+//! 5. every byte read back from a segment is checked against a CRC32C before it is used.
+
+mod catalog;
+mod check;
+mod compact;
+mod dir;
+mod read;
+mod segment_file;
+mod stats;
+mod write;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+
+use memdb_formats::segment::{EntryKind, FooterRecord, PAGE};
+use redb::{ReadableDatabase, ReadableTable};
+
+use crate::error::{CatalogResult, Error, Result};
+use catalog::{SegmentRow, SegmentState};
+use dir::{StoreLock, StorePaths};
+use segment_file::{SegmentFile, SegmentSet};
+
+pub use catalog::BlobKind;
+pub use check::{CheckReport, Problem};
+pub use compact::{
+    BlobRewrite, CompactOptions, CompactReport, CompactionHook, ItemRewrite, KeepEverything,
+    Victims,
+};
+pub use read::{Blob, BlobInfo, ScanFilter, Snapshot};
+pub use stats::{SegmentStats, Stats};
+pub use write::{CommitReceipt, PutOutcome, PutStatus, WriteBatch};
+
+/// How a store is opened.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// An open segment is sealed and a new one started once it reaches this many bytes.
+    pub segment_target_bytes: u64,
+    /// Memory redb may use to cache catalog pages.
+    pub catalog_cache_bytes: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            segment_target_bytes: 64 << 20,
+            catalog_cache_bytes: 64 << 20,
+        }
+    }
+}
+
+/// An open memdb store. Cheap to clone; all clones share one writer.
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<StoreInner>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("path", &self.inner.paths.root)
+            .finish_non_exhaustive()
+    }
+}
+
+// Field order is drop order: the catalog closes before the LOCK is released.
+pub(crate) struct StoreInner {
+    paths: StorePaths,
+    db: redb::Database,
+    options: Options,
+    segments: RwLock<Arc<SegmentSet>>,
+    writer: Mutex<Writer>,
+    damaged: BTreeMap<u64, String>,
+    /// Segments dropped from the catalog whose files live on while snapshots map them.
+    retiring: Mutex<BTreeMap<u64, std::sync::Weak<SegmentFile>>>,
+    _lock: StoreLock,
+}
+
+/// State only the writer touches.
+pub(crate) struct Writer {
+    active: Option<OpenSegment>,
+    poisoned: Option<String>,
+}
+
+/// A segment that accepts appends: the writer's active segment, or one being filled by
+/// compaction. `len` is the write position; `committed_len` what the catalog says.
+pub(crate) struct OpenSegment {
+    file: Arc<SegmentFile>,
+    len: u64,
+    committed_len: u64,
+    entries: Vec<FooterRecord>,
+    committed_entries: usize,
+}
+
+impl OpenSegment {
+    fn create(paths: &StorePaths, id: u64, now_ms: i64) -> Result<OpenSegment> {
+        let file = SegmentFile::create(paths.segment(id), id, now_ms)?;
+        dir::sync_dir(&paths.segments)?;
+        Ok(OpenSegment {
+            file: Arc::new(file),
+            len: PAGE as u64,
+            committed_len: PAGE as u64,
+            entries: Vec::new(),
+            committed_entries: 0,
+        })
+    }
+
+    fn id(&self) -> u64 {
+        self.file.id()
+    }
+
+    /// Writes one entry at the write position; returns the file offset of its payload.
+    fn append(&mut self, kind: EntryKind, payload: &[u8]) -> Result<u64> {
+        let header = memdb_formats::segment::EntryHeader::for_payload(kind, self.id(), payload);
+        let start = self.len;
+        let total = header.pages() * PAGE as u64;
+        let payload_offset = start + memdb_formats::segment::ENTRY_HEADER_BYTES as u64;
+        self.file.write_at(&header.encode(), start)?;
+        self.file.write_at(payload, payload_offset)?;
+        let pad_from = payload_offset + payload.len() as u64;
+        let pad = usize::try_from(start + total - pad_from).unwrap_or(0);
+        if pad > 0 {
+            self.file.write_at(&vec![0u8; pad], pad_from)?;
+        }
+        self.len = start + total;
+        self.entries.push(FooterRecord {
+            page: start / PAGE as u64,
+            payload_len: payload.len() as u64,
+            payload_crc: header.payload_crc,
+            kind,
+        });
+        Ok(payload_offset)
+    }
+
+    /// Appends the footer and trailer; returns the sealed length. The caller fsyncs.
+    fn seal(&mut self) -> Result<u64> {
+        let footer = memdb_formats::segment::encode_footer(&self.entries)
+            .map_err(|e| Error::corruption(self.id(), self.len, e))?;
+        let count = u32::try_from(self.entries.len()).unwrap_or(u32::MAX);
+        let footer_page = self.len / PAGE as u64;
+        let entries_before = self.entries.clone();
+        self.append(EntryKind::Footer, &footer)?;
+        self.entries = entries_before;
+        let trailer = memdb_formats::segment::Trailer {
+            segment_id: self.id(),
+            footer_page,
+            total_pages: self.len / PAGE as u64 + 1,
+            entry_count: count,
+        };
+        self.file.write_at(&trailer.encode(), self.len)?;
+        self.len += PAGE as u64;
+        Ok(self.len)
+    }
+
+    fn rollback(&mut self) {
+        self.len = self.committed_len;
+        self.entries.truncate(self.committed_entries);
+    }
+
+    fn mark_committed(&mut self) {
+        self.committed_len = self.len;
+        self.committed_entries = self.entries.len();
+    }
+}
+
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+impl Store {
+    /// Creates a new, empty store at `path` (the directory may exist but must be empty).
+    pub fn create(path: impl AsRef<Path>, options: Options) -> Result<Store> {
+        let root = path.as_ref();
+        if root.exists() {
+            let mut entries = std::fs::read_dir(root).map_err(Error::io("list", root))?;
+            if entries.next().is_some() {
+                return Err(Error::AlreadyExists {
+                    path: root.to_path_buf(),
+                });
+            }
+        }
+        let paths = StorePaths::new(root);
+        dir::create_private_dir(&paths.root)?;
+        let lock = StoreLock::acquire(&paths.root)?;
+        dir::create_private_dir(&paths.segments)?;
+        // Created owner-only first; redb then initialises the empty file in place.
+        drop(dir::open_private_file(&paths.catalog, true)?);
+        let db = redb::Builder::new()
+            .set_cache_size(options.catalog_cache_bytes)
+            .create(&paths.catalog)
+            .ctx("create catalog")?;
+        let txn = db.begin_write().ctx("begin write")?;
+        catalog::initialise(&txn, now_ms())?;
+        txn.commit().ctx("commit")?;
+        dir::sync_dir(&paths.root)?;
+        drop(db);
+        drop(lock);
+        Store::open(root, options)
+    }
+
+    /// Opens an existing store for reading and writing. Recovers from a crash: cuts the
+    /// uncommitted tail of open segments and deletes segment files no commit references.
+    pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Store> {
+        let root = path.as_ref();
+        let paths = StorePaths::new(root);
+        if !paths.catalog.is_file() {
+            return Err(Error::NoStore {
+                path: root.to_path_buf(),
+            });
+        }
+        let lock = StoreLock::acquire(&paths.root)?;
+        // Tighten permissions of files made by older builds or copied in.
+        for p in [&paths.catalog] {
+            std::fs::set_permissions(
+                p,
+                std::os::unix::fs::PermissionsExt::from_mode(dir::FILE_MODE),
+            )
+            .map_err(Error::io("chmod", p))?;
+        }
+        let db = redb::Builder::new()
+            .set_cache_size(options.catalog_cache_bytes)
+            .open(&paths.catalog)
+            .ctx("open catalog")?;
+        let rows = {
+            let txn = db.begin_read().ctx("begin read")?;
+            let meta = txn.open_table(catalog::META).ctx("open meta")?;
+            let version = catalog::meta_get(&meta, catalog::KEY_FORMAT_VERSION)?;
+            if version != catalog::STORE_FORMAT_VERSION {
+                return Err(Error::UnsupportedVersion {
+                    found: version,
+                    supported: catalog::STORE_FORMAT_VERSION,
+                });
+            }
+            let table = txn.open_table(catalog::SEGMENTS).ctx("open segments")?;
+            let mut rows = BTreeMap::new();
+            for row in table.iter().ctx("scan segments")? {
+                let (id, raw) = row.ctx("scan segments")?;
+                rows.insert(id.value(), SegmentRow::decode(id.value(), raw.value())?);
+            }
+            rows
+        };
+
+        let mut set = SegmentSet::new();
+        let mut damaged = BTreeMap::new();
+        for (&id, row) in &rows {
+            match open_segment(&paths, id, row) {
+                Ok(seg) => {
+                    set.insert(id, Arc::new(seg));
+                }
+                Err(e) => {
+                    damaged.insert(id, e.to_string());
+                }
+            }
+        }
+        remove_orphans(&paths, &rows)?;
+
+        // The newest open segment keeps taking appends; its entry list is rebuilt by walking it.
+        let active = rows
+            .iter()
+            .rev()
+            .filter(|(_, row)| row.state == SegmentState::Open)
+            .find_map(|(id, row)| set.get(id).map(|f| (Arc::clone(f), row.len)))
+            .and_then(|(file, len)| {
+                let entries = check::walk_entries(file.as_ref(), len).ok()?;
+                let committed_entries = entries.len();
+                Some(OpenSegment {
+                    file,
+                    len,
+                    committed_len: len,
+                    entries,
+                    committed_entries,
+                })
+            });
+
+        Ok(Store {
+            inner: Arc::new(StoreInner {
+                paths,
+                db,
+                options,
+                segments: RwLock::new(Arc::new(set)),
+                writer: Mutex::new(Writer {
+                    active,
+                    poisoned: None,
+                }),
+                damaged,
+                retiring: Mutex::new(BTreeMap::new()),
+                _lock: lock,
+            }),
+        })
+    }
+
+    /// Opens the store at `path`, creating it if the directory has no store yet.
+    pub fn open_or_create(path: impl AsRef<Path>, options: Options) -> Result<Store> {
+        if path.as_ref().join(dir::CATALOG_FILE).is_file() {
+            Store::open(path, options)
+        } else {
+            Store::create(path, options)
+        }
+    }
+
+    /// The store directory.
+    pub fn path(&self) -> &Path {
+        &self.inner.paths.root
+    }
+
+    /// A consistent read-only view of the store as of the last commit.
+    pub fn snapshot(&self) -> Result<Snapshot> {
+        let guard = self
+            .inner
+            .segments
+            .read()
+            .map_err(|_| Error::Inconsistent("segment set lock poisoned".into()))?;
+        // Both are taken under the read lock: a writer retires segments under the write lock
+        // after its commit, so this view's catalog never references a segment missing here.
+        let segments = Arc::clone(&guard);
+        let txn = self.inner.db.begin_read().ctx("begin read")?;
+        drop(guard);
+        Ok(Snapshot::new(txn, segments))
+    }
+
+    /// A new, empty write batch.
+    pub fn batch(&self) -> WriteBatch<'_> {
+        WriteBatch::new(self)
+    }
+
+    fn lock_writer(&self) -> Result<MutexGuard<'_, Writer>> {
+        let writer = self
+            .inner
+            .writer
+            .lock()
+            .map_err(|_| Error::WriterPoisoned("a writer thread panicked".into()))?;
+        if let Some(reason) = &writer.poisoned {
+            return Err(Error::WriterPoisoned(reason.clone()));
+        }
+        Ok(writer)
+    }
+
+    fn publish_segment(&self, file: &Arc<SegmentFile>) -> Result<()> {
+        self.edit_segment_set(|set| {
+            set.insert(file.id(), Arc::clone(file));
+        })
+    }
+
+    /// Removes segments from the shared set and marks them obsolete: each file is unlinked
+    /// when the last snapshot holding it goes away.
+    fn retire_segments(&self, ids: &[u64]) -> Result<()> {
+        let mut retired = Vec::new();
+        self.edit_segment_set(|set| {
+            for id in ids {
+                if let Some(file) = set.remove(id) {
+                    file.mark_obsolete();
+                    retired.push(file);
+                }
+            }
+        })?;
+        if let Ok(mut retiring) = self.inner.retiring.lock() {
+            retiring.retain(|_, weak| weak.strong_count() > 0);
+            for file in &retired {
+                retiring.insert(file.id(), Arc::downgrade(file));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether segment `id` was retired but is still held by a snapshot.
+    fn is_retiring(&self, id: u64) -> bool {
+        self.inner
+            .retiring
+            .lock()
+            .map(|r| r.get(&id).is_some_and(|w| w.strong_count() > 0))
+            .unwrap_or(false)
+    }
+
+    fn edit_segment_set(&self, edit: impl FnOnce(&mut SegmentSet)) -> Result<()> {
+        let mut guard = self
+            .inner
+            .segments
+            .write()
+            .map_err(|_| Error::Inconsistent("segment set lock poisoned".into()))?;
+        let mut set = SegmentSet::clone(&guard);
+        edit(&mut set);
+        *guard = Arc::new(set);
+        Ok(())
+    }
+
+    fn current_segments(&self) -> Result<Arc<SegmentSet>> {
+        self.inner
+            .segments
+            .read()
+            .map(|g| Arc::clone(&g))
+            .map_err(|_| Error::Inconsistent("segment set lock poisoned".into()))
+    }
+}
+
+fn open_segment(paths: &StorePaths, id: u64, row: &SegmentRow) -> Result<SegmentFile> {
+    let file = SegmentFile::open(paths.segment(id), id, true)?;
+    let file_len = file.file_len()?;
+    if file_len < row.len {
+        return Err(Error::SegmentUnavailable {
+            segment: id,
+            reason: format!(
+                "file is {file_len} bytes, the catalog committed {}",
+                row.len
+            ),
+        });
+    }
+    if file_len > row.len {
+        if row.state == SegmentState::Sealed {
+            return Err(Error::SegmentUnavailable {
+                segment: id,
+                reason: format!("sealed at {} bytes but the file is {file_len}", row.len),
+            });
+        }
+        // Bytes past the committed length belong to a batch whose commit never happened.
+        file.truncate(row.len)?;
+    }
+    Ok(file)
+}
+
+/// Deletes segment files (and temporary files) that no committed catalog row references.
+fn remove_orphans(paths: &StorePaths, rows: &BTreeMap<u64, SegmentRow>) -> Result<()> {
+    let listing = std::fs::read_dir(&paths.segments).map_err(Error::io("list", &paths.segments))?;
+    let mut removed = false;
+    for entry in listing {
+        let entry = entry.map_err(Error::io("list", &paths.segments))?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let orphan = match dir::parse_segment_file_name(name) {
+            Some(id) => !rows.contains_key(&id),
+            None => name.ends_with(".tmp"),
+        };
+        if orphan {
+            std::fs::remove_file(entry.path()).map_err(Error::io("remove orphan", entry.path()))?;
+            removed = true;
+        }
+    }
+    if removed {
+        dir::sync_dir(&paths.segments)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,312 @@
+//! Reading: snapshots, item lookups and scans, zero-copy blobs.
+//!
+//! A [`Snapshot`] pairs a redb read transaction with the set of segment files mapped when it
+//! began, so every location its catalog view holds can be read for as long as it lives, even
+//! if a compaction retires those segments meanwhile.
+//!
+//! Invariant: every record and blob is checked against its CRC32C on every read; a mismatch is
+//! an [`Error::Corruption`](crate::Error::Corruption) naming segment, page and offset, never a
+//! wrong answer.
+
+use std::ops::{Bound, Deref, Range};
+use std::sync::Arc;
+
+use memdb_formats::item::{ItemRecord, Source, decode_record, read_framed};
+use memdb_formats::segment::{ENTRY_HEADER_BYTES, EntryKind};
+use redb::{ReadableTable, ReadableTableMetadata};
+
+use super::catalog::{self, BlobKind, BlobLoc, ItemLoc};
+use super::segment_file::SegmentSet;
+use crate::error::{CatalogResult, Error, Result};
+
+/// A consistent read-only view of the store.
+pub struct Snapshot {
+    txn: redb::ReadTransaction,
+    segments: Arc<SegmentSet>,
+}
+
+impl std::fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Snapshot")
+            .field("segments", &self.segments.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Which items a scan returns. Bounds are event times in UTC milliseconds.
+#[derive(Debug, Clone, Default)]
+pub struct ScanFilter {
+    /// Only items at or after this instant.
+    pub from_ms: Option<i64>,
+    /// Only items before this instant.
+    pub to_ms: Option<i64>,
+    /// Only items of this source.
+    pub source: Option<Source>,
+    /// At most this many items (in time order).
+    pub limit: Option<usize>,
+}
+
+/// Where a blob is and what it is, without its bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlobInfo {
+    /// Blob id.
+    pub id: u64,
+    /// What it holds.
+    pub kind: BlobKind,
+    /// Its length in bytes.
+    pub len: u64,
+    /// The item that owns it, if any.
+    pub owner: Option<u64>,
+}
+
+/// A blob's bytes, borrowed zero-copy from a mapped segment. Holding it keeps the segment
+/// mapped.
+pub struct Blob {
+    info: BlobInfo,
+    map: Arc<memmap2::Mmap>,
+    range: Range<usize>,
+}
+
+impl Blob {
+    /// The blob's id, kind, length and owner.
+    pub fn info(&self) -> BlobInfo {
+        self.info
+    }
+}
+
+impl Deref for Blob {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.map[self.range.clone()]
+    }
+}
+
+impl std::fmt::Debug for Blob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Blob")
+            .field("info", &self.info)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Snapshot {
+    pub(crate) fn new(txn: redb::ReadTransaction, segments: Arc<SegmentSet>) -> Snapshot {
+        Snapshot { txn, segments }
+    }
+
+    /// The item with store id `id`.
+    pub fn get(&self, id: u64) -> Result<Option<ItemRecord>> {
+        let items = self.txn.open_table(catalog::ITEMS).ctx("open items")?;
+        let Some(raw) = items.get(id).ctx("read items")? else {
+            return Ok(None);
+        };
+        let record = read_record(&self.segments, &ItemLoc::decode(raw.value()))?;
+        check_id(id, &record)?;
+        Ok(Some(record))
+    }
+
+    /// The item imported with external id `external_id`.
+    pub fn get_by_external_id(&self, external_id: &str) -> Result<Option<ItemRecord>> {
+        let ids = self
+            .txn
+            .open_table(catalog::EXTERNAL_IDS)
+            .ctx("open external_ids")?;
+        let Some(id) = ids
+            .get(external_id)
+            .ctx("read external_ids")?
+            .map(|v| v.value())
+        else {
+            return Ok(None);
+        };
+        self.get(id)?.map(Some).ok_or_else(|| {
+            Error::Inconsistent(format!(
+                "external id `{external_id}` names missing item {id}"
+            ))
+        })
+    }
+
+    /// Ids of the items matching `filter`, in event-time order (ties by id).
+    pub fn scan_ids(&self, filter: &ScanFilter) -> Result<Vec<u64>> {
+        let limit = filter.limit.unwrap_or(usize::MAX);
+        let lo = filter.from_ms.unwrap_or(i64::MIN);
+        let hi = filter
+            .to_ms
+            .map_or(Bound::Unbounded, |t| Bound::Excluded(t));
+        let mut out = Vec::new();
+        match filter.source {
+            Some(source) => {
+                let table = self
+                    .txn
+                    .open_table(catalog::BY_SOURCE)
+                    .ctx("open by_source")?;
+                let code = source.code();
+                let end = match hi {
+                    Bound::Excluded(t) => Bound::Excluded((code, t, 0)),
+                    _ => Bound::Included((code, i64::MAX, u64::MAX)),
+                };
+                let range = table
+                    .range::<(u8, i64, u64)>((Bound::Included((code, lo, 0)), end))
+                    .ctx("scan by_source")?;
+                for row in range.take(limit) {
+                    out.push(row.ctx("scan by_source")?.0.value().2);
+                }
+            }
+            None => {
+                let table = self.txn.open_table(catalog::BY_TIME).ctx("open by_time")?;
+                let end = match hi {
+                    Bound::Excluded(t) => Bound::Excluded((t, 0)),
+                    _ => Bound::Unbounded,
+                };
+                let range = table
+                    .range::<(i64, u64)>((Bound::Included((lo, 0)), end))
+                    .ctx("scan by_time")?;
+                for row in range.take(limit) {
+                    out.push(row.ctx("scan by_time")?.0.value().1);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The items matching `filter`, in event-time order.
+    pub fn scan(&self, filter: &ScanFilter) -> Result<Vec<ItemRecord>> {
+        let items = self.txn.open_table(catalog::ITEMS).ctx("open items")?;
+        let mut out = Vec::new();
+        for id in self.scan_ids(filter)? {
+            let raw = items.get(id).ctx("read items")?.ok_or_else(|| {
+                Error::Inconsistent(format!("time index names missing item {id}"))
+            })?;
+            let record = read_record(&self.segments, &ItemLoc::decode(raw.value()))?;
+            check_id(id, &record)?;
+            out.push(record);
+        }
+        Ok(out)
+    }
+
+    /// Number of live items.
+    pub fn item_count(&self) -> Result<u64> {
+        let items = self.txn.open_table(catalog::ITEMS).ctx("open items")?;
+        items.len().ctx("count items")
+    }
+
+    /// All live item ids, ascending.
+    pub fn item_ids(&self) -> Result<Vec<u64>> {
+        let items = self.txn.open_table(catalog::ITEMS).ctx("open items")?;
+        let mut out = Vec::new();
+        for row in items.iter().ctx("scan items")? {
+            out.push(row.ctx("scan items")?.0.value());
+        }
+        Ok(out)
+    }
+
+    /// What blob `id` is, without reading it.
+    pub fn blob_info(&self, id: u64) -> Result<Option<BlobInfo>> {
+        let blobs = self.txn.open_table(catalog::BLOBS).ctx("open blobs")?;
+        let Some(raw) = blobs.get(id).ctx("read blobs")? else {
+            return Ok(None);
+        };
+        let loc = BlobLoc::decode(id, raw.value())?;
+        Ok(Some(blob_info(id, &loc)))
+    }
+
+    /// Blob `id`, checksum-verified, as a zero-copy slice of its segment.
+    pub fn blob(&self, id: u64) -> Result<Option<Blob>> {
+        let blobs = self.txn.open_table(catalog::BLOBS).ctx("open blobs")?;
+        let Some(raw) = blobs.get(id).ctx("read blobs")? else {
+            return Ok(None);
+        };
+        let loc = BlobLoc::decode(id, raw.value())?;
+        read_blob(&self.segments, id, &loc).map(Some)
+    }
+
+    pub(crate) fn txn(&self) -> &redb::ReadTransaction {
+        &self.txn
+    }
+
+    pub(crate) fn segments(&self) -> &Arc<SegmentSet> {
+        &self.segments
+    }
+}
+
+fn check_id(id: u64, record: &ItemRecord) -> Result<()> {
+    if record.id != id {
+        return Err(Error::Inconsistent(format!(
+            "item {id} points at the record of item {}",
+            record.id
+        )));
+    }
+    Ok(())
+}
+
+pub(crate) fn blob_info(id: u64, loc: &BlobLoc) -> BlobInfo {
+    BlobInfo {
+        id,
+        kind: loc.kind,
+        len: loc.len,
+        owner: (loc.owner != 0).then_some(loc.owner),
+    }
+}
+
+/// Reads, checksums and decodes the record at `loc`.
+pub(crate) fn read_record(segments: &SegmentSet, loc: &ItemLoc) -> Result<ItemRecord> {
+    let file = segments
+        .get(&loc.segment)
+        .ok_or_else(|| Error::SegmentUnavailable {
+            segment: loc.segment,
+            reason: "not open (missing or damaged at open; see `memdb check`)".into(),
+        })?;
+    let end = loc.offset + u64::from(loc.frame_len);
+    let map = file.map_covering(end)?;
+    let frame = &map[loc.offset as usize..end as usize];
+    let record = read_framed(frame).map_err(|e| Error::corruption(loc.segment, loc.offset, e))?;
+    if record.len() + memdb_formats::item::RECORD_FRAME_BYTES != frame.len() {
+        return Err(Error::Inconsistent(format!(
+            "item at segment {:016x} offset {} is {} bytes, the catalog says {}",
+            loc.segment,
+            loc.offset,
+            record.len() + memdb_formats::item::RECORD_FRAME_BYTES,
+            frame.len()
+        )));
+    }
+    decode_record(record).map_err(|e| Error::corruption(loc.segment, loc.offset, e))
+}
+
+/// Reads blob `id` at `loc`, verifying its entry header and payload checksum.
+pub(crate) fn read_blob(segments: &SegmentSet, id: u64, loc: &BlobLoc) -> Result<Blob> {
+    let file = segments
+        .get(&loc.segment)
+        .ok_or_else(|| Error::SegmentUnavailable {
+            segment: loc.segment,
+            reason: "not open (missing or damaged at open; see `memdb check`)".into(),
+        })?;
+    let entry_offset = loc
+        .offset
+        .checked_sub(ENTRY_HEADER_BYTES as u64)
+        .ok_or_else(|| {
+            Error::Inconsistent(format!(
+                "blob {id} has offset {} inside a header page",
+                loc.offset
+            ))
+        })?;
+    let header = file.read_entry_header(entry_offset)?;
+    if header.kind != EntryKind::Blob || header.payload_len != loc.len {
+        return Err(Error::Inconsistent(format!(
+            "blob {id}: entry at segment {:016x} offset {entry_offset} is a {} of {} bytes, the catalog says a blob of {}",
+            loc.segment,
+            header.kind.name(),
+            header.payload_len,
+            loc.len
+        )));
+    }
+    let end = loc.offset + loc.len;
+    let map = file.map_covering(end)?;
+    let range = loc.offset as usize..end as usize;
+    header
+        .verify_payload(&map[range.clone()], loc.offset)
+        .map_err(|e| Error::corruption(loc.segment, loc.offset, e))?;
+    Ok(Blob {
+        info: blob_info(id, loc),
+        map,
+        range,
+    })
+}

@@ -1,0 +1,124 @@
+//! Store statistics: counts and bytes by kind, by source and by segment.
+
+use memdb_formats::item::Source;
+use redb::{ReadableTable, ReadableTableMetadata};
+
+use super::Store;
+use super::catalog::{self, BlobKind, BlobLoc, ItemLoc, SegmentRow, SegmentState};
+use crate::error::{CatalogResult, Error, Result};
+
+/// One segment's size and dead bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SegmentStats {
+    /// Segment id.
+    pub id: u64,
+    /// Whether it is sealed (immutable).
+    pub sealed: bool,
+    /// File bytes.
+    pub bytes: u64,
+    /// Bytes of deleted or superseded entries, reclaimable by compaction.
+    pub dead_bytes: u64,
+}
+
+/// What a store holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Live items.
+    pub items: u64,
+    /// Live items per source.
+    pub items_by_source: Vec<(Source, u64)>,
+    /// Bytes of live item records (framed).
+    pub item_bytes: u64,
+    /// Live blobs per kind: (kind, count, payload bytes).
+    pub blobs_by_kind: Vec<(BlobKind, u64, u64)>,
+    /// Every live segment.
+    pub segments: Vec<SegmentStats>,
+    /// Bytes of all segment files.
+    pub segment_bytes: u64,
+    /// Bytes of deleted or superseded entries.
+    pub dead_bytes: u64,
+    /// Bytes of the catalog file.
+    pub catalog_bytes: u64,
+}
+
+impl Stats {
+    /// Live blobs.
+    pub fn blobs(&self) -> u64 {
+        self.blobs_by_kind.iter().map(|b| b.1).sum()
+    }
+
+    /// Bytes of live blob payloads.
+    pub fn blob_bytes(&self) -> u64 {
+        self.blobs_by_kind.iter().map(|b| b.2).sum()
+    }
+
+    /// Segment bytes not dead: live payloads plus headers, padding, footers and trailers.
+    pub fn live_bytes(&self) -> u64 {
+        self.segment_bytes.saturating_sub(self.dead_bytes)
+    }
+
+    /// Everything on disk.
+    pub fn total_bytes(&self) -> u64 {
+        self.segment_bytes + self.catalog_bytes
+    }
+}
+
+impl Store {
+    /// Counts and sizes as of the last commit.
+    pub fn stats(&self) -> Result<Stats> {
+        let snapshot = self.snapshot()?;
+        let txn = snapshot.txn();
+        let mut stats = Stats::default();
+        let items = txn.open_table(catalog::ITEMS).ctx("open items")?;
+        stats.items = items.len().ctx("count items")?;
+        let mut per_source = [0u64; 256];
+        for row in items.iter().ctx("scan items")? {
+            let loc = ItemLoc::decode(row.ctx("scan items")?.1.value());
+            stats.item_bytes += u64::from(loc.frame_len);
+            per_source[usize::from(loc.source)] += 1;
+        }
+        stats.items_by_source = Source::ALL
+            .iter()
+            .map(|s| (*s, per_source[usize::from(s.code())]))
+            .collect();
+        let mut per_kind = [(0u64, 0u64); 4];
+        for row in txn
+            .open_table(catalog::BLOBS)
+            .ctx("open blobs")?
+            .iter()
+            .ctx("scan blobs")?
+        {
+            let (id, raw) = row.ctx("scan blobs")?;
+            let loc = BlobLoc::decode(id.value(), raw.value())?;
+            let slot = &mut per_kind[loc.kind as usize];
+            slot.0 += 1;
+            slot.1 += loc.len;
+        }
+        stats.blobs_by_kind = BlobKind::ALL
+            .iter()
+            .map(|k| (*k, per_kind[*k as usize].0, per_kind[*k as usize].1))
+            .collect();
+        for row in txn
+            .open_table(catalog::SEGMENTS)
+            .ctx("open segments")?
+            .iter()
+            .ctx("scan segments")?
+        {
+            let (id, raw) = row.ctx("scan segments")?;
+            let seg = SegmentRow::decode(id.value(), raw.value())?;
+            stats.segment_bytes += seg.len;
+            stats.dead_bytes += seg.dead_bytes;
+            stats.segments.push(SegmentStats {
+                id: id.value(),
+                sealed: seg.state == SegmentState::Sealed,
+                bytes: seg.len,
+                dead_bytes: seg.dead_bytes,
+            });
+        }
+        let catalog_path = &self.inner.paths.catalog;
+        stats.catalog_bytes = std::fs::metadata(catalog_path)
+            .map_err(Error::io("stat", catalog_path))?
+            .len();
+        Ok(stats)
+    }
+}

@@ -1,0 +1,404 @@
+//! Store tests: the API contract and the invariants of DESIGN.md §3, one test each.
+
+use std::os::unix::fs::PermissionsExt;
+
+use super::*;
+use crate::{EventTime, ItemDraft, ItemFields, Source};
+
+fn draft(ext: &str, minute: i64, body: &str) -> ItemDraft {
+    let mut fields = ItemFields::new(
+        Source::Chat,
+        EventTime::utc(1_700_000_000_000 + minute * 60_000),
+    );
+    fields.external_id = Some(ext.to_owned());
+    fields.body = Some(body.to_owned());
+    ItemDraft {
+        fields,
+        supersedes: None,
+    }
+}
+
+fn small() -> Options {
+    Options {
+        segment_target_bytes: 64 << 10,
+        ..Options::default()
+    }
+}
+
+fn segment_files(store: &Store) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(store.path().join("segments"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn put_get_update_delete_and_scan() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::create(dir.path().join("s"), small()).unwrap();
+    let mut batch = store.batch();
+    batch
+        .put(draft("a", 3, "third"))
+        .put(draft("b", 1, "first"))
+        .put(draft("c", 2, "second"));
+    let receipt = batch.commit().unwrap();
+    assert!(receipt.puts.iter().all(|p| p.status == PutStatus::Added));
+    let ids: Vec<u64> = receipt.puts.iter().map(|p| p.id).collect();
+
+    let snap = store.snapshot().unwrap();
+    assert_eq!(
+        snap.get(ids[0]).unwrap().unwrap().fields.body.as_deref(),
+        Some("third")
+    );
+    assert_eq!(snap.get_by_external_id("b").unwrap().unwrap().id, ids[1]);
+    let in_order: Vec<u64> = snap
+        .scan(&ScanFilter::default())
+        .unwrap()
+        .iter()
+        .map(|i| i.id)
+        .collect();
+    assert_eq!(in_order, vec![ids[1], ids[2], ids[0]]);
+    let window = ScanFilter {
+        from_ms: Some(1_700_000_000_000 + 60_000),
+        to_ms: Some(1_700_000_000_000 + 3 * 60_000),
+        ..Default::default()
+    };
+    assert_eq!(snap.scan_ids(&window).unwrap(), vec![ids[1], ids[2]]);
+    let other = ScanFilter {
+        source: Some(Source::Email),
+        ..Default::default()
+    };
+    assert!(snap.scan_ids(&other).unwrap().is_empty());
+    let chats = ScanFilter {
+        source: Some(Source::Chat),
+        limit: Some(2),
+        ..Default::default()
+    };
+    assert_eq!(snap.scan_ids(&chats).unwrap(), vec![ids[1], ids[2]]);
+
+    // Same external id: update in place; identical: unchanged, nothing written.
+    let mut batch = store.batch();
+    batch
+        .put(draft("a", 3, "third, edited"))
+        .put(draft("b", 1, "first"));
+    let receipt = batch.commit().unwrap();
+    assert_eq!(
+        receipt.puts[0],
+        PutOutcome {
+            id: ids[0],
+            status: PutStatus::Updated,
+            blob_ids: vec![]
+        }
+    );
+    assert_eq!(receipt.puts[1].status, PutStatus::Unchanged);
+    assert_eq!(store.snapshot().unwrap().item_count().unwrap(), 3);
+    assert_eq!(
+        store
+            .snapshot()
+            .unwrap()
+            .get(ids[0])
+            .unwrap()
+            .unwrap()
+            .fields
+            .body
+            .as_deref(),
+        Some("third, edited")
+    );
+
+    // The old snapshot still sees the old version.
+    assert_eq!(
+        snap.get(ids[0]).unwrap().unwrap().fields.body.as_deref(),
+        Some("third")
+    );
+
+    let mut batch = store.batch();
+    batch.delete(ids[1]).delete_external("nope");
+    let receipt = batch.commit().unwrap();
+    assert_eq!(receipt.deleted, 1);
+    assert_eq!(receipt.warnings.len(), 1);
+    let snap = store.snapshot().unwrap();
+    assert!(snap.get(ids[1]).unwrap().is_none());
+    assert!(snap.get_by_external_id("b").unwrap().is_none());
+    assert_eq!(
+        snap.scan_ids(&ScanFilter::default()).unwrap(),
+        vec![ids[2], ids[0]]
+    );
+    let stats = store.stats().unwrap();
+    assert_eq!(stats.items, 2);
+    assert!(stats.dead_bytes > 0);
+    assert!(store.check().unwrap().is_clean());
+}
+
+#[test]
+fn invalid_items_reject_the_whole_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::create(dir.path().join("s"), small()).unwrap();
+    let mut bad = draft("x", 0, "x");
+    bad.fields.time.offset_minutes = 5000;
+    let mut batch = store.batch();
+    batch.put(draft("ok", 0, "fine")).put(bad);
+    assert!(matches!(
+        batch.commit(),
+        Err(Error::InvalidItem { index: 1, .. })
+    ));
+    assert_eq!(store.snapshot().unwrap().item_count().unwrap(), 0);
+    assert!(store.check().unwrap().is_clean());
+}
+
+#[test]
+fn blobs_are_zero_copy_owned_and_reclaimed() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::create(dir.path().join("s"), small()).unwrap();
+    let photo: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+    let mut batch = store.batch();
+    batch.put_with_blobs(
+        draft("p", 0, "photo"),
+        vec![(BlobKind::Original, photo.clone())],
+    );
+    batch.put_blob(BlobKind::Other, b"loose".to_vec());
+    let receipt = batch.commit().unwrap();
+    let blob_id = receipt.puts[0].blob_ids[0];
+    let snap = store.snapshot().unwrap();
+    let blob = snap.blob(blob_id).unwrap().unwrap();
+    assert_eq!(&blob[..], &photo[..]);
+    assert_eq!(blob.info().owner, Some(receipt.puts[0].id));
+    assert_eq!(
+        blob.as_ptr() as usize % 64,
+        0,
+        "payloads are 64-byte aligned"
+    );
+    assert_eq!(&snap.blob(receipt.blobs[0]).unwrap().unwrap()[..], b"loose");
+
+    let mut batch = store.batch();
+    batch.delete(receipt.puts[0].id);
+    batch.commit().unwrap();
+    assert!(store.snapshot().unwrap().blob(blob_id).unwrap().is_none());
+    let report = store
+        .compact(
+            &CompactOptions {
+                victims: Victims::All,
+            },
+            &mut KeepEverything,
+        )
+        .unwrap();
+    assert_eq!(report.blobs_kept, 1);
+    assert!(store.check().unwrap().is_clean());
+    assert_eq!(store.stats().unwrap().dead_bytes, 0);
+    // The old snapshot keeps its segment mapped and readable (invariant 4).
+    assert_eq!(&blob[..], &photo[..]);
+}
+
+#[test]
+fn segments_roll_and_seal_and_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s");
+    let store = Store::create(&path, small()).unwrap();
+    for b in 0..30 {
+        let mut batch = store.batch();
+        for i in 0..20 {
+            batch.put(draft(
+                &format!("{b}-{i}"),
+                b * 20 + i,
+                &"lorem ipsum ".repeat(30),
+            ));
+        }
+        batch.commit().unwrap();
+    }
+    let stats = store.stats().unwrap();
+    assert!(
+        stats.segments.iter().filter(|s| s.sealed).count() >= 2,
+        "{stats:?}"
+    );
+    assert!(store.check().unwrap().is_clean());
+    drop(store);
+    let store = Store::open(&path, small()).unwrap();
+    assert_eq!(store.snapshot().unwrap().item_count().unwrap(), 600);
+    let report = store.check().unwrap();
+    assert!(report.is_clean(), "{:?}", report.problems);
+    let mut batch = store.batch();
+    batch.put(draft("after", 0, "after reopen"));
+    batch.commit().unwrap();
+    assert!(store.check().unwrap().is_clean());
+}
+
+#[test]
+fn compaction_hook_replaces_and_drops() {
+    struct Forgetful;
+    impl CompactionHook for Forgetful {
+        fn rewrite_item(&mut self, item: &crate::Item) -> Result<ItemRewrite> {
+            Ok(match item.fields.body.as_deref() {
+                Some("drop me") => ItemRewrite::Drop,
+                Some("shrink me") => {
+                    let mut f = item.fields.clone();
+                    f.body = Some("shrunk".into());
+                    ItemRewrite::Replace(f)
+                }
+                _ => ItemRewrite::Keep,
+            })
+        }
+        fn rewrite_blob(&mut self, _: &BlobInfo, bytes: &[u8]) -> Result<BlobRewrite> {
+            Ok(if bytes.len() > 100 {
+                BlobRewrite::Replace(bytes[..100].to_vec())
+            } else {
+                BlobRewrite::Drop
+            })
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::create(dir.path().join("s"), small()).unwrap();
+    let mut batch = store.batch();
+    batch.put(draft("1", 0, "drop me"));
+    batch.put_with_blobs(
+        draft("2", 1, "shrink me"),
+        vec![
+            (BlobKind::Page, vec![7; 1000]),
+            (BlobKind::Original, vec![1; 10]),
+        ],
+    );
+    batch.put(draft("3", 2, "keep me"));
+    let r = batch.commit().unwrap();
+    let report = store
+        .compact(
+            &CompactOptions {
+                victims: Victims::All,
+            },
+            &mut Forgetful,
+        )
+        .unwrap();
+    assert_eq!(
+        (
+            report.items_dropped,
+            report.items_replaced,
+            report.items_kept
+        ),
+        (1, 1, 1)
+    );
+    assert_eq!((report.blobs_replaced, report.blobs_dropped), (1, 1));
+    let snap = store.snapshot().unwrap();
+    assert!(snap.get(r.puts[0].id).unwrap().is_none());
+    let shrunk = snap.get(r.puts[1].id).unwrap().unwrap();
+    assert_eq!(shrunk.fields.body.as_deref(), Some("shrunk"));
+    assert_eq!(shrunk.blobs, vec![r.puts[1].blob_ids[0]]);
+    assert_eq!(snap.blob(shrunk.blobs[0]).unwrap().unwrap().len(), 100);
+    assert!(snap.blob(r.puts[1].blob_ids[1]).unwrap().is_none());
+    let check = store.check().unwrap();
+    assert!(check.is_clean(), "{:?}", check.problems);
+}
+
+#[test]
+fn orphans_and_uncommitted_tails_are_removed_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s");
+    let store = Store::create(&path, small()).unwrap();
+    let mut batch = store.batch();
+    batch.put(draft("a", 0, "committed"));
+    batch.commit().unwrap();
+    let files = segment_files(&store);
+    assert_eq!(files.len(), 1);
+    let seg_path = path.join("segments").join(&files[0]);
+    let committed_len = std::fs::metadata(&seg_path).unwrap().len();
+    drop(store);
+    // A crash mid-append leaves bytes past the committed length; a crash before a commit that
+    // would have referenced a new segment leaves an orphan file.
+    let mut bytes = std::fs::read(&seg_path).unwrap();
+    bytes.extend_from_slice(&[0xAB; 5000]);
+    std::fs::write(&seg_path, &bytes).unwrap();
+    std::fs::write(
+        path.join("segments").join("00000000000000ff.seg"),
+        b"orphan",
+    )
+    .unwrap();
+    std::fs::write(path.join("segments").join("x.tmp"), b"tmp").unwrap();
+    let store = Store::open(&path, small()).unwrap();
+    assert_eq!(segment_files(&store), files);
+    assert_eq!(std::fs::metadata(&seg_path).unwrap().len(), committed_len);
+    assert!(store.check().unwrap().is_clean());
+    assert_eq!(
+        store
+            .snapshot()
+            .unwrap()
+            .get_by_external_id("a")
+            .unwrap()
+            .unwrap()
+            .fields
+            .body
+            .as_deref(),
+        Some("committed")
+    );
+}
+
+#[test]
+fn files_are_private_and_the_lock_is_exclusive() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s");
+    let store = Store::create(&path, small()).unwrap();
+    let mut batch = store.batch();
+    batch.put(draft("a", 0, "x"));
+    batch.commit().unwrap();
+    for entry in walk(&path) {
+        let mode = std::fs::metadata(&entry).unwrap().permissions().mode() & 0o777;
+        let expected = if entry.is_dir() { 0o700 } else { 0o600 };
+        assert_eq!(mode, expected, "{}", entry.display());
+    }
+    assert!(matches!(
+        Store::open(&path, small()),
+        Err(Error::Locked { .. })
+    ));
+    drop(store);
+    Store::open(&path, small()).unwrap();
+}
+
+fn walk(path: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = vec![path.to_path_buf()];
+    if path.is_dir() {
+        for e in std::fs::read_dir(path).unwrap() {
+            out.extend(walk(&e.unwrap().path()));
+        }
+    }
+    out
+}
+
+#[test]
+fn a_flipped_byte_is_reported_never_a_wrong_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s");
+    let store = Store::create(&path, small()).unwrap();
+    let mut batch = store.batch();
+    batch.put(draft("a", 0, "the quick brown fox"));
+    batch.put_blob(BlobKind::Other, vec![9; 3000]);
+    let r = batch.commit().unwrap();
+    let seg = path.join("segments").join(&segment_files(&store)[0]);
+    drop(store);
+    let clean = std::fs::read(&seg).unwrap();
+    let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+    for _ in 0..300 {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        let pos = (rng % clean.len() as u64) as usize;
+        let mut bad = clean.clone();
+        bad[pos] ^= 1 << (rng % 8);
+        std::fs::write(&seg, &bad).unwrap();
+        let store = match Store::open(&path, small()) {
+            Ok(s) => s,
+            Err(e) => panic!("open must tolerate a damaged segment: {e}"),
+        };
+        let report = store.check().unwrap();
+        assert!(!report.is_clean(), "flip at {pos} not reported");
+        let snap = store.snapshot().unwrap();
+        match snap.get(r.puts[0].id) {
+            Ok(Some(item)) => assert_eq!(item.fields.body.as_deref(), Some("the quick brown fox")),
+            Ok(None) => panic!("item vanished"),
+            Err(Error::Corruption { .. } | Error::SegmentUnavailable { .. }) => {}
+            Err(e) => panic!("untyped error {e}"),
+        }
+        match snap.blob(r.blobs[0]) {
+            Ok(Some(b)) => assert_eq!(&b[..], &[9; 3000][..]),
+            Ok(None) => panic!("blob vanished"),
+            Err(Error::Corruption { .. } | Error::SegmentUnavailable { .. }) => {}
+            Err(e) => panic!("untyped error {e}"),
+        }
+    }
+}

@@ -1,0 +1,740 @@
+//! Writing: a batch of puts and deletes that becomes durable and visible in one commit.
+//!
+//! Commit order (SPEC.md §6): resolve ids and index changes inside a redb write transaction →
+//! append the item block and blob entries to the open segment (sealing it and starting a new
+//! one first if it is full) → fsync the segment (a new segment's directory entry was fsync'd
+//! when it was created) → record the locations and the new committed length → redb commit.
+//! Until that commit nothing of the batch is visible, and after a crash at any point before it
+//! the catalog still describes the previous state exactly.
+//!
+//! Invariant: a failed commit leaves the store as it was. After a failed fsync or catalog
+//! commit the writer refuses further batches until the store is reopened, so a write whose
+//! durability is unknown is never reported as committed later.
+
+use std::collections::HashMap;
+
+use memdb_formats::item::{ItemDraft, ItemRecord, encode_record, put_framed};
+use memdb_formats::segment::{EntryKind, PAGE};
+use redb::ReadableTable;
+
+use super::catalog::{self, BlobKind, BlobLoc, ItemLoc, OpCode, SegmentRow, SegmentState};
+use super::read::read_record;
+use super::{OpenSegment, Store, Writer, now_ms};
+use crate::error::{CatalogResult, Error, Result};
+
+/// What a put did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PutStatus {
+    /// A new item.
+    Added,
+    /// An item with the same external id existed and was replaced.
+    Updated,
+    /// An item with the same external id and identical fields existed; nothing was written.
+    Unchanged,
+}
+
+/// The outcome of one put of a batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PutOutcome {
+    /// The item's id.
+    pub id: u64,
+    /// What happened.
+    pub status: PutStatus,
+    /// Ids of the blobs stored with it, in the order given.
+    pub blob_ids: Vec<u64>,
+}
+
+/// What a committed batch did, in the order of its operations.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CommitReceipt {
+    /// One per put, in order.
+    pub puts: Vec<PutOutcome>,
+    /// Ids of standalone blobs, one per `put_blob`, in order.
+    pub blobs: Vec<u64>,
+    /// Items deleted.
+    pub deleted: u64,
+    /// Things the batch asked for that could not be done and were skipped (deleting an item
+    /// that does not exist, a `supersedes` naming an unknown external id).
+    pub warnings: Vec<String>,
+}
+
+enum BatchOp {
+    Put {
+        draft: ItemDraft,
+        blobs: Vec<(BlobKind, Vec<u8>)>,
+    },
+    PutBlob {
+        kind: BlobKind,
+        bytes: Vec<u8>,
+    },
+    Delete {
+        id: u64,
+    },
+    DeleteExternal {
+        external_id: String,
+    },
+    DeleteBlob {
+        id: u64,
+    },
+}
+
+/// Puts and deletes that commit together. Build it with [`Store::batch`], then
+/// [`commit`](WriteBatch::commit).
+#[must_use = "a batch does nothing until it is committed"]
+pub struct WriteBatch<'s> {
+    store: &'s Store,
+    ops: Vec<BatchOp>,
+}
+
+impl<'s> WriteBatch<'s> {
+    pub(crate) fn new(store: &'s Store) -> WriteBatch<'s> {
+        WriteBatch {
+            store,
+            ops: Vec::new(),
+        }
+    }
+
+    /// Adds an item, or updates the item with the same external id.
+    pub fn put(&mut self, draft: ItemDraft) -> &mut Self {
+        self.ops.push(BatchOp::Put {
+            draft,
+            blobs: Vec::new(),
+        });
+        self
+    }
+
+    /// Like [`put`](Self::put), storing `blobs` as blobs the item owns (replacing the blobs
+    /// of an item it updates; a put without blobs keeps them).
+    pub fn put_with_blobs(
+        &mut self,
+        draft: ItemDraft,
+        blobs: Vec<(BlobKind, Vec<u8>)>,
+    ) -> &mut Self {
+        self.ops.push(BatchOp::Put { draft, blobs });
+        self
+    }
+
+    /// Stores a blob no item owns.
+    pub fn put_blob(&mut self, kind: BlobKind, bytes: Vec<u8>) -> &mut Self {
+        self.ops.push(BatchOp::PutBlob { kind, bytes });
+        self
+    }
+
+    /// Deletes item `id` and the blobs it owns. Its bytes stay in the segment (dead) until
+    /// compaction rewrites it; the item is invisible from this commit on.
+    pub fn delete(&mut self, id: u64) -> &mut Self {
+        self.ops.push(BatchOp::Delete { id });
+        self
+    }
+
+    /// Deletes the item with external id `external_id`.
+    pub fn delete_external(&mut self, external_id: impl Into<String>) -> &mut Self {
+        self.ops.push(BatchOp::DeleteExternal {
+            external_id: external_id.into(),
+        });
+        self
+    }
+
+    /// Deletes a standalone blob.
+    pub fn delete_blob(&mut self, id: u64) -> &mut Self {
+        self.ops.push(BatchOp::DeleteBlob { id });
+        self
+    }
+
+    /// Number of operations in the batch.
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    /// Whether the batch has no operations.
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    /// Makes every operation durable and visible at once, or none of them.
+    pub fn commit(self) -> Result<CommitReceipt> {
+        if self.ops.is_empty() {
+            return Ok(CommitReceipt::default());
+        }
+        let store = self.store;
+        let mut writer = store.lock_writer()?;
+        let result = commit_locked(store, &mut writer, self.ops);
+        if result.is_err() {
+            if let Some(active) = writer.active.as_mut() {
+                active.rollback();
+            }
+        }
+        result
+    }
+}
+
+/// A record or blob staged for the append, with the index rows to write once it has a place.
+struct Staged {
+    records: Vec<Option<StagedRecord>>,
+    blobs: Vec<Option<StagedBlob>>,
+    /// Item id → index into `records` for items first written by this batch.
+    pending_items: HashMap<u64, usize>,
+}
+
+struct StagedRecord {
+    id: u64,
+    bytes: Vec<u8>,
+    time_ms: i64,
+    source: u8,
+    external_id: Option<String>,
+    blobs: Vec<u64>,
+}
+
+struct StagedBlob {
+    id: u64,
+    kind: BlobKind,
+    bytes: Vec<u8>,
+    owner: u64,
+}
+
+pub(super) struct Tables<'t> {
+    pub(super) meta: redb::Table<'t, &'static str, u64>,
+    pub(super) segments: redb::Table<'t, u64, (u8, u64, u64)>,
+    pub(super) items: redb::Table<'t, u64, (u64, u64, u32, i64, u8)>,
+    pub(super) external: redb::Table<'t, &'static str, u64>,
+    pub(super) by_time: redb::Table<'t, (i64, u64), ()>,
+    pub(super) by_source: redb::Table<'t, (u8, i64, u64), ()>,
+    pub(super) blobs: redb::Table<'t, u64, (u64, u64, u64, u8, u64)>,
+    pub(super) oplog: redb::Table<'t, u64, (u8, u64, i64)>,
+}
+
+impl<'t> Tables<'t> {
+    pub(super) fn open(txn: &'t redb::WriteTransaction) -> Result<Tables<'t>> {
+        Ok(Tables {
+            meta: txn.open_table(catalog::META).ctx("open meta")?,
+            segments: txn.open_table(catalog::SEGMENTS).ctx("open segments")?,
+            items: txn.open_table(catalog::ITEMS).ctx("open items")?,
+            external: txn
+                .open_table(catalog::EXTERNAL_IDS)
+                .ctx("open external_ids")?,
+            by_time: txn.open_table(catalog::BY_TIME).ctx("open by_time")?,
+            by_source: txn.open_table(catalog::BY_SOURCE).ctx("open by_source")?,
+            blobs: txn.open_table(catalog::BLOBS).ctx("open blobs")?,
+            oplog: txn.open_table(catalog::OPLOG).ctx("open oplog")?,
+        })
+    }
+
+    pub(super) fn log(&mut self, op: OpCode, item: u64, now: i64) -> Result<()> {
+        let seq = catalog::meta_take(&mut self.meta, catalog::KEY_NEXT_OP, 1)?;
+        self.oplog
+            .insert(seq, (op as u8, item, now))
+            .ctx("append oplog")?;
+        Ok(())
+    }
+
+    /// Adds `bytes` to the dead-byte count of `segment`.
+    pub(super) fn add_dead(&mut self, segment: u64, bytes: u64) -> Result<()> {
+        let raw = self
+            .segments
+            .get(segment)
+            .ctx("read segments")?
+            .map(|v| v.value());
+        if let Some(raw) = raw {
+            let mut row = SegmentRow::decode(segment, raw)?;
+            row.dead_bytes = row.dead_bytes.saturating_add(bytes);
+            self.segments
+                .insert(segment, row.encode())
+                .ctx("write segments")?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn remove_blob(&mut self, id: u64) -> Result<Option<BlobLoc>> {
+        let Some(raw) = self.blobs.remove(id).ctx("remove blob")?.map(|v| v.value()) else {
+            return Ok(None);
+        };
+        let loc = BlobLoc::decode(id, raw)?;
+        self.add_dead(loc.segment, loc.entry_bytes())?;
+        Ok(Some(loc))
+    }
+
+    /// Removes every catalog row of committed item `id`; returns its record (when readable).
+    pub(super) fn remove_item(
+        &mut self,
+        id: u64,
+        segments: &super::segment_file::SegmentSet,
+    ) -> Result<Option<(ItemLoc, Option<ItemRecord>)>> {
+        let Some(raw) = self.items.remove(id).ctx("remove item")?.map(|v| v.value()) else {
+            return Ok(None);
+        };
+        let loc = ItemLoc::decode(raw);
+        self.by_time
+            .remove((loc.time_ms, id))
+            .ctx("remove by_time")?;
+        self.by_source
+            .remove((loc.source, loc.time_ms, id))
+            .ctx("remove by_source")?;
+        self.add_dead(loc.segment, u64::from(loc.frame_len))?;
+        // The record names the external id and the owned blobs. If it cannot be read the
+        // delete still goes through, finding them by scanning instead.
+        let record = read_record(segments, &loc).ok();
+        match &record {
+            Some(rec) => {
+                if let Some(ext) = &rec.fields.external_id {
+                    self.external
+                        .remove(ext.as_str())
+                        .ctx("remove external id")?;
+                }
+                for blob in &rec.blobs {
+                    self.remove_blob(*blob)?;
+                }
+            }
+            None => {
+                let mut exts = Vec::new();
+                for row in self.external.iter().ctx("scan external_ids")? {
+                    let (k, v) = row.ctx("scan external_ids")?;
+                    if v.value() == id {
+                        exts.push(k.value().to_owned());
+                    }
+                }
+                for ext in exts {
+                    self.external
+                        .remove(ext.as_str())
+                        .ctx("remove external id")?;
+                }
+                let mut owned = Vec::new();
+                for row in self.blobs.iter().ctx("scan blobs")? {
+                    let (k, v) = row.ctx("scan blobs")?;
+                    if v.value().4 == id {
+                        owned.push(k.value());
+                    }
+                }
+                for blob in owned {
+                    self.remove_blob(blob)?;
+                }
+            }
+        }
+        Ok(Some((loc, record)))
+    }
+}
+
+fn commit_locked(store: &Store, writer: &mut Writer, ops: Vec<BatchOp>) -> Result<CommitReceipt> {
+    let inner = &store.inner;
+    let now = now_ms();
+    let segments = store.current_segments()?;
+    let txn = inner.db.begin_write().ctx("begin write")?;
+    let mut receipt = CommitReceipt::default();
+    let mut staged = Staged {
+        records: Vec::new(),
+        blobs: Vec::new(),
+        pending_items: HashMap::new(),
+    };
+    let mut new_segments = Vec::new();
+    {
+        let mut t = Tables::open(&txn)?;
+        for (index, op) in ops.into_iter().enumerate() {
+            match op {
+                BatchOp::Put { draft, blobs } => {
+                    let outcome = stage_put(
+                        &mut t,
+                        &segments,
+                        &mut staged,
+                        &mut receipt,
+                        index,
+                        draft,
+                        blobs,
+                        now,
+                    )?;
+                    receipt.puts.push(outcome);
+                }
+                BatchOp::PutBlob { kind, bytes } => {
+                    let id = catalog::meta_take(&mut t.meta, catalog::KEY_NEXT_BLOB, 1)?;
+                    staged.blobs.push(Some(StagedBlob {
+                        id,
+                        kind,
+                        bytes,
+                        owner: 0,
+                    }));
+                    receipt.blobs.push(id);
+                }
+                BatchOp::Delete { id } => {
+                    if stage_delete(&mut t, &segments, &mut staged, id, now)? {
+                        receipt.deleted += 1;
+                    } else {
+                        receipt.warnings.push(format!("delete: no item {id}"));
+                    }
+                }
+                BatchOp::DeleteExternal { external_id } => {
+                    let id = t
+                        .external
+                        .get(external_id.as_str())
+                        .ctx("read external_ids")?
+                        .map(|v| v.value());
+                    match id {
+                        Some(id) if stage_delete(&mut t, &segments, &mut staged, id, now)? => {
+                            receipt.deleted += 1
+                        }
+                        _ => receipt
+                            .warnings
+                            .push(format!("delete: no item with external id `{external_id}`")),
+                    }
+                }
+                BatchOp::DeleteBlob { id } => {
+                    let owner = t.blobs.get(id).ctx("read blobs")?.map(|v| v.value().4);
+                    match owner {
+                        None => {
+                            if let Some(slot) = staged.blobs.iter_mut().find(|b| b.as_ref().is_some_and(|b| b.id == id && b.owner == 0)) {
+                                *slot = None;
+                            } else {
+                                receipt.warnings.push(format!("delete blob: no blob {id}"));
+                            }
+                        }
+                        Some(0) => {
+                            t.remove_blob(id)?;
+                        }
+                        Some(owner) => receipt.warnings.push(format!(
+                            "delete blob: blob {id} belongs to item {owner}; delete or update the item instead"
+                        )),
+                    }
+                }
+            }
+        }
+
+        let records: Vec<&StagedRecord> = staged.records.iter().flatten().collect();
+        let blobs: Vec<&StagedBlob> = staged.blobs.iter().flatten().collect();
+        if !records.is_empty() || !blobs.is_empty() {
+            let mut block = Vec::new();
+            let mut record_offsets = Vec::with_capacity(records.len());
+            for rec in &records {
+                record_offsets.push(block.len() as u64);
+                put_framed(&mut block, &rec.bytes).map_err(|e| Error::InvalidItem {
+                    index: 0,
+                    reason: e.to_string(),
+                })?;
+            }
+            let append_bytes = append_size(&block, &blobs);
+
+            // Seal the open segment first if this batch would take it past its target.
+            if let Some(active) = writer.active.as_mut() {
+                if active.len > PAGE as u64
+                    && active.len.saturating_add(append_bytes) > inner.options.segment_target_bytes
+                {
+                    let sealed_len = active.seal()?;
+                    active.file.sync()?;
+                    let raw = t
+                        .segments
+                        .get(active.id())
+                        .ctx("read segments")?
+                        .map(|v| v.value());
+                    let dead = raw.map_or(0, |r| r.2);
+                    t.segments
+                        .insert(
+                            active.id(),
+                            SegmentRow {
+                                state: SegmentState::Sealed,
+                                len: sealed_len,
+                                dead_bytes: dead,
+                            }
+                            .encode(),
+                        )
+                        .ctx("write segments")?;
+                    writer.active = None;
+                }
+            }
+            if writer.active.is_none() {
+                let id = catalog::meta_take(&mut t.meta, catalog::KEY_NEXT_SEGMENT, 1)?;
+                let seg = OpenSegment::create(&inner.paths, id, now)?;
+                store.publish_segment(&seg.file)?;
+                new_segments.push(id);
+                writer.active = Some(seg);
+            }
+            let active = writer
+                .active
+                .as_mut()
+                .ok_or_else(|| Error::Inconsistent("no open segment after creating one".into()))?;
+
+            let result = (|| -> Result<()> {
+                if !records.is_empty() {
+                    let payload_at = active.append(EntryKind::ItemBlock, &block)?;
+                    for (rec, off) in records.iter().zip(&record_offsets) {
+                        let loc = ItemLoc {
+                            segment: active.id(),
+                            offset: payload_at + off,
+                            frame_len: u32::try_from(
+                                rec.bytes.len() + memdb_formats::item::RECORD_FRAME_BYTES,
+                            )
+                            .unwrap_or(u32::MAX),
+                            time_ms: rec.time_ms,
+                            source: rec.source,
+                        };
+                        t.items.insert(rec.id, loc.encode()).ctx("write items")?;
+                    }
+                }
+                for blob in &blobs {
+                    let offset = active.append(EntryKind::Blob, &blob.bytes)?;
+                    let loc = BlobLoc {
+                        segment: active.id(),
+                        offset,
+                        len: blob.bytes.len() as u64,
+                        kind: blob.kind,
+                        owner: blob.owner,
+                    };
+                    t.blobs.insert(blob.id, loc.encode()).ctx("write blobs")?;
+                }
+                active.file.sync()
+            })();
+            if let Err(e) = result {
+                // The segment's tail is in an unknown state; start a fresh segment next time.
+                writer.active = None;
+                return Err(e);
+            }
+            let raw = t
+                .segments
+                .get(active.id())
+                .ctx("read segments")?
+                .map(|v| v.value());
+            let dead = raw.map_or(0, |r| r.2);
+            t.segments
+                .insert(
+                    active.id(),
+                    SegmentRow {
+                        state: SegmentState::Open,
+                        len: active.len,
+                        dead_bytes: dead,
+                    }
+                    .encode(),
+                )
+                .ctx("write segments")?;
+        }
+    }
+    if let Err(e) = txn.commit() {
+        writer.poisoned = Some(format!("catalog commit failed: {e}"));
+        writer.active = None;
+        if !new_segments.is_empty() {
+            store.retire_segments(&new_segments)?;
+        }
+        return Err(Error::catalog("commit")(e.into()));
+    }
+    if let Some(active) = writer.active.as_mut() {
+        active.mark_committed();
+    }
+    Ok(receipt)
+}
+
+/// Bytes an append of `block` (if non-empty) and `blobs` takes, headers and padding included.
+fn append_size(block: &[u8], blobs: &[&StagedBlob]) -> u64 {
+    let page = PAGE as u64;
+    let block_bytes = if block.is_empty() {
+        0
+    } else {
+        memdb_formats::segment::pages_for(block.len() as u64) * page
+    };
+    blobs.iter().fold(block_bytes, |acc, b| {
+        acc.saturating_add(memdb_formats::segment::pages_for(b.bytes.len() as u64) * page)
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn stage_put(
+    t: &mut Tables<'_>,
+    segments: &super::segment_file::SegmentSet,
+    staged: &mut Staged,
+    receipt: &mut CommitReceipt,
+    index: usize,
+    draft: ItemDraft,
+    new_blobs: Vec<(BlobKind, Vec<u8>)>,
+    now: i64,
+) -> Result<PutOutcome> {
+    let ItemDraft { fields, supersedes } = draft;
+    fields
+        .validate()
+        .map_err(|reason| Error::InvalidItem { index, reason })?;
+    let supersedes = match supersedes {
+        None => None,
+        Some(ext) => {
+            let id = t
+                .external
+                .get(ext.as_str())
+                .ctx("read external_ids")?
+                .map(|v| v.value());
+            if id.is_none() {
+                receipt.warnings.push(format!(
+                    "item #{index}: supersedes unknown external id `{ext}`; ignored"
+                ));
+            }
+            id
+        }
+    };
+    let existing = match &fields.external_id {
+        Some(ext) => t
+            .external
+            .get(ext.as_str())
+            .ctx("read external_ids")?
+            .map(|v| v.value()),
+        None => None,
+    };
+    let mut kept_blobs = Vec::new();
+    let (id, status) = match existing {
+        None => (
+            catalog::meta_take(&mut t.meta, catalog::KEY_NEXT_ITEM, 1)?,
+            PutStatus::Added,
+        ),
+        Some(id) => {
+            if let Some(slot) = staged.pending_items.get(&id).copied() {
+                // Put twice in one batch: the later put replaces the staged record.
+                if let Some(old) = staged.records[slot].take() {
+                    t.by_time.remove((old.time_ms, id)).ctx("remove by_time")?;
+                    t.by_source
+                        .remove((old.source, old.time_ms, id))
+                        .ctx("remove by_source")?;
+                    if new_blobs.is_empty() {
+                        kept_blobs = old.blobs;
+                    } else {
+                        drop_blobs(t, staged, &old.blobs)?;
+                    }
+                }
+                (id, PutStatus::Updated)
+            } else {
+                let raw = t.items.get(id).ctx("read items")?.map(|v| v.value());
+                let Some(raw) = raw else {
+                    return Err(Error::Inconsistent(format!(
+                        "external id names missing item {id}"
+                    )));
+                };
+                let loc = ItemLoc::decode(raw);
+                let old = read_record(segments, &loc).ok();
+                if let Some(old) = &old {
+                    if new_blobs.is_empty() && old.fields == fields && old.supersedes == supersedes
+                    {
+                        return Ok(PutOutcome {
+                            id,
+                            status: PutStatus::Unchanged,
+                            blob_ids: old.blobs.clone(),
+                        });
+                    }
+                }
+                // The committed row goes now; the new location is written at append time.
+                t.items.remove(id).ctx("remove item")?;
+                t.by_time.remove((loc.time_ms, id)).ctx("remove by_time")?;
+                t.by_source
+                    .remove((loc.source, loc.time_ms, id))
+                    .ctx("remove by_source")?;
+                t.add_dead(loc.segment, u64::from(loc.frame_len))?;
+                let old_blobs = old.map(|o| o.blobs).unwrap_or_default();
+                if new_blobs.is_empty() {
+                    kept_blobs = old_blobs;
+                } else {
+                    for blob in old_blobs {
+                        t.remove_blob(blob)?;
+                    }
+                }
+                (id, PutStatus::Updated)
+            }
+        }
+    };
+    t.log(
+        if status == PutStatus::Added {
+            OpCode::Add
+        } else {
+            OpCode::Update
+        },
+        id,
+        now,
+    )?;
+    let first_blob = if new_blobs.is_empty() {
+        0
+    } else {
+        catalog::meta_take(&mut t.meta, catalog::KEY_NEXT_BLOB, new_blobs.len() as u64)?
+    };
+    let mut blob_ids = kept_blobs;
+    for (i, (kind, bytes)) in new_blobs.into_iter().enumerate() {
+        let blob_id = first_blob + i as u64;
+        blob_ids.push(blob_id);
+        staged.blobs.push(Some(StagedBlob {
+            id: blob_id,
+            kind,
+            bytes,
+            owner: id,
+        }));
+    }
+    let time_ms = fields.time.unix_ms;
+    let source = fields.source.code();
+    if let Some(ext) = &fields.external_id {
+        t.external
+            .insert(ext.as_str(), id)
+            .ctx("write external_ids")?;
+    }
+    t.by_time.insert((time_ms, id), ()).ctx("write by_time")?;
+    t.by_source
+        .insert((source, time_ms, id), ())
+        .ctx("write by_source")?;
+    let external_id = fields.external_id.clone();
+    let record = ItemRecord {
+        id,
+        ingest_time_ms: now,
+        fields,
+        supersedes,
+        blobs: blob_ids.clone(),
+    };
+    let bytes = encode_record(&record).map_err(|e| Error::InvalidItem {
+        index,
+        reason: e.to_string(),
+    })?;
+    staged.pending_items.insert(id, staged.records.len());
+    staged.records.push(Some(StagedRecord {
+        id,
+        bytes,
+        time_ms,
+        source,
+        external_id,
+        blobs: blob_ids.clone(),
+    }));
+    Ok(PutOutcome {
+        id,
+        status,
+        blob_ids,
+    })
+}
+
+/// Deletes item `id` (committed or staged in this batch); false if there is no such item.
+fn stage_delete(
+    t: &mut Tables<'_>,
+    segments: &super::segment_file::SegmentSet,
+    staged: &mut Staged,
+    id: u64,
+    now: i64,
+) -> Result<bool> {
+    let mut found = false;
+    if let Some(slot) = staged.pending_items.remove(&id) {
+        if let Some(rec) = staged.records[slot].take() {
+            t.by_time.remove((rec.time_ms, id)).ctx("remove by_time")?;
+            t.by_source
+                .remove((rec.source, rec.time_ms, id))
+                .ctx("remove by_source")?;
+            if let Some(ext) = &rec.external_id {
+                t.external.remove(ext.as_str()).ctx("remove external id")?;
+            }
+            drop_blobs(t, staged, &rec.blobs)?;
+            found = true;
+        }
+    }
+    if t.remove_item(id, segments)?.is_some() {
+        found = true;
+    }
+    if found {
+        t.log(OpCode::Delete, id, now)?;
+    }
+    Ok(found)
+}
+
+/// Drops blobs `ids`: staged ones are unstaged, committed ones removed from the catalog.
+fn drop_blobs(t: &mut Tables<'_>, staged: &mut Staged, ids: &[u64]) -> Result<()> {
+    for &blob in ids {
+        let slot = staged
+            .blobs
+            .iter_mut()
+            .find(|b| b.as_ref().is_some_and(|b| b.id == blob));
+        match slot {
+            Some(slot) => *slot = None,
+            None => {
+                t.remove_blob(blob)?;
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,620 @@
+//! Schema-Guided Memory (SGM) items: the typed fields of one memory and their record encoding.
+//!
+//! An item is what ATM-Bench calls an SGM record: a set of typed fields (time, place, source,
+//! entities, tags, OCR, caption, summary, body, speaker/from/to) rather than free text. This
+//! module owns the types and the byte encoding of a stored record (SPEC.md §4): a version byte
+//! followed by bincode 2.x (standard configuration) of the fields in a fixed order, framed in a
+//! segment by a length and a CRC32C.
+//!
+//! Invariants: a decoded record always satisfies [`ItemFields::validate`]; decoding never
+//! allocates more than [`MAX_RECORD_BYTES`] whatever the input claims.
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::FormatError;
+use crate::bytes::{PutLe, Reader, crc32c};
+
+/// Version byte written at the start of every item record.
+pub const RECORD_VERSION: u8 = 1;
+/// Largest encoded item record accepted by the decoder (and by the store).
+pub const MAX_RECORD_BYTES: usize = 16 << 20;
+/// Bytes of the frame (`len u32`, `crc32c u32`) in front of a record inside an item block.
+pub const RECORD_FRAME_BYTES: usize = 8;
+/// Largest UTC offset accepted, in minutes (±18 h, as RFC 9557 / ISO 8601 allow).
+pub const MAX_OFFSET_MINUTES: i16 = 18 * 60;
+
+/// Where a memory came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum Source {
+    /// A photo (or other still image).
+    Image = 1,
+    /// A video.
+    Video = 2,
+    /// An e-mail message.
+    Email = 3,
+    /// A chat or dialogue turn.
+    Chat = 4,
+    /// A note written by the person.
+    Note = 5,
+}
+
+impl Source {
+    /// Every source, in code order.
+    pub const ALL: [Source; 5] = [
+        Source::Image,
+        Source::Video,
+        Source::Email,
+        Source::Chat,
+        Source::Note,
+    ];
+
+    /// The byte stored on disk for this source.
+    pub fn code(self) -> u8 {
+        self as u8
+    }
+
+    /// The source stored as `code`, if any.
+    pub fn from_code(code: u8) -> Option<Source> {
+        Source::ALL.into_iter().find(|s| s.code() == code)
+    }
+
+    /// Lowercase name used in JSONL, the CLI and the query language.
+    pub fn name(self) -> &'static str {
+        match self {
+            Source::Image => "image",
+            Source::Video => "video",
+            Source::Email => "email",
+            Source::Chat => "chat",
+            Source::Note => "note",
+        }
+    }
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Source {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Source::ALL
+            .into_iter()
+            .find(|src| src.name().eq_ignore_ascii_case(s))
+            .ok_or_else(|| {
+                format!("unknown source `{s}` (expected image, video, email, chat or note)")
+            })
+    }
+}
+
+/// When something happened: an instant (UTC milliseconds since the Unix epoch) and the UTC
+/// offset of the place it happened, so local time can be shown as the person lived it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct EventTime {
+    /// Milliseconds since 1970-01-01T00:00:00Z.
+    pub unix_ms: i64,
+    /// Local UTC offset in minutes (east positive), within ±[`MAX_OFFSET_MINUTES`].
+    pub offset_minutes: i16,
+}
+
+impl EventTime {
+    /// An instant in UTC.
+    pub fn utc(unix_ms: i64) -> EventTime {
+        EventTime {
+            unix_ms,
+            offset_minutes: 0,
+        }
+    }
+
+    /// Local calendar date and time with an offset (`offset_minutes` east of UTC).
+    pub fn from_local(
+        date: jiff::civil::DateTime,
+        offset_minutes: i16,
+    ) -> Result<EventTime, String> {
+        if offset_minutes.abs() > MAX_OFFSET_MINUTES {
+            return Err(format!("UTC offset {offset_minutes} min is beyond ±18 h"));
+        }
+        let offset = jiff::tz::Offset::from_seconds(i32::from(offset_minutes) * 60)
+            .map_err(|e| e.to_string())?;
+        let ts = offset.to_timestamp(date).map_err(|e| e.to_string())?;
+        Ok(EventTime {
+            unix_ms: ts.as_millisecond(),
+            offset_minutes,
+        })
+    }
+
+    /// Parses `YYYY-MM-DDTHH:MM[:SS[.fff]](Z|±HH:MM)` or a bare date `YYYY-MM-DD` (midnight UTC).
+    pub fn parse(text: &str) -> Result<EventTime, String> {
+        let text = text.trim();
+        if text.len() == 10 {
+            let date: jiff::civil::Date = text
+                .parse()
+                .map_err(|e| format!("bad date `{text}`: {e}"))?;
+            return EventTime::from_local(date.to_datetime(jiff::civil::Time::midnight()), 0);
+        }
+        let (civil, offset_minutes) = split_offset(text)?;
+        let date: jiff::civil::DateTime = civil
+            .parse()
+            .map_err(|e| format!("bad date-time `{text}`: {e}"))?;
+        EventTime::from_local(date, offset_minutes)
+    }
+
+    /// Local date-time with offset, RFC 3339 (`2023-05-08T13:56:00+02:00`).
+    pub fn to_rfc3339(&self) -> String {
+        let offset = jiff::tz::Offset::from_seconds(i32::from(self.offset_minutes) * 60)
+            .unwrap_or(jiff::tz::Offset::UTC);
+        match jiff::Timestamp::from_millisecond(self.unix_ms) {
+            Ok(ts) => {
+                let local = offset.to_datetime(ts);
+                let sign = if self.offset_minutes < 0 { '-' } else { '+' };
+                let abs = self.offset_minutes.unsigned_abs();
+                format!(
+                    "{}{sign}{:02}:{:02}",
+                    local.strftime("%Y-%m-%dT%H:%M:%S"),
+                    abs / 60,
+                    abs % 60
+                )
+            }
+            Err(_) => format!("@{}ms", self.unix_ms),
+        }
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        if self.offset_minutes.abs() > MAX_OFFSET_MINUTES {
+            return Err(format!(
+                "UTC offset {} min is beyond ±18 h",
+                self.offset_minutes
+            ));
+        }
+        if jiff::Timestamp::from_millisecond(self.unix_ms).is_err() {
+            return Err(format!(
+                "instant {} ms is outside years -9999..=9999",
+                self.unix_ms
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn split_offset(text: &str) -> Result<(&str, i16), String> {
+    if let Some(civil) = text.strip_suffix('Z').or_else(|| text.strip_suffix('z')) {
+        return Ok((civil, 0));
+    }
+    let bad = || format!("date-time `{text}` needs a UTC offset (`Z` or `±HH:MM`)");
+    if text.len() < 6 || !text.is_char_boundary(text.len() - 6) {
+        return Err(bad());
+    }
+    let (civil, off) = text.split_at(text.len() - 6);
+    let b = off.as_bytes();
+    let sign = match b[0] {
+        b'+' => 1,
+        b'-' => -1,
+        _ => return Err(bad()),
+    };
+    if b[3] != b':' || !b[1..3].iter().chain(&b[4..6]).all(u8::is_ascii_digit) {
+        return Err(bad());
+    }
+    let hours = i16::from(b[1] - b'0') * 10 + i16::from(b[2] - b'0');
+    let minutes = i16::from(b[4] - b'0') * 10 + i16::from(b[5] - b'0');
+    if minutes >= 60 {
+        return Err(bad());
+    }
+    Ok((civil, sign * (hours * 60 + minutes)))
+}
+
+impl fmt::Display for EventTime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_rfc3339())
+    }
+}
+
+/// A WGS 84 position in decimal degrees.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GeoPoint {
+    /// Latitude, −90..=90.
+    pub lat: f64,
+    /// Longitude, −180..=180.
+    pub lon: f64,
+}
+
+/// Where something happened: a place name, a position, or both.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Location {
+    /// Human name of the place ("Lisbon", "Home").
+    pub name: Option<String>,
+    /// Position, when known.
+    pub geo: Option<GeoPoint>,
+}
+
+/// The typed fields of one memory, as an importer or an application gives them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ItemFields {
+    /// The identifier the item has in its source (`D1:3`, a Message-ID, a file path). Unique
+    /// within a store: importing the same external id again updates the item.
+    pub external_id: Option<String>,
+    /// What kind of memory this is.
+    pub source: Source,
+    /// When it happened.
+    pub time: EventTime,
+    /// Where it happened.
+    pub location: Option<Location>,
+    /// People, organisations and things it names.
+    pub entities: Vec<String>,
+    /// Free labels.
+    pub tags: Vec<String>,
+    /// Text read from the image.
+    pub ocr: Option<String>,
+    /// A caption of the image.
+    pub caption: Option<String>,
+    /// A short summary.
+    pub summary: Option<String>,
+    /// The main text (message body, what was said, the note).
+    pub body: Option<String>,
+    /// Who said it (chat).
+    pub speaker: Option<String>,
+    /// Sender (e-mail).
+    pub from: Option<String>,
+    /// Recipients (e-mail).
+    pub to: Vec<String>,
+}
+
+impl ItemFields {
+    /// Fields with only a source and a time set.
+    pub fn new(source: Source, time: EventTime) -> ItemFields {
+        ItemFields {
+            external_id: None,
+            source,
+            time,
+            location: None,
+            entities: Vec::new(),
+            tags: Vec::new(),
+            ocr: None,
+            caption: None,
+            summary: None,
+            body: None,
+            speaker: None,
+            from: None,
+            to: Vec::new(),
+        }
+    }
+
+    /// Checks the value ranges the format promises: offset within ±18 h, an instant jiff can
+    /// represent, finite in-range coordinates, a non-empty external id when one is given.
+    pub fn validate(&self) -> Result<(), String> {
+        self.time.validate()?;
+        if let Some(GeoPoint { lat, lon }) = self.location.as_ref().and_then(|l| l.geo) {
+            if !(lat.is_finite() && (-90.0..=90.0).contains(&lat)) {
+                return Err(format!("latitude {lat} is not within -90..=90"));
+            }
+            if !(lon.is_finite() && (-180.0..=180.0).contains(&lon)) {
+                return Err(format!("longitude {lon} is not within -180..=180"));
+            }
+        }
+        if self.external_id.as_deref() == Some("") {
+            return Err("external id is empty".to_owned());
+        }
+        Ok(())
+    }
+}
+
+/// An item as an importer produces it: fields, plus the external id of an item it supersedes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ItemDraft {
+    /// The memory's fields.
+    pub fields: ItemFields,
+    /// External id of an earlier item this one replaces in meaning (an invoice superseding a
+    /// booking). The store resolves it to an item id when the draft is committed.
+    pub supersedes: Option<String>,
+}
+
+/// An item as stored: fields plus the identity and bookkeeping the store assigns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ItemRecord {
+    /// Store-assigned id, stable for the item's life (updates keep it).
+    pub id: u64,
+    /// When the store committed this version of the item (UTC ms).
+    pub ingest_time_ms: i64,
+    /// The memory's fields.
+    pub fields: ItemFields,
+    /// Item id of the earlier item this one supersedes.
+    pub supersedes: Option<u64>,
+    /// Blob ids this item owns (photo original, attachments); deleted with the item.
+    pub blobs: Vec<u64>,
+}
+
+/// The record layout of version 1, field for field in the order SPEC.md §4.2 gives. It exists
+/// so the wire order is one declaration, separate from the public types.
+#[derive(bincode::Encode, bincode::Decode)]
+struct RecordV1 {
+    id: u64,
+    ingest_time_ms: i64,
+    external_id: Option<String>,
+    source: u8,
+    time_unix_ms: i64,
+    time_offset_minutes: i16,
+    location_name: Option<String>,
+    geo: Option<(f64, f64)>,
+    entities: Vec<String>,
+    tags: Vec<String>,
+    ocr: Option<String>,
+    caption: Option<String>,
+    summary: Option<String>,
+    body: Option<String>,
+    speaker: Option<String>,
+    from: Option<String>,
+    to: Vec<String>,
+    supersedes: Option<u64>,
+    blobs: Vec<u64>,
+}
+
+fn bincode_config() -> impl bincode::config::Config {
+    bincode::config::standard()
+        .with_little_endian()
+        .with_variable_int_encoding()
+        .with_limit::<MAX_RECORD_BYTES>()
+}
+
+const RECORD: &str = "item record";
+
+/// Encodes `record` as a version byte followed by the bincode fields (no frame).
+pub fn encode_record(record: &ItemRecord) -> Result<Vec<u8>, FormatError> {
+    let f = &record.fields;
+    let (location_name, geo) = match &f.location {
+        Some(l) => (l.name.clone(), l.geo.map(|g| (g.lat, g.lon))),
+        None => (None, None),
+    };
+    let wire = RecordV1 {
+        id: record.id,
+        ingest_time_ms: record.ingest_time_ms,
+        external_id: f.external_id.clone(),
+        source: f.source.code(),
+        time_unix_ms: f.time.unix_ms,
+        time_offset_minutes: f.time.offset_minutes,
+        location_name,
+        geo,
+        entities: f.entities.clone(),
+        tags: f.tags.clone(),
+        ocr: f.ocr.clone(),
+        caption: f.caption.clone(),
+        summary: f.summary.clone(),
+        body: f.body.clone(),
+        speaker: f.speaker.clone(),
+        from: f.from.clone(),
+        to: f.to.clone(),
+        supersedes: record.supersedes,
+        blobs: record.blobs.clone(),
+    };
+    let mut out = vec![RECORD_VERSION];
+    bincode::encode_into_std_write(&wire, &mut out, bincode_config()).map_err(|e| {
+        FormatError::Invalid {
+            what: RECORD,
+            offset: 0,
+            reason: e.to_string(),
+        }
+    })?;
+    if out.len() > MAX_RECORD_BYTES {
+        return Err(FormatError::Invalid {
+            what: RECORD,
+            offset: 0,
+            reason: format!(
+                "record is {} bytes, more than the {MAX_RECORD_BYTES} allowed",
+                out.len()
+            ),
+        });
+    }
+    Ok(out)
+}
+
+/// Decodes a record written by [`encode_record`]. Every byte must be consumed.
+pub fn decode_record(bytes: &[u8]) -> Result<ItemRecord, FormatError> {
+    let invalid = |reason: String| FormatError::Invalid {
+        what: RECORD,
+        offset: 0,
+        reason,
+    };
+    let mut reader = Reader::new(RECORD, bytes);
+    let version = reader.u8()?;
+    if version != RECORD_VERSION {
+        return Err(FormatError::UnsupportedVersion {
+            what: RECORD,
+            found: u32::from(version),
+            supported: u32::from(RECORD_VERSION),
+        });
+    }
+    let body = &bytes[1..];
+    let (wire, used): (RecordV1, usize) =
+        bincode::decode_from_slice(body, bincode_config()).map_err(|e| invalid(e.to_string()))?;
+    if used != body.len() {
+        return Err(invalid(format!(
+            "{} trailing bytes after the record",
+            body.len() - used
+        )));
+    }
+    let source = Source::from_code(wire.source)
+        .ok_or_else(|| invalid(format!("unknown source code {}", wire.source)))?;
+    let location = match (wire.location_name, wire.geo) {
+        (None, None) => None,
+        (name, geo) => Some(Location {
+            name,
+            geo: geo.map(|(lat, lon)| GeoPoint { lat, lon }),
+        }),
+    };
+    let fields = ItemFields {
+        external_id: wire.external_id,
+        source,
+        time: EventTime {
+            unix_ms: wire.time_unix_ms,
+            offset_minutes: wire.time_offset_minutes,
+        },
+        location,
+        entities: wire.entities,
+        tags: wire.tags,
+        ocr: wire.ocr,
+        caption: wire.caption,
+        summary: wire.summary,
+        body: wire.body,
+        speaker: wire.speaker,
+        from: wire.from,
+        to: wire.to,
+    };
+    fields.validate().map_err(invalid)?;
+    Ok(ItemRecord {
+        id: wire.id,
+        ingest_time_ms: wire.ingest_time_ms,
+        fields,
+        supersedes: wire.supersedes,
+        blobs: wire.blobs,
+    })
+}
+
+/// Appends `record` to `out` framed as `len u32 | crc32c u32 | record`.
+pub fn put_framed(out: &mut Vec<u8>, record: &[u8]) -> Result<(), FormatError> {
+    let len = u32::try_from(record.len()).map_err(|_| FormatError::Invalid {
+        what: "record frame",
+        offset: 0,
+        reason: format!("record of {} bytes does not fit a u32 length", record.len()),
+    })?;
+    out.put_u32(len);
+    out.put_u32(crc32c(record));
+    out.extend_from_slice(record);
+    Ok(())
+}
+
+/// Reads the framed record that starts at `bytes[0]`, verifying its checksum. Returns the
+/// record bytes (without the frame).
+pub fn read_framed(bytes: &[u8]) -> Result<&[u8], FormatError> {
+    let mut reader = Reader::new("record frame", bytes);
+    let len = reader.u32()? as usize;
+    let stored = reader.u32()?;
+    if len > MAX_RECORD_BYTES {
+        return Err(FormatError::Invalid {
+            what: "record frame",
+            offset: 0,
+            reason: format!("length {len} exceeds the {MAX_RECORD_BYTES} allowed"),
+        });
+    }
+    let start = reader.position();
+    let record = reader.take(len)?;
+    let computed = crc32c(record);
+    if computed != stored {
+        return Err(FormatError::Checksum {
+            what: "item record",
+            offset: start as u64,
+            stored,
+            computed,
+        });
+    }
+    Ok(record)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> ItemRecord {
+        let mut fields = ItemFields::new(
+            Source::Chat,
+            EventTime::parse("2023-05-08T13:56:00+02:00").unwrap(),
+        );
+        fields.external_id = Some("D1:3".into());
+        fields.location = Some(Location {
+            name: Some("Lisbon".into()),
+            geo: Some(GeoPoint {
+                lat: 38.72,
+                lon: -9.14,
+            }),
+        });
+        fields.entities = vec!["Caroline".into()];
+        fields.body = Some("I went to a LGBTQ support group yesterday".into());
+        fields.speaker = Some("Caroline".into());
+        ItemRecord {
+            id: 7,
+            ingest_time_ms: 1_700_000_000_000,
+            fields,
+            supersedes: Some(3),
+            blobs: vec![1, 2],
+        }
+    }
+
+    #[test]
+    fn record_round_trips() {
+        let rec = sample();
+        let bytes = encode_record(&rec).unwrap();
+        assert_eq!(decode_record(&bytes).unwrap(), rec);
+    }
+
+    #[test]
+    fn trailing_bytes_and_versions_are_rejected() {
+        let mut bytes = encode_record(&sample()).unwrap();
+        bytes.push(0);
+        assert!(matches!(
+            decode_record(&bytes),
+            Err(FormatError::Invalid { .. })
+        ));
+        bytes.pop();
+        bytes[0] = 2;
+        assert!(matches!(
+            decode_record(&bytes),
+            Err(FormatError::UnsupportedVersion { found: 2, .. })
+        ));
+    }
+
+    #[test]
+    fn frame_detects_a_flipped_bit_anywhere() {
+        let rec = encode_record(&sample()).unwrap();
+        let mut framed = Vec::new();
+        put_framed(&mut framed, &rec).unwrap();
+        assert_eq!(read_framed(&framed).unwrap(), &rec[..]);
+        for bit in 0..framed.len() * 8 {
+            let mut bad = framed.clone();
+            bad[bit / 8] ^= 1 << (bit % 8);
+            match read_framed(&bad) {
+                Err(_) => {}
+                Ok(r) => panic!("bit {bit} flip not detected, got {} bytes", r.len()),
+            }
+        }
+    }
+
+    #[test]
+    fn event_time_parses_offsets_and_dates() {
+        let t = EventTime::parse("2023-05-08T13:56:00+02:00").unwrap();
+        assert_eq!(t.offset_minutes, 120);
+        assert_eq!(t.unix_ms, 1_683_546_960_000);
+        assert_eq!(t.to_rfc3339(), "2023-05-08T13:56:00+02:00");
+        assert_eq!(
+            EventTime::parse("2023-05-08T11:56:00Z").unwrap().unix_ms,
+            t.unix_ms
+        );
+        assert_eq!(
+            EventTime::parse("2023-05-08").unwrap().unix_ms,
+            1_683_504_000_000
+        );
+        assert_eq!(
+            EventTime::parse("2001-01-01T00:00:00-05:30")
+                .unwrap()
+                .to_rfc3339(),
+            "2001-01-01T00:00:00-05:30"
+        );
+        for bad in [
+            "",
+            "2023-05-08T13:56:00",
+            "2023-05-08T13:56:00+2:00",
+            "2023-13-08",
+            "nonsense+00:00",
+            "2023-05-08T13:56:00+19:00",
+        ] {
+            assert!(EventTime::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn decode_never_panics(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..512)) {
+            let _ = decode_record(&bytes);
+            let _ = read_framed(&bytes);
+        }
+    }
+}

@@ -1,0 +1,19 @@
+//! memdb's byte formats: bytes to typed values and back, with no I/O policy.
+//!
+//! This crate owns every byte layout memdb writes (segment pages, entry headers, footers,
+//! trailers, SGM item records) and every parser of outside bytes it reads (JSONL items,
+//! LoCoMo conversations). SPEC.md is the normative description; the golden tests in
+//! `tests/golden.rs` build the expected bytes from SPEC.md independently of these encoders.
+//!
+//! Architecture invariant: nothing here panics on any input. Every decoder takes `&[u8]` or
+//! `&str`, bounds-checks every read and returns a typed [`FormatError`] or [`ImportError`].
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
+mod bytes;
+mod error;
+pub mod import;
+pub mod item;
+pub mod segment;
+
+pub use bytes::crc32c;
+pub use error::{FormatError, ImportError, ImportErrorKind};
