@@ -1,2 +1,187 @@
-//! The `memdb` command-line tool.
-fn main() {}
+//! The `memdb` command-line tool: create, fill, inspect, verify and compact a store.
+//!
+//! Every command prints tables for people and, with `--json`, one JSON document for scripts.
+//! Exit status: 0 on success, 1 when `check` finds problems, 2 on any error (with a one-line
+//! reason on stderr).
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
+mod demo;
+mod import;
+mod output;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use memdb::{CompactOptions, KeepEverything, Options, ScanFilter, Source, Store, Victims};
+
+use output::{Out, item_json, item_table, stats_json, stats_table};
+
+/// memdb: an embedded, on-device memory store.
+#[derive(Parser)]
+#[command(name = "memdb", version, about)]
+struct Cli {
+    /// Print JSON instead of tables.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Create an empty store in DIR.
+    Init {
+        /// Store directory (created; must be empty if it exists).
+        dir: PathBuf,
+    },
+    /// Import files into a store (created if missing). Bad records are reported and skipped.
+    Import {
+        /// Input format.
+        format: ImportFormat,
+        /// Store directory.
+        dir: PathBuf,
+        /// Files to import.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Items per commit.
+        #[arg(long, default_value_t = 1000)]
+        batch: usize,
+    },
+    /// Show one item by id, or by external id with --external.
+    Get {
+        /// Store directory.
+        dir: PathBuf,
+        /// Item id (or external id with --external).
+        key: String,
+        /// KEY is an external id.
+        #[arg(long)]
+        external: bool,
+    },
+    /// List items in time order, filtered by time range and source.
+    Ls {
+        /// Store directory.
+        dir: PathBuf,
+        /// Only items at or after this time (RFC 3339 or YYYY-MM-DD).
+        #[arg(long)]
+        from: Option<String>,
+        /// Only items before this time (RFC 3339 or YYYY-MM-DD).
+        #[arg(long)]
+        to: Option<String>,
+        /// Only items of this source (image, video, email, chat, note).
+        #[arg(long)]
+        source: Option<String>,
+        /// At most this many items.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+    },
+    /// Counts and bytes: items, blobs by kind, segments, live and dead bytes.
+    Stats {
+        /// Store directory.
+        dir: PathBuf,
+    },
+    /// Verify every checksum and catalog reference; exit 1 if anything is wrong.
+    Check {
+        /// Store directory.
+        dir: PathBuf,
+    },
+    /// Rewrite segments to reclaim deleted and superseded bytes.
+    Compact {
+        /// Store directory.
+        dir: PathBuf,
+        /// Rewrite every segment, not only those with at least 25 % dead bytes.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Build a store from the sample corpus shipped with memdb and show what it holds.
+    Demo {
+        /// Where to build the store (default: a fresh temporary directory).
+        #[arg(long)]
+        store: Option<PathBuf>,
+        /// Also import the full corpora from this shared data folder (…/shared/data).
+        #[arg(long)]
+        full: Option<PathBuf>,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ImportFormat {
+    /// One SGM item per line (SPEC.md §8).
+    Jsonl,
+    /// LoCoMo conversation JSON: one item per dialogue turn.
+    Locomo,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let out = Out { json: cli.json };
+    match run(cli.command, &out) {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("memdb: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn parse_time(text: &str) -> Result<i64, String> {
+    memdb::EventTime::parse(text).map(|t| t.unix_ms).map_err(|e| format!("--from/--to: {e}"))
+}
+
+fn run(command: Command, out: &Out) -> Result<ExitCode, String> {
+    let open = |dir: &PathBuf| Store::open(dir, Options::default()).map_err(|e| e.to_string());
+    match command {
+        Command::Init { dir } => {
+            Store::create(&dir, Options::default()).map_err(|e| e.to_string())?;
+            out.emit(serde_json::json!({ "created": dir }), || format!("created store {}", dir.display()));
+        }
+        Command::Import { format, dir, files, batch } => {
+            let store = Store::open_or_create(&dir, Options::default()).map_err(|e| e.to_string())?;
+            let summary = import::import_files(&store, format, &files, batch.max(1), !out.json)?;
+            out.emit(summary.json(), || summary.text());
+        }
+        Command::Get { dir, key, external } => {
+            let store = open(&dir)?;
+            let snap = store.snapshot().map_err(|e| e.to_string())?;
+            let item = if external {
+                snap.get_by_external_id(&key)
+            } else {
+                let id: u64 = key.parse().map_err(|_| format!("`{key}` is not an item id (use --external for external ids)"))?;
+                snap.get(id)
+            }
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("no item `{key}`"))?;
+            out.emit(item_json(&item), || item_table(&item));
+        }
+        Command::Ls { dir, from, to, source, limit } => {
+            let store = open(&dir)?;
+            let filter = ScanFilter {
+                from_ms: from.as_deref().map(parse_time).transpose()?,
+                to_ms: to.as_deref().map(parse_time).transpose()?,
+                source: source.as_deref().map(str::parse::<Source>).transpose()?,
+                limit: Some(limit),
+            };
+            let items = store.snapshot().and_then(|s| s.scan(&filter)).map_err(|e| e.to_string())?;
+            out.emit(serde_json::Value::Array(items.iter().map(item_json).collect()), || output::list_table(&items));
+        }
+        Command::Stats { dir } => {
+            let stats = open(&dir)?.stats().map_err(|e| e.to_string())?;
+            out.emit(stats_json(&stats), || stats_table(&stats));
+        }
+        Command::Check { dir } => {
+            let report = open(&dir)?.check().map_err(|e| e.to_string())?;
+            out.emit(output::check_json(&report), || output::check_text(&report));
+            if !report.is_clean() {
+                return Ok(ExitCode::from(1));
+            }
+        }
+        Command::Compact { dir, all } => {
+            let store = open(&dir)?;
+            let options = CompactOptions { victims: if all { Victims::All } else { Victims::DeadRatio(0.25) } };
+            let report = store.compact(&options, &mut KeepEverything).map_err(|e| e.to_string())?;
+            out.emit(output::compact_json(&report), || output::compact_text(&report));
+        }
+        Command::Demo { store, full } => demo::run(store, full, out)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,60 @@
+//! The writer child of the kill -9 test: ingests, deletes and compacts in a loop until killed.
+//!
+//! Usage: `crash_writer STORE LOG FIRST_BATCH SEED`. Before each commit it appends an intent
+//! line `I <batch> <deleted external ids…>` to LOG, and after the commit returns a line
+//! `C <batch>`, each fsync'd, so the parent knows exactly which batches were acknowledged and
+//! which one may have been in flight.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::io::Write;
+
+use memdb::{CompactOptions, KeepEverything, Options, ScanFilter, Store, Victims};
+use memdb_it::{Rng, crash_batch_len, crash_item};
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let (store_dir, log_path) = (&args[1], &args[2]);
+    let first_batch: u64 = args[3].parse().unwrap();
+    let mut rng = Rng::new(args[4].parse().unwrap());
+    let options = Options { segment_target_bytes: 256 << 10, ..Options::default() };
+    let store = Store::open_or_create(store_dir, options).unwrap();
+    let mut log = std::fs::OpenOptions::new().create(true).append(true).open(log_path).unwrap();
+    let mut line = |text: String| {
+        log.write_all(text.as_bytes()).unwrap();
+        log.sync_data().unwrap();
+    };
+    for batch in first_batch.. {
+        let mut deletes = Vec::new();
+        if rng.next_u64() % 3 == 0 {
+            let ids = store.snapshot().unwrap().scan_ids(&ScanFilter::default()).unwrap();
+            let snap = store.snapshot().unwrap();
+            for _ in 0..rng.range(1, 6) {
+                if ids.is_empty() {
+                    break;
+                }
+                let id = ids[(rng.next_u64() % ids.len() as u64) as usize];
+                if let Some(item) = snap.get(id).unwrap() {
+                    let ext = item.fields.external_id.unwrap();
+                    if !deletes.contains(&ext) {
+                        deletes.push(ext);
+                    }
+                }
+            }
+        }
+        let mut wb = store.batch();
+        for index in 0..crash_batch_len(batch) {
+            let (draft, blobs) = crash_item(batch, index);
+            wb.put_with_blobs(draft, blobs);
+        }
+        for ext in &deletes {
+            wb.delete_external(ext.clone());
+        }
+        line(format!("I {batch} {}\n", deletes.join(" ")));
+        wb.commit().unwrap();
+        line(format!("C {batch}\n"));
+        if rng.next_u64() % 5 == 0 {
+            let victims = if rng.next_u64() % 2 == 0 { Victims::All } else { Victims::DeadRatio(0.1) };
+            store.compact(&CompactOptions { victims }, &mut KeepEverything).unwrap();
+        }
+    }
+}
