@@ -14,7 +14,11 @@ use crate::{ImportFormat, import};
 
 const SAMPLE: &str = include_str!("../sample/memories.jsonl");
 
-pub(crate) fn run(store_dir: Option<PathBuf>, full: Option<PathBuf>, out: &Out) -> Result<(), String> {
+pub(crate) fn run(
+    store_dir: Option<PathBuf>,
+    full: Option<PathBuf>,
+    out: &Out,
+) -> Result<(), String> {
     let temp;
     let dir = match store_dir {
         Some(d) => d,
@@ -43,18 +47,36 @@ pub(crate) fn run(store_dir: Option<PathBuf>, full: Option<PathBuf>, out: &Out) 
     }
 
     let snap = store.snapshot().map_err(|e| e.to_string())?;
-    let invoice = snap.get_by_external_id("mail-2024-04-29-invoice").map_err(|e| e.to_string())?;
+    let invoice = snap
+        .get_by_external_id("mail-2024-04-29-invoice")
+        .map_err(|e| e.to_string())?;
     if let Some(item) = &invoice {
-        step("get --external mail-2024-04-29-invoice (it supersedes the booking)", item_table(item));
+        step(
+            "get --external mail-2024-04-29-invoice (it supersedes the booking)",
+            item_table(item),
+        );
     }
     let may = ScanFilter {
-        from_ms: memdb::EventTime::parse("2024-05-01").ok().map(|t| t.unix_ms),
-        to_ms: memdb::EventTime::parse("2024-06-01").ok().map(|t| t.unix_ms),
+        from_ms: memdb::EventTime::parse("2024-05-01")
+            .ok()
+            .map(|t| t.unix_ms),
+        to_ms: memdb::EventTime::parse("2024-06-01")
+            .ok()
+            .map(|t| t.unix_ms),
         ..ScanFilter::default()
     };
-    step("ls --from 2024-05-01 --to 2024-06-01", list_table(&snap.scan(&may).map_err(|e| e.to_string())?));
-    let photos = ScanFilter { source: Some(Source::Image), ..ScanFilter::default() };
-    step("ls --source image", list_table(&snap.scan(&photos).map_err(|e| e.to_string())?));
+    step(
+        "ls --from 2024-05-01 --to 2024-06-01",
+        list_table(&snap.scan(&may).map_err(|e| e.to_string())?),
+    );
+    let photos = ScanFilter {
+        source: Some(Source::Image),
+        ..ScanFilter::default()
+    };
+    step(
+        "ls --source image",
+        list_table(&snap.scan(&photos).map_err(|e| e.to_string())?),
+    );
     drop(snap);
 
     // A person corrects a note and deletes another: both leave dead bytes that compaction
@@ -63,7 +85,12 @@ pub(crate) fn run(store_dir: Option<PathBuf>, full: Option<PathBuf>, out: &Out) 
     batch.delete_external("mail-2024-06-01-newsletter");
     batch.commit().map_err(|e| e.to_string())?;
     let report = store
-        .compact(&CompactOptions { victims: Victims::All }, &mut KeepEverything)
+        .compact(
+            &CompactOptions {
+                victims: Victims::All,
+            },
+            &mut KeepEverything,
+        )
         .map_err(|e| e.to_string())?;
     step("delete the newsletter, then compact", compact_text(&report));
     let stats = store.stats().map_err(|e| e.to_string())?;
@@ -83,7 +110,12 @@ pub(crate) fn run(store_dir: Option<PathBuf>, full: Option<PathBuf>, out: &Out) 
 fn locomo_files(shared: &Path) -> Result<Vec<PathBuf>, String> {
     let folder = shared.join("locomo");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&folder)
-        .map_err(|e| format!("{}: {e} (point --full at the shared data folder)", folder.display()))?
+        .map_err(|e| {
+            format!(
+                "{}: {e} (point --full at the shared data folder)",
+                folder.display()
+            )
+        })?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .collect();

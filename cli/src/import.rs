@@ -68,7 +68,10 @@ pub(crate) fn import_files(
             ImportFormat::Jsonl => jsonl::parse(file, &bytes),
             ImportFormat::Locomo => match locomo::parse(file, &bytes) {
                 Ok(r) => r,
-                Err(e) => ImportReport { items: Vec::new(), errors: vec![e] },
+                Err(e) => ImportReport {
+                    items: Vec::new(),
+                    errors: vec![e],
+                },
             },
         };
         for e in &report.errors {
@@ -81,14 +84,18 @@ pub(crate) fn import_files(
     let total: usize = reports.iter().map(|r| r.items.len()).sum();
     let bar = if show_progress && total >= batch_size {
         let bar = ProgressBar::new(total as u64);
-        if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} items ({per_sec}, {eta} left)") {
+        if let Ok(style) =
+            ProgressStyle::with_template("{bar:40} {pos}/{len} items ({per_sec}, {eta} left)")
+        {
             bar.set_style(style);
         }
         bar
     } else {
         ProgressBar::hidden()
     };
-    let drafts = reports.into_iter().flat_map(|r| r.items.into_iter().map(|i| i.draft));
+    let drafts = reports
+        .into_iter()
+        .flat_map(|r| r.items.into_iter().map(|i| i.draft));
     let mut pending = Vec::with_capacity(batch_size);
     for draft in drafts {
         pending.push(draft);
@@ -101,7 +108,12 @@ pub(crate) fn import_files(
     Ok(summary)
 }
 
-fn commit(store: &Store, pending: &mut Vec<memdb::ItemDraft>, summary: &mut Summary, bar: &ProgressBar) -> Result<(), String> {
+fn commit(
+    store: &Store,
+    pending: &mut Vec<memdb::ItemDraft>,
+    summary: &mut Summary,
+    bar: &ProgressBar,
+) -> Result<(), String> {
     if pending.is_empty() {
         return Ok(());
     }
@@ -110,7 +122,9 @@ fn commit(store: &Store, pending: &mut Vec<memdb::ItemDraft>, summary: &mut Summ
     for draft in pending.drain(..) {
         batch.put(draft);
     }
-    let receipt = batch.commit().map_err(|e| format!("commit failed (earlier batches are kept): {e}"))?;
+    let receipt = batch
+        .commit()
+        .map_err(|e| format!("commit failed (earlier batches are kept): {e}"))?;
     for put in &receipt.puts {
         match put.status {
             PutStatus::Added => summary.added += 1,

@@ -125,7 +125,9 @@ fn main() -> ExitCode {
 }
 
 fn parse_time(text: &str) -> Result<i64, String> {
-    memdb::EventTime::parse(text).map(|t| t.unix_ms).map_err(|e| format!("--from/--to: {e}"))
+    memdb::EventTime::parse(text)
+        .map(|t| t.unix_ms)
+        .map_err(|e| format!("--from/--to: {e}"))
 }
 
 fn run(command: Command, out: &Out) -> Result<ExitCode, String> {
@@ -133,10 +135,18 @@ fn run(command: Command, out: &Out) -> Result<ExitCode, String> {
     match command {
         Command::Init { dir } => {
             Store::create(&dir, Options::default()).map_err(|e| e.to_string())?;
-            out.emit(serde_json::json!({ "created": dir }), || format!("created store {}", dir.display()));
+            out.emit(serde_json::json!({ "created": dir }), || {
+                format!("created store {}", dir.display())
+            });
         }
-        Command::Import { format, dir, files, batch } => {
-            let store = Store::open_or_create(&dir, Options::default()).map_err(|e| e.to_string())?;
+        Command::Import {
+            format,
+            dir,
+            files,
+            batch,
+        } => {
+            let store =
+                Store::open_or_create(&dir, Options::default()).map_err(|e| e.to_string())?;
             let summary = import::import_files(&store, format, &files, batch.max(1), !out.json)?;
             out.emit(summary.json(), || summary.text());
         }
@@ -146,14 +156,22 @@ fn run(command: Command, out: &Out) -> Result<ExitCode, String> {
             let item = if external {
                 snap.get_by_external_id(&key)
             } else {
-                let id: u64 = key.parse().map_err(|_| format!("`{key}` is not an item id (use --external for external ids)"))?;
+                let id: u64 = key.parse().map_err(|_| {
+                    format!("`{key}` is not an item id (use --external for external ids)")
+                })?;
                 snap.get(id)
             }
             .map_err(|e| e.to_string())?
             .ok_or_else(|| format!("no item `{key}`"))?;
             out.emit(item_json(&item), || item_table(&item));
         }
-        Command::Ls { dir, from, to, source, limit } => {
+        Command::Ls {
+            dir,
+            from,
+            to,
+            source,
+            limit,
+        } => {
             let store = open(&dir)?;
             let filter = ScanFilter {
                 from_ms: from.as_deref().map(parse_time).transpose()?,
@@ -161,8 +179,14 @@ fn run(command: Command, out: &Out) -> Result<ExitCode, String> {
                 source: source.as_deref().map(str::parse::<Source>).transpose()?,
                 limit: Some(limit),
             };
-            let items = store.snapshot().and_then(|s| s.scan(&filter)).map_err(|e| e.to_string())?;
-            out.emit(serde_json::Value::Array(items.iter().map(item_json).collect()), || output::list_table(&items));
+            let items = store
+                .snapshot()
+                .and_then(|s| s.scan(&filter))
+                .map_err(|e| e.to_string())?;
+            out.emit(
+                serde_json::Value::Array(items.iter().map(item_json).collect()),
+                || output::list_table(&items),
+            );
         }
         Command::Stats { dir } => {
             let stats = open(&dir)?.stats().map_err(|e| e.to_string())?;
@@ -177,9 +201,19 @@ fn run(command: Command, out: &Out) -> Result<ExitCode, String> {
         }
         Command::Compact { dir, all } => {
             let store = open(&dir)?;
-            let options = CompactOptions { victims: if all { Victims::All } else { Victims::DeadRatio(0.25) } };
-            let report = store.compact(&options, &mut KeepEverything).map_err(|e| e.to_string())?;
-            out.emit(output::compact_json(&report), || output::compact_text(&report));
+            let options = CompactOptions {
+                victims: if all {
+                    Victims::All
+                } else {
+                    Victims::DeadRatio(0.25)
+                },
+            };
+            let report = store
+                .compact(&options, &mut KeepEverything)
+                .map_err(|e| e.to_string())?;
+            out.emit(output::compact_json(&report), || {
+                output::compact_text(&report)
+            });
         }
         Command::Demo { store, full } => demo::run(store, full, out)?,
     }

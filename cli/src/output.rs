@@ -31,7 +31,10 @@ fn table(header: &[&str]) -> Table {
 }
 
 fn terminal_width() -> Option<(u16, u16)> {
-    std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok()).map(|w| (w, 0))
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .map(|w| (w, 0))
 }
 
 pub(crate) fn item_json(item: &Item) -> Value {
@@ -69,8 +72,18 @@ pub(crate) fn item_table(item: &Item) -> String {
 
 fn one_line(item: &Item) -> String {
     let f = &item.fields;
-    let text = f.body.as_deref().or(f.caption.as_deref()).or(f.summary.as_deref()).unwrap_or("");
-    let who = f.speaker.as_deref().or(f.from.as_deref()).map(|w| format!("{w}: ")).unwrap_or_default();
+    let text = f
+        .body
+        .as_deref()
+        .or(f.caption.as_deref())
+        .or(f.summary.as_deref())
+        .unwrap_or("");
+    let who = f
+        .speaker
+        .as_deref()
+        .or(f.from.as_deref())
+        .map(|w| format!("{w}: "))
+        .unwrap_or_default();
     let mut line = format!("{who}{text}");
     if line.chars().count() > 80 {
         line = line.chars().take(77).collect::<String>() + "...";
@@ -111,24 +124,56 @@ pub(crate) fn stats_json(s: &Stats) -> Value {
 
 pub(crate) fn stats_table(s: &Stats) -> String {
     let mut t = table(&["what", "count", "bytes"]);
-    t.add_row(vec!["items".to_owned(), s.items.to_string(), s.item_bytes.to_string()]);
+    t.add_row(vec![
+        "items".to_owned(),
+        s.items.to_string(),
+        s.item_bytes.to_string(),
+    ]);
     for (src, n) in &s.items_by_source {
         if *n > 0 {
             t.add_row(vec![format!("  {src}"), n.to_string(), String::new()]);
         }
     }
-    t.add_row(vec!["blobs".to_owned(), s.blobs().to_string(), s.blob_bytes().to_string()]);
+    t.add_row(vec![
+        "blobs".to_owned(),
+        s.blobs().to_string(),
+        s.blob_bytes().to_string(),
+    ]);
     for (kind, n, b) in &s.blobs_by_kind {
         if *n > 0 {
-            t.add_row(vec![format!("  {}", kind.name()), n.to_string(), b.to_string()]);
+            t.add_row(vec![
+                format!("  {}", kind.name()),
+                n.to_string(),
+                b.to_string(),
+            ]);
         }
     }
     let sealed = s.segments.iter().filter(|x| x.sealed).count();
-    t.add_row(vec![format!("segments ({sealed} sealed)"), s.segments.len().to_string(), s.segment_bytes.to_string()]);
-    t.add_row(vec!["  live".to_owned(), String::new(), s.live_bytes().to_string()]);
-    t.add_row(vec!["  dead (reclaimable)".to_owned(), String::new(), s.dead_bytes.to_string()]);
-    t.add_row(vec!["catalog".to_owned(), String::new(), s.catalog_bytes.to_string()]);
-    t.add_row(vec!["total on disk".to_owned(), String::new(), s.total_bytes().to_string()]);
+    t.add_row(vec![
+        format!("segments ({sealed} sealed)"),
+        s.segments.len().to_string(),
+        s.segment_bytes.to_string(),
+    ]);
+    t.add_row(vec![
+        "  live".to_owned(),
+        String::new(),
+        s.live_bytes().to_string(),
+    ]);
+    t.add_row(vec![
+        "  dead (reclaimable)".to_owned(),
+        String::new(),
+        s.dead_bytes.to_string(),
+    ]);
+    t.add_row(vec![
+        "catalog".to_owned(),
+        String::new(),
+        s.catalog_bytes.to_string(),
+    ]);
+    t.add_row(vec![
+        "total on disk".to_owned(),
+        String::new(),
+        s.total_bytes().to_string(),
+    ]);
     t.to_string()
 }
 

@@ -127,6 +127,8 @@ impl EventTime {
     }
 
     /// Parses `YYYY-MM-DDTHH:MM[:SS[.fff]](Z|±HH:MM)` or a bare date `YYYY-MM-DD` (midnight UTC).
+    /// The date-time part goes through jiff's ISO 8601 parser, which also takes the basic format,
+    /// hour-only times, a space or `t` separator, and second 60 (read as 59); SPEC.md §8.1.
     pub fn parse(text: &str) -> Result<EventTime, String> {
         let text = text.trim();
         if text.len() == 10 {

@@ -259,7 +259,7 @@ impl EntryHeader {
         let segment_id = f.u64()?;
         let invalid = |field: usize, reason: String| FormatError::Invalid {
             what: WHAT,
-            offset: offset + field as u64,
+            offset: offset.saturating_add(field as u64),
             reason,
         };
         let kind = EntryKind::from_code(kind_code)
@@ -463,7 +463,7 @@ impl Trailer {
         if head[TR_RESERVED..TR_CRC].iter().any(|&b| b != 0) {
             return Err(FormatError::Invalid {
                 what: WHAT,
-                offset: offset + TR_RESERVED as u64,
+                offset: offset.saturating_add(TR_RESERVED as u64),
                 reason: "non-zero reserved bytes".into(),
             });
         }
@@ -505,7 +505,7 @@ fn at(err: FormatError, base: u64) -> FormatError {
             have,
         } => FormatError::Truncated {
             what,
-            offset: offset + base,
+            offset: offset.saturating_add(base),
             need,
             have,
         },

@@ -31,18 +31,34 @@ impl Rng {
 pub fn crash_item(batch: u64, index: u64) -> (ItemDraft, Vec<(BlobKind, Vec<u8>)>) {
     let mut rng = Rng::new(batch.wrapping_mul(1_000_003) ^ index);
     let source = Source::ALL[(rng.next_u64() % 5) as usize];
-    let mut fields = ItemFields::new(source, EventTime::utc(1_600_000_000_000 + (rng.next_u64() % 100_000_000_000) as i64));
+    let mut fields = ItemFields::new(
+        source,
+        EventTime::utc(1_600_000_000_000 + (rng.next_u64() % 100_000_000_000) as i64),
+    );
     fields.external_id = Some(crash_external_id(batch, index));
     let len = rng.range(0, 3000) as usize;
-    fields.body = Some((0..len).map(|_| (b'a' + (rng.next_u64() % 26) as u8) as char).collect());
+    fields.body = Some(
+        (0..len)
+            .map(|_| (b'a' + (rng.next_u64() % 26) as u8) as char)
+            .collect(),
+    );
     fields.tags = vec![format!("batch-{batch}")];
-    let blobs = if rng.next_u64() % 4 == 0 {
+    let blobs = if rng.next_u64().is_multiple_of(4) {
         let n = rng.range(1, 40_000) as usize;
-        vec![(BlobKind::Original, (0..n).map(|_| rng.next_u64() as u8).collect())]
+        vec![(
+            BlobKind::Original,
+            (0..n).map(|_| rng.next_u64() as u8).collect(),
+        )]
     } else {
         Vec::new()
     };
-    (ItemDraft { fields, supersedes: None }, blobs)
+    (
+        ItemDraft {
+            fields,
+            supersedes: None,
+        },
+        blobs,
+    )
 }
 
 pub fn crash_external_id(batch: u64, index: u64) -> String {

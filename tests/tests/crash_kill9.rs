@@ -14,7 +14,10 @@ use memdb::{Options, Store};
 use memdb_it::{Rng, crash_batch_len, crash_external_id, crash_item};
 
 fn env_u64(name: &str, default: u64) -> u64 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 #[derive(Default)]
@@ -27,9 +30,15 @@ fn read_log(text: &str) -> Log {
     let mut log = Log::default();
     for line in text.lines() {
         let mut parts = line.split(' ');
-        match (parts.next(), parts.next().and_then(|b| b.parse::<u64>().ok())) {
+        match (
+            parts.next(),
+            parts.next().and_then(|b| b.parse::<u64>().ok()),
+        ) {
             (Some("I"), Some(batch)) => {
-                log.in_flight = Some((batch, parts.filter(|s| !s.is_empty()).map(str::to_owned).collect()));
+                log.in_flight = Some((
+                    batch,
+                    parts.filter(|s| !s.is_empty()).map(str::to_owned).collect(),
+                ));
             }
             (Some("C"), Some(batch)) => {
                 let (b, deletes) = log.in_flight.take().expect("C without I");
@@ -52,13 +61,22 @@ fn kill9_loop_loses_no_committed_item() {
     let store_dir = dir.path().join("store");
     // expected: external id → batch that wrote it (content follows from it); absent = deleted.
     let mut expected: BTreeMap<String, (u64, u64)> = BTreeMap::new();
-    let (mut acked_batches, mut in_flight_committed, mut in_flight_lost, mut verified_items) = (0u64, 0u64, 0u64, 0u64);
-    let options = Options { segment_target_bytes: 256 << 10, ..Options::default() };
+    let (mut acked_batches, mut in_flight_committed, mut in_flight_lost, mut verified_items) =
+        (0u64, 0u64, 0u64, 0u64);
+    let options = Options {
+        segment_target_bytes: 256 << 10,
+        ..Options::default()
+    };
     for run in 0..kills {
         let log_path = dir.path().join(format!("log-{run}"));
         let first_batch = run * 100_000;
         let mut child = Command::new(env!("CARGO_BIN_EXE_crash_writer"))
-            .args([store_dir.to_str().unwrap(), log_path.to_str().unwrap(), &first_batch.to_string(), &rng.next_u64().to_string()])
+            .args([
+                store_dir.to_str().unwrap(),
+                log_path.to_str().unwrap(),
+                &first_batch.to_string(),
+                &rng.next_u64().to_string(),
+            ])
             .spawn()
             .unwrap();
         std::thread::sleep(Duration::from_millis(rng.range(5, 150)));
@@ -69,16 +87,21 @@ fn kill9_loop_loses_no_committed_item() {
         let store = Store::open(&store_dir, options.clone())
             .unwrap_or_else(|e| panic!("run {run}: store does not open after kill: {e}"));
         let report = store.check().unwrap();
-        assert!(report.is_clean(), "run {run}: check found {:?}", report.problems);
+        assert!(
+            report.is_clean(),
+            "run {run}: check found {:?}",
+            report.problems
+        );
         let snap = store.snapshot().unwrap();
-        let apply = |expected: &mut BTreeMap<String, (u64, u64)>, batch: u64, deletes: &[String]| {
-            for index in 0..crash_batch_len(batch) {
-                expected.insert(crash_external_id(batch, index), (batch, index));
-            }
-            for ext in deletes {
-                expected.remove(ext);
-            }
-        };
+        let apply =
+            |expected: &mut BTreeMap<String, (u64, u64)>, batch: u64, deletes: &[String]| {
+                for index in 0..crash_batch_len(batch) {
+                    expected.insert(crash_external_id(batch, index), (batch, index));
+                }
+                for ext in deletes {
+                    expected.remove(ext);
+                }
+            };
         for (batch, deletes) in &log.committed {
             apply(&mut expected, *batch, deletes);
             acked_batches += 1;
@@ -86,9 +109,17 @@ fn kill9_loop_loses_no_committed_item() {
         if let Some((batch, deletes)) = &log.in_flight {
             // All or nothing: the first item tells which, every other must agree.
             let present: BTreeSet<bool> = (0..crash_batch_len(*batch))
-                .map(|i| snap.get_by_external_id(&crash_external_id(*batch, i)).unwrap().is_some())
+                .map(|i| {
+                    snap.get_by_external_id(&crash_external_id(*batch, i))
+                        .unwrap()
+                        .is_some()
+                })
                 .collect();
-            assert_eq!(present.len(), 1, "run {run}: batch {batch} is half committed");
+            assert_eq!(
+                present.len(),
+                1,
+                "run {run}: batch {batch} is half committed"
+            );
             if present.contains(&true) {
                 apply(&mut expected, *batch, deletes);
                 in_flight_committed += 1;
@@ -96,14 +127,25 @@ fn kill9_loop_loses_no_committed_item() {
                 in_flight_lost += 1;
             }
         }
-        assert_eq!(snap.item_count().unwrap(), expected.len() as u64, "run {run}: item count");
+        assert_eq!(
+            snap.item_count().unwrap(),
+            expected.len() as u64,
+            "run {run}: item count"
+        );
         for (ext, (batch, index)) in &expected {
-            let item = snap.get_by_external_id(ext).unwrap().unwrap_or_else(|| panic!("run {run}: acknowledged item {ext} lost"));
+            let item = snap
+                .get_by_external_id(ext)
+                .unwrap()
+                .unwrap_or_else(|| panic!("run {run}: acknowledged item {ext} lost"));
             let (draft, blobs) = crash_item(*batch, *index);
             assert_eq!(item.fields, draft.fields, "run {run}: item {ext} changed");
             assert_eq!(item.blobs.len(), blobs.len());
             for (blob_id, (_, bytes)) in item.blobs.iter().zip(&blobs) {
-                assert_eq!(&snap.blob(*blob_id).unwrap().unwrap()[..], &bytes[..], "run {run}: blob of {ext} changed");
+                assert_eq!(
+                    &snap.blob(*blob_id).unwrap().unwrap()[..],
+                    &bytes[..],
+                    "run {run}: blob of {ext} changed"
+                );
             }
             verified_items += 1;
         }

@@ -238,17 +238,3 @@ pub(crate) fn meta_get(table: &impl ReadableTable<&'static str, u64>, key: &str)
         .map(|v| v.value())
         .ok_or_else(|| crate::Error::Inconsistent(format!("meta key `{key}` is missing")))
 }
-
-/// Takes the next value of counter `key` and advances it by `n`.
-pub(crate) fn meta_take(
-    table: &mut redb::Table<&'static str, u64>,
-    key: &'static str,
-    n: u64,
-) -> Result<u64> {
-    let first = meta_get(table, key)?;
-    let next = first
-        .checked_add(n)
-        .ok_or_else(|| crate::Error::Inconsistent(format!("counter `{key}` overflowed")))?;
-    table.insert(key, next).ctx("advance counter")?;
-    Ok(first)
-}

@@ -198,7 +198,7 @@ fn check_segment(
             return entries;
         }
     }
-    if row.len < PAGE as u64 || row.len % PAGE as u64 != 0 {
+    if row.len < PAGE as u64 || !row.len.is_multiple_of(PAGE as u64) {
         report.problem(
             Some(id),
             None,
@@ -355,14 +355,14 @@ fn check_segment(
             }
         }
     }
-    if let Some(f) = &footer {
-        if index != f.len() {
-            report.problem(
-                Some(id),
-                None,
-                format!("walked {index} entries, the footer lists {}", f.len()),
-            );
-        }
+    if let Some(f) = &footer
+        && index != f.len()
+    {
+        report.problem(
+            Some(id),
+            None,
+            format!("walked {index} entries, the footer lists {}", f.len()),
+        );
     }
     entries
 }

@@ -30,7 +30,7 @@ pub enum ItemRewrite {
     /// Keep it as it is.
     Keep,
     /// Replace its fields (the id, blobs and supersedes link stay).
-    Replace(ItemFields),
+    Replace(Box<ItemFields>),
     /// Delete it.
     Drop,
 }
@@ -135,13 +135,14 @@ struct Output<'a> {
 impl Output<'_> {
     fn segment_for(&mut self, t: &mut Tables<'_>, bytes: u64) -> Result<&mut OpenSegment> {
         let target = self.store.inner.options.segment_target_bytes;
-        if let Some(cur) = self.current.as_mut() {
-            if cur.len > PAGE as u64 && cur.len.saturating_add(bytes) > target {
-                self.seal_current()?;
-            }
+        if let Some(cur) = self.current.as_mut()
+            && cur.len > PAGE as u64
+            && cur.len.saturating_add(bytes) > target
+        {
+            self.seal_current()?;
         }
         if self.current.is_none() {
-            let id = catalog::meta_take(&mut t.meta, catalog::KEY_NEXT_SEGMENT, 1)?;
+            let id = t.take(catalog::KEY_NEXT_SEGMENT, 1)?;
             let seg = OpenSegment::create(&self.store.inner.paths, id, self.now)?;
             self.store.publish_segment(&seg.file)?;
             self.current = Some(seg);
@@ -331,7 +332,7 @@ impl Store {
                             .validate()
                             .map_err(|reason| Error::Hook(format!("item {id}: {reason}")))?;
                         reindex(&mut t, id, &record.fields, &fields)?;
-                        record.fields = fields;
+                        record.fields = *fields;
                         changed = true;
                         report.items_replaced += 1;
                     }
@@ -385,7 +386,7 @@ impl Store {
                 report.segments_written.push(id);
             }
             report.segments_removed = victims.into_iter().collect();
-            Ok(())
+            t.flush_counters()
         })();
         let written: Vec<u64> = output
             .finished

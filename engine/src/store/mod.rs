@@ -230,7 +230,8 @@ impl Store {
         }
         let lock = StoreLock::acquire(&paths.root)?;
         // Tighten permissions of files made by older builds or copied in.
-        for p in [&paths.catalog] {
+        {
+            let p = &paths.catalog;
             std::fs::set_permissions(
                 p,
                 std::os::unix::fs::PermissionsExt::from_mode(dir::FILE_MODE),

@@ -129,9 +129,7 @@ impl Snapshot {
     pub fn scan_ids(&self, filter: &ScanFilter) -> Result<Vec<u64>> {
         let limit = filter.limit.unwrap_or(usize::MAX);
         let lo = filter.from_ms.unwrap_or(i64::MIN);
-        let hi = filter
-            .to_ms
-            .map_or(Bound::Unbounded, |t| Bound::Excluded(t));
+        let hi = filter.to_ms.map_or(Bound::Unbounded, Bound::Excluded);
         let mut out = Vec::new();
         match filter.source {
             Some(source) => {

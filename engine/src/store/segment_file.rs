@@ -117,9 +117,12 @@ impl SegmentFile {
             .map_err(Error::io("write", &self.path))
     }
 
-    /// fsync of data and metadata (the file length is durable too).
+    /// Makes appended bytes durable. fdatasync suffices: it also persists a changed file
+    /// length (the metadata needed to read the data back), only skipping timestamps.
     pub(crate) fn sync(&self) -> Result<()> {
-        self.file.sync_all().map_err(Error::io("fsync", &self.path))
+        self.file
+            .sync_data()
+            .map_err(Error::io("fdatasync", &self.path))
     }
 
     /// Cuts the file to `len`. Only at open, before any mapping exists.
@@ -132,10 +135,10 @@ impl SegmentFile {
 
     /// A mapping that covers at least `[0, end)`.
     pub(crate) fn map_covering(&self, end: u64) -> Result<Arc<memmap2::Mmap>> {
-        if let Ok(guard) = self.map.read() {
-            if let Some(map) = guard.as_ref().filter(|m| m.len() as u64 >= end) {
-                return Ok(Arc::clone(map));
-            }
+        if let Ok(guard) = self.map.read()
+            && let Some(map) = guard.as_ref().filter(|m| m.len() as u64 >= end)
+        {
+            return Ok(Arc::clone(map));
         }
         let mut guard = self
             .map

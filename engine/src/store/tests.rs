@@ -233,7 +233,7 @@ fn compaction_hook_replaces_and_drops() {
                 Some("shrink me") => {
                     let mut f = item.fields.clone();
                     f.body = Some("shrunk".into());
-                    ItemRewrite::Replace(f)
+                    ItemRewrite::Replace(Box::new(f))
                 }
                 _ => ItemRewrite::Keep,
             })

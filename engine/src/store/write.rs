@@ -60,7 +60,7 @@ pub struct CommitReceipt {
 
 enum BatchOp {
     Put {
-        draft: ItemDraft,
+        draft: Box<ItemDraft>,
         blobs: Vec<(BlobKind, Vec<u8>)>,
     },
     PutBlob {
@@ -97,7 +97,7 @@ impl<'s> WriteBatch<'s> {
     /// Adds an item, or updates the item with the same external id.
     pub fn put(&mut self, draft: ItemDraft) -> &mut Self {
         self.ops.push(BatchOp::Put {
-            draft,
+            draft: Box::new(draft),
             blobs: Vec::new(),
         });
         self
@@ -110,7 +110,10 @@ impl<'s> WriteBatch<'s> {
         draft: ItemDraft,
         blobs: Vec<(BlobKind, Vec<u8>)>,
     ) -> &mut Self {
-        self.ops.push(BatchOp::Put { draft, blobs });
+        self.ops.push(BatchOp::Put {
+            draft: Box::new(draft),
+            blobs,
+        });
         self
     }
 
@@ -159,10 +162,10 @@ impl<'s> WriteBatch<'s> {
         let store = self.store;
         let mut writer = store.lock_writer()?;
         let result = commit_locked(store, &mut writer, self.ops);
-        if result.is_err() {
-            if let Some(active) = writer.active.as_mut() {
-                active.rollback();
-            }
+        if result.is_err()
+            && let Some(active) = writer.active.as_mut()
+        {
+            active.rollback();
         }
         result
     }
@@ -201,6 +204,8 @@ pub(super) struct Tables<'t> {
     pub(super) by_source: redb::Table<'t, (u8, i64, u64), ()>,
     pub(super) blobs: redb::Table<'t, u64, (u64, u64, u64, u8, u64)>,
     pub(super) oplog: redb::Table<'t, u64, (u8, u64, i64)>,
+    /// Counters read once per transaction and written back by `flush_counters`.
+    counters: HashMap<&'static str, u64>,
 }
 
 impl<'t> Tables<'t> {
@@ -216,11 +221,33 @@ impl<'t> Tables<'t> {
             by_source: txn.open_table(catalog::BY_SOURCE).ctx("open by_source")?,
             blobs: txn.open_table(catalog::BLOBS).ctx("open blobs")?,
             oplog: txn.open_table(catalog::OPLOG).ctx("open oplog")?,
+            counters: HashMap::new(),
         })
     }
 
+    /// Takes `n` values of counter `key`, returning the first.
+    pub(super) fn take(&mut self, key: &'static str, n: u64) -> Result<u64> {
+        let first = match self.counters.get(key) {
+            Some(v) => *v,
+            None => catalog::meta_get(&self.meta, key)?,
+        };
+        let next = first
+            .checked_add(n)
+            .ok_or_else(|| Error::Inconsistent(format!("counter `{key}` overflowed")))?;
+        self.counters.insert(key, next);
+        Ok(first)
+    }
+
+    /// Writes the counters taken in this transaction; call before commit.
+    pub(super) fn flush_counters(&mut self) -> Result<()> {
+        for (key, value) in self.counters.drain() {
+            self.meta.insert(key, value).ctx("advance counter")?;
+        }
+        Ok(())
+    }
+
     pub(super) fn log(&mut self, op: OpCode, item: u64, now: i64) -> Result<()> {
-        let seq = catalog::meta_take(&mut self.meta, catalog::KEY_NEXT_OP, 1)?;
+        let seq = self.take(catalog::KEY_NEXT_OP, 1)?;
         self.oplog
             .insert(seq, (op as u8, item, now))
             .ctx("append oplog")?;
@@ -336,14 +363,14 @@ fn commit_locked(store: &Store, writer: &mut Writer, ops: Vec<BatchOp>) -> Resul
                         &mut staged,
                         &mut receipt,
                         index,
-                        draft,
+                        *draft,
                         blobs,
                         now,
                     )?;
                     receipt.puts.push(outcome);
                 }
                 BatchOp::PutBlob { kind, bytes } => {
-                    let id = catalog::meta_take(&mut t.meta, catalog::KEY_NEXT_BLOB, 1)?;
+                    let id = t.take(catalog::KEY_NEXT_BLOB, 1)?;
                     staged.blobs.push(Some(StagedBlob {
                         id,
                         kind,
@@ -410,34 +437,33 @@ fn commit_locked(store: &Store, writer: &mut Writer, ops: Vec<BatchOp>) -> Resul
             let append_bytes = append_size(&block, &blobs);
 
             // Seal the open segment first if this batch would take it past its target.
-            if let Some(active) = writer.active.as_mut() {
-                if active.len > PAGE as u64
-                    && active.len.saturating_add(append_bytes) > inner.options.segment_target_bytes
-                {
-                    let sealed_len = active.seal()?;
-                    active.file.sync()?;
-                    let raw = t
-                        .segments
-                        .get(active.id())
-                        .ctx("read segments")?
-                        .map(|v| v.value());
-                    let dead = raw.map_or(0, |r| r.2);
-                    t.segments
-                        .insert(
-                            active.id(),
-                            SegmentRow {
-                                state: SegmentState::Sealed,
-                                len: sealed_len,
-                                dead_bytes: dead,
-                            }
-                            .encode(),
-                        )
-                        .ctx("write segments")?;
-                    writer.active = None;
-                }
+            if let Some(active) = writer.active.as_mut()
+                && active.len > PAGE as u64
+                && active.len.saturating_add(append_bytes) > inner.options.segment_target_bytes
+            {
+                let sealed_len = active.seal()?;
+                active.file.sync()?;
+                let raw = t
+                    .segments
+                    .get(active.id())
+                    .ctx("read segments")?
+                    .map(|v| v.value());
+                let dead = raw.map_or(0, |r| r.2);
+                t.segments
+                    .insert(
+                        active.id(),
+                        SegmentRow {
+                            state: SegmentState::Sealed,
+                            len: sealed_len,
+                            dead_bytes: dead,
+                        }
+                        .encode(),
+                    )
+                    .ctx("write segments")?;
+                writer.active = None;
             }
             if writer.active.is_none() {
-                let id = catalog::meta_take(&mut t.meta, catalog::KEY_NEXT_SEGMENT, 1)?;
+                let id = t.take(catalog::KEY_NEXT_SEGMENT, 1)?;
                 let seg = OpenSegment::create(&inner.paths, id, now)?;
                 store.publish_segment(&seg.file)?;
                 new_segments.push(id);
@@ -479,7 +505,9 @@ fn commit_locked(store: &Store, writer: &mut Writer, ops: Vec<BatchOp>) -> Resul
                 active.file.sync()
             })();
             if let Err(e) = result {
-                // The segment's tail is in an unknown state; start a fresh segment next time.
+                // A failed write or fsync leaves the page cache in an unknown state: never retry
+                // it into a false success. The batch is uncommitted; reopen to write again.
+                writer.poisoned = Some(format!("segment append failed: {e}"));
                 writer.active = None;
                 return Err(e);
             }
@@ -501,6 +529,7 @@ fn commit_locked(store: &Store, writer: &mut Writer, ops: Vec<BatchOp>) -> Resul
                 )
                 .ctx("write segments")?;
         }
+        t.flush_counters()?;
     }
     if let Err(e) = txn.commit() {
         writer.poisoned = Some(format!("catalog commit failed: {e}"));
@@ -570,10 +599,7 @@ fn stage_put(
     };
     let mut kept_blobs = Vec::new();
     let (id, status) = match existing {
-        None => (
-            catalog::meta_take(&mut t.meta, catalog::KEY_NEXT_ITEM, 1)?,
-            PutStatus::Added,
-        ),
+        None => (t.take(catalog::KEY_NEXT_ITEM, 1)?, PutStatus::Added),
         Some(id) => {
             if let Some(slot) = staged.pending_items.get(&id).copied() {
                 // Put twice in one batch: the later put replaces the staged record.
@@ -598,15 +624,16 @@ fn stage_put(
                 };
                 let loc = ItemLoc::decode(raw);
                 let old = read_record(segments, &loc).ok();
-                if let Some(old) = &old {
-                    if new_blobs.is_empty() && old.fields == fields && old.supersedes == supersedes
-                    {
-                        return Ok(PutOutcome {
-                            id,
-                            status: PutStatus::Unchanged,
-                            blob_ids: old.blobs.clone(),
-                        });
-                    }
+                if let Some(old) = &old
+                    && new_blobs.is_empty()
+                    && old.fields == fields
+                    && old.supersedes == supersedes
+                {
+                    return Ok(PutOutcome {
+                        id,
+                        status: PutStatus::Unchanged,
+                        blob_ids: old.blobs.clone(),
+                    });
                 }
                 // The committed row goes now; the new location is written at append time.
                 t.items.remove(id).ctx("remove item")?;
@@ -639,7 +666,7 @@ fn stage_put(
     let first_blob = if new_blobs.is_empty() {
         0
     } else {
-        catalog::meta_take(&mut t.meta, catalog::KEY_NEXT_BLOB, new_blobs.len() as u64)?
+        t.take(catalog::KEY_NEXT_BLOB, new_blobs.len() as u64)?
     };
     let mut blob_ids = kept_blobs;
     for (i, (kind, bytes)) in new_blobs.into_iter().enumerate() {
@@ -700,18 +727,18 @@ fn stage_delete(
     now: i64,
 ) -> Result<bool> {
     let mut found = false;
-    if let Some(slot) = staged.pending_items.remove(&id) {
-        if let Some(rec) = staged.records[slot].take() {
-            t.by_time.remove((rec.time_ms, id)).ctx("remove by_time")?;
-            t.by_source
-                .remove((rec.source, rec.time_ms, id))
-                .ctx("remove by_source")?;
-            if let Some(ext) = &rec.external_id {
-                t.external.remove(ext.as_str()).ctx("remove external id")?;
-            }
-            drop_blobs(t, staged, &rec.blobs)?;
-            found = true;
+    if let Some(slot) = staged.pending_items.remove(&id)
+        && let Some(rec) = staged.records[slot].take()
+    {
+        t.by_time.remove((rec.time_ms, id)).ctx("remove by_time")?;
+        t.by_source
+            .remove((rec.source, rec.time_ms, id))
+            .ctx("remove by_source")?;
+        if let Some(ext) = &rec.external_id {
+            t.external.remove(ext.as_str()).ctx("remove external id")?;
         }
+        drop_blobs(t, staged, &rec.blobs)?;
+        found = true;
     }
     if t.remove_item(id, segments)?.is_some() {
         found = true;

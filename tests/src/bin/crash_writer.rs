@@ -16,17 +16,28 @@ fn main() {
     let (store_dir, log_path) = (&args[1], &args[2]);
     let first_batch: u64 = args[3].parse().unwrap();
     let mut rng = Rng::new(args[4].parse().unwrap());
-    let options = Options { segment_target_bytes: 256 << 10, ..Options::default() };
+    let options = Options {
+        segment_target_bytes: 256 << 10,
+        ..Options::default()
+    };
     let store = Store::open_or_create(store_dir, options).unwrap();
-    let mut log = std::fs::OpenOptions::new().create(true).append(true).open(log_path).unwrap();
+    let mut log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log_path)
+        .unwrap();
     let mut line = |text: String| {
         log.write_all(text.as_bytes()).unwrap();
         log.sync_data().unwrap();
     };
     for batch in first_batch.. {
         let mut deletes = Vec::new();
-        if rng.next_u64() % 3 == 0 {
-            let ids = store.snapshot().unwrap().scan_ids(&ScanFilter::default()).unwrap();
+        if rng.next_u64().is_multiple_of(3) {
+            let ids = store
+                .snapshot()
+                .unwrap()
+                .scan_ids(&ScanFilter::default())
+                .unwrap();
             let snap = store.snapshot().unwrap();
             for _ in 0..rng.range(1, 6) {
                 if ids.is_empty() {
@@ -52,9 +63,15 @@ fn main() {
         line(format!("I {batch} {}\n", deletes.join(" ")));
         wb.commit().unwrap();
         line(format!("C {batch}\n"));
-        if rng.next_u64() % 5 == 0 {
-            let victims = if rng.next_u64() % 2 == 0 { Victims::All } else { Victims::DeadRatio(0.1) };
-            store.compact(&CompactOptions { victims }, &mut KeepEverything).unwrap();
+        if rng.next_u64().is_multiple_of(5) {
+            let victims = if rng.next_u64().is_multiple_of(2) {
+                Victims::All
+            } else {
+                Victims::DeadRatio(0.1)
+            };
+            store
+                .compact(&CompactOptions { victims }, &mut KeepEverything)
+                .unwrap();
         }
     }
 }

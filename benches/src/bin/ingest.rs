@@ -1,0 +1,203 @@
+//! Bench `ingest`: memdb against redb alone, in the same run, on the same items.
+//!
+//! memdb: `Store` with items in segments and the redb catalog. Peer: a redb database with one
+//! table `u64 → bytes` holding the same bincode item records, written in the same batches (one
+//! write transaction per batch, default durability). Prints items/s per batch size and get-by-id
+//! latency (p50/p99, one snapshot / one read transaction, record decoded in both), with
+//! memdb/redb ratios (> 1 means memdb is faster).
+//!
+//! Run: `cargo run --release -p memdb-benches --bin ingest [-- --quick]`.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::time::{Duration, Instant};
+
+use memdb::{EventTime, ItemDraft, ItemFields, Options, Source, Store};
+use memdb_formats::item::{ItemRecord, decode_record, encode_record};
+use redb::{ReadableDatabase, TableDefinition};
+
+const TABLE: TableDefinition<u64, &[u8]> = TableDefinition::new("items");
+
+struct Lcg(u64);
+impl Lcg {
+    fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+}
+
+const WORDS: &[&str] = &[
+    "lisbon",
+    "hotel",
+    "booked",
+    "dinner",
+    "with",
+    "ana",
+    "the",
+    "tram",
+    "photo",
+    "receipt",
+    "birthday",
+    "mila",
+    "microscope",
+    "running",
+    "park",
+    "invoice",
+    "meeting",
+    "train",
+    "coffee",
+    "book",
+];
+
+/// A chat/e-mail-like item of about 150–400 bytes, deterministic in `i`.
+fn item(i: u64) -> ItemDraft {
+    let mut rng = Lcg(i.wrapping_mul(0x9E37_79B9));
+    let source = Source::ALL[(rng.next() % 5) as usize];
+    let mut f = ItemFields::new(
+        source,
+        EventTime {
+            unix_ms: 1_600_000_000_000 + (rng.next() % 100_000_000) as i64 * 1000,
+            offset_minutes: 60,
+        },
+    );
+    f.external_id = Some(format!("ext-{i}"));
+    let n = 20 + rng.next() % 50;
+    f.body = Some(
+        (0..n)
+            .map(|_| WORDS[(rng.next() % WORDS.len() as u64) as usize])
+            .collect::<Vec<_>>()
+            .join(" "),
+    );
+    f.speaker = Some(["Ana", "Sam", "Me"][(rng.next() % 3) as usize].into());
+    f.tags = vec!["bench".into()];
+    ItemDraft {
+        fields: f,
+        supersedes: None,
+    }
+}
+
+fn record(i: u64, draft: &ItemDraft) -> Vec<u8> {
+    encode_record(&ItemRecord {
+        id: i + 1,
+        ingest_time_ms: 0,
+        fields: draft.fields.clone(),
+        supersedes: None,
+        blobs: vec![],
+    })
+    .unwrap()
+}
+
+fn ingest_memdb(dir: &std::path::Path, n: u64, batch: u64) -> Duration {
+    let store = Store::create(dir, Options::default()).unwrap();
+    let mut drafts: Vec<ItemDraft> = (0..n).map(item).collect();
+    let start = Instant::now();
+    while !drafts.is_empty() {
+        let rest = drafts.split_off(drafts.len().min(batch as usize));
+        let mut b = store.batch();
+        for d in drafts {
+            b.put(d);
+        }
+        b.commit().unwrap();
+        drafts = rest;
+    }
+    start.elapsed()
+}
+
+fn ingest_redb(path: &std::path::Path, n: u64, batch: u64) -> Duration {
+    let db = redb::Database::create(path).unwrap();
+    let drafts: Vec<ItemDraft> = (0..n).map(item).collect();
+    let start = Instant::now();
+    // The peer encodes inside the timed loop too, as memdb does.
+    for (c, chunk) in drafts.chunks(batch as usize).enumerate() {
+        let txn = db.begin_write().unwrap();
+        {
+            let mut t = txn.open_table(TABLE).unwrap();
+            for (j, d) in chunk.iter().enumerate() {
+                let id = (c * batch as usize + j) as u64;
+                t.insert(id + 1, record(id, d).as_slice()).unwrap();
+            }
+        }
+        txn.commit().unwrap();
+    }
+    start.elapsed()
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let dir = tempfile::tempdir().unwrap();
+    println!(
+        "ingest: memdb vs redb alone (same bincode records, same batches); ratio = memdb items/s ÷ redb items/s"
+    );
+    println!("| batch | items | memdb items/s | redb items/s | ratio |");
+    println!("|---|---|---|---|---|");
+    let plans: &[(u64, u64)] = if quick {
+        &[(1, 100), (100, 5_000), (10_000, 20_000)]
+    } else {
+        &[(1, 500), (100, 20_000), (10_000, 100_000)]
+    };
+    for (k, &(batch, n)) in plans.iter().enumerate() {
+        let m = ingest_memdb(&dir.path().join(format!("m{k}")), n, batch);
+        let r = ingest_redb(&dir.path().join(format!("r{k}.redb")), n, batch);
+        let (mr, rr) = (n as f64 / m.as_secs_f64(), n as f64 / r.as_secs_f64());
+        println!("| {batch} | {n} | {mr:.0} | {rr:.0} | {:.2} |", mr / rr);
+    }
+
+    // Get by id on the largest stores.
+    let (_, n) = plans[2];
+    let k = plans.len() - 1;
+    let store = Store::open(dir.path().join(format!("m{k}")), Options::default()).unwrap();
+    let db = redb::Database::open(dir.path().join(format!("r{k}.redb"))).unwrap();
+    let mut rng = Lcg(7);
+    let ids: Vec<u64> = (0..20_000).map(|_| rng.next() % n + 1).collect();
+    let snap = store.snapshot().unwrap();
+    let mut m_lat = Vec::with_capacity(ids.len());
+    for &id in &ids {
+        let t = Instant::now();
+        let item = snap.get(id).unwrap().unwrap();
+        m_lat.push(t.elapsed());
+        std::hint::black_box(item);
+    }
+    let txn = db.begin_read().unwrap();
+    let table = txn.open_table(TABLE).unwrap();
+    let mut r_lat = Vec::with_capacity(ids.len());
+    for &id in &ids {
+        let t = Instant::now();
+        let raw = table.get(id).unwrap().unwrap();
+        let item = decode_record(raw.value()).unwrap();
+        r_lat.push(t.elapsed());
+        std::hint::black_box(item);
+    }
+    m_lat.sort();
+    r_lat.sort();
+    println!(
+        "\nget by id ({} random gets over {n} items, record decoded; ratio = redb time ÷ memdb time)",
+        ids.len()
+    );
+    println!("| percentile | memdb µs | redb µs | ratio |");
+    println!("|---|---|---|---|");
+    for (name, p) in [("p50", 0.5), ("p99", 0.99)] {
+        let (m, r) = (percentile(&m_lat, p), percentile(&r_lat, p));
+        println!(
+            "| {name} | {:.2} | {:.2} | {:.2} |",
+            m.as_secs_f64() * 1e6,
+            r.as_secs_f64() * 1e6,
+            r.as_secs_f64() / m.as_secs_f64()
+        );
+    }
+    let ms = store.stats().unwrap();
+    let rb = std::fs::metadata(dir.path().join(format!("r{k}.redb")))
+        .unwrap()
+        .len();
+    println!(
+        "\non disk for {n} items: memdb {} bytes (segments {} + catalog {}), redb alone {rb} bytes",
+        ms.total_bytes(),
+        ms.segment_bytes,
+        ms.catalog_bytes
+    );
+}

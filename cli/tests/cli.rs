@@ -1,0 +1,185 @@
+//! The `memdb` binary as a script would use it: exit codes, `--json` output, one-line errors.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn memdb(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_memdb"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn json(out: &Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn shared_locomo() -> Option<PathBuf> {
+    let base = std::env::var_os("MEMDB_SHARED_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"));
+    let dir = base.join("data/locomo");
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI must have ../shared/data/locomo ({} missing)",
+        dir.display()
+    );
+    eprintln!(
+        "SKIPPED: {} not found (set MEMDB_SHARED_DIR)",
+        dir.display()
+    );
+    None
+}
+
+#[test]
+fn jsonl_import_stats_get_ls_check_compact() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let store = store.to_str().unwrap();
+    let file = dir.path().join("items.jsonl");
+    std::fs::write(
+        &file,
+        concat!(
+            "{\"external_id\":\"n1\",\"source\":\"note\",\"time\":\"2024-01-02T10:00:00+01:00\",\"body\":\"first\"}\n",
+            "{\"external_id\":\"n2\",\"source\":\"email\",\"time\":\"2024-02-02T10:00:00Z\",\"body\":\"second\"}\n",
+            "{\"source\":\"nonsense\",\"time\":\"2024-02-02\"}\n",
+            "{\"external_id\":\"n3\",\"source\":\"chat\",\"time\":\"2024-03-02\",\"body\":\"third\"}\n",
+        ),
+    )
+    .unwrap();
+    assert!(memdb(&["init", store]).status.success());
+    let out = memdb(&["init", store]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).starts_with("memdb: "));
+
+    let import = json(&memdb(&[
+        "--json",
+        "import",
+        "jsonl",
+        store,
+        file.to_str().unwrap(),
+    ]));
+    assert_eq!(import["added"], 3);
+    assert_eq!(import["skipped"].as_array().unwrap().len(), 1);
+    assert!(
+        import["skipped"][0].as_str().unwrap().contains("line 3"),
+        "{import}"
+    );
+    let again = json(&memdb(&[
+        "--json",
+        "import",
+        "jsonl",
+        store,
+        file.to_str().unwrap(),
+    ]));
+    assert_eq!(
+        (again["added"].as_u64(), again["unchanged"].as_u64()),
+        (Some(0), Some(3))
+    );
+
+    let stats = json(&memdb(&["--json", "stats", store]));
+    assert_eq!(stats["items"], 3);
+    assert_eq!(stats["items_by_source"]["email"], 1);
+
+    let item = json(&memdb(&["--json", "get", store, "--external", "n2"]));
+    assert_eq!(item["body"], "second");
+    assert_eq!(item["time"], "2024-02-02T10:00:00+00:00");
+    let missing = memdb(&["get", store, "999"]);
+    assert_eq!(missing.status.code(), Some(2));
+
+    let listed = json(&memdb(&[
+        "--json",
+        "ls",
+        store,
+        "--from",
+        "2024-02-01",
+        "--source",
+        "email",
+    ]));
+    assert_eq!(listed.as_array().unwrap().len(), 1);
+    let bad = memdb(&["ls", store, "--source", "fax"]);
+    assert_eq!(bad.status.code(), Some(2));
+
+    let check = json(&memdb(&["--json", "check", store]));
+    assert_eq!(check["clean"], true);
+    assert!(
+        json(&memdb(&["--json", "compact", store, "--all"]))["segments_written"]
+            .as_u64()
+            .unwrap()
+            >= 1
+    );
+    assert_eq!(json(&memdb(&["--json", "stats", store]))["dead_bytes"], 0);
+}
+
+#[test]
+fn check_exits_non_zero_on_a_damaged_segment() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let file = dir.path().join("items.jsonl");
+    std::fs::write(
+        &file,
+        "{\"source\":\"note\",\"time\":\"2024-01-02\",\"body\":\"x\"}\n",
+    )
+    .unwrap();
+    json(&memdb(&[
+        "--json",
+        "import",
+        "jsonl",
+        store.to_str().unwrap(),
+        file.to_str().unwrap(),
+    ]));
+    let seg = std::fs::read_dir(store.join("segments"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let mut bytes = std::fs::read(&seg).unwrap();
+    bytes[4096 + 70] ^= 0x10;
+    std::fs::write(&seg, bytes).unwrap();
+    let out = memdb(&["--json", "check", store.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["clean"], false);
+    assert_eq!(report["problems"][0]["page"], 1);
+}
+
+#[test]
+fn all_locomo_files_import_with_counts_equal_to_turns() {
+    let Some(locomo) = shared_locomo() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let mut files: Vec<String> = std::fs::read_dir(&locomo)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .map(|p| p.to_str().unwrap().to_owned())
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 5);
+    let mut args = vec!["--json", "import", "locomo", store.to_str().unwrap()];
+    args.extend(files.iter().map(String::as_str));
+    let first = json(&memdb(&args));
+    assert_eq!(first["added"], 2760);
+    assert_eq!(first["skipped"].as_array().unwrap().len(), 0);
+    let second = json(&memdb(&args));
+    assert_eq!(second["unchanged"], 2760);
+    let stats = json(&memdb(&["--json", "stats", store.to_str().unwrap()]));
+    assert_eq!(stats["items"], 2760);
+    assert_eq!(stats["items_by_source"]["chat"], 2760);
+    assert_eq!(
+        json(&memdb(&["--json", "check", store.to_str().unwrap()]))["clean"],
+        true
+    );
+}

@@ -1,0 +1,634 @@
+//! JSONL import: one SGM item per line, memdb's own interchange format (SPEC.md §8.1).
+//!
+//! ```text
+//! FILE := (LINE "\n")* LINE?          LINE := OBJECT | blank        (a "\r" before "\n" is dropped)
+//! OBJECT := {"source": S, "time": T, ...optional fields}             (one item)
+//! ```
+//! A line is blank when it holds only JSON whitespace; blank lines are skipped but counted, so
+//! `line N` always means the N-th line of the file as an editor shows it. A UTF-8 byte order
+//! mark at the very start of the file is ignored.
+//!
+//! Fields are checked strictly, as `#[serde(deny_unknown_fields)]` would, but by hand over the
+//! parsed JSON members, so each error names the field (`location.lat`, `tags[2]`) and its kind
+//! ([`ImportErrorKind::MissingField`] / [`ImportErrorKind::InvalidField`]) rather than carrying
+//! only serde's message.
+//!
+//! Invariants: each non-blank line yields exactly one outcome (an item or an error) in line
+//! order; [`parse`] and [`Reader`] give identical outcomes for the same bytes (the
+//! `jsonl_line` fuzz target checks this); no line longer than [`MAX_LINE_BYTES`] is ever held
+//! in memory by [`Reader`].
+
+use std::io::{self, BufRead};
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::{ImportReport, Imported, Object, error, wrong_type};
+use crate::item::{EventTime, GeoPoint, ItemDraft, ItemFields, Location, MAX_RECORD_BYTES, Source};
+use crate::{ImportError, ImportErrorKind};
+
+/// Longest line accepted, in bytes, without its `\n`. A longer line cannot become a storable
+/// record anyway (records are at most [`MAX_RECORD_BYTES`]), and the limit is what keeps the
+/// streaming [`Reader`] bounded on a file with no newlines at all.
+pub const MAX_LINE_BYTES: usize = MAX_RECORD_BYTES;
+
+/// Every field a line may have, in the order SPEC.md lists them.
+pub const FIELDS: [&str; 14] = [
+    "source",
+    "time",
+    "external_id",
+    "location",
+    "entities",
+    "tags",
+    "ocr",
+    "caption",
+    "summary",
+    "body",
+    "speaker",
+    "from",
+    "to",
+    "supersedes",
+];
+
+/// Every member `location` may have.
+pub const LOCATION_FIELDS: [&str; 3] = ["name", "lat", "lon"];
+
+/// Parses a whole JSONL file held in memory. Never fails as a whole: bad lines become errors.
+pub fn parse(file: &Path, bytes: &[u8]) -> ImportReport {
+    let mut report = ImportReport::default();
+    // `split` yields a final empty piece after a trailing newline; it is blank, so skipped.
+    for (index, line) in bytes.split(|&b| b == b'\n').enumerate() {
+        let line_no = index as u64 + 1;
+        // The byte order mark counts towards line 1's length, as it does in `Reader`.
+        let outcome = if line.len() > MAX_LINE_BYTES {
+            Some(Err(line_error(
+                file,
+                line_no,
+                overlong_kind(MAX_LINE_BYTES),
+            )))
+        } else if line_no == 1 {
+            parse_line(file, line_no, line.strip_prefix(BOM).unwrap_or(line))
+        } else {
+            parse_line(file, line_no, line)
+        };
+        match outcome {
+            Some(Ok(item)) => report.items.push(item),
+            Some(Err(err)) => report.errors.push(err),
+            None => {}
+        }
+    }
+    report
+}
+
+/// Streams a JSONL file line by line, holding at most one line (capped at a maximum) in memory.
+///
+/// Yields one `Ok(outcome)` per non-blank line, where the outcome is the item or the
+/// [`ImportError`] of that line; an I/O error from the underlying reader is yielded as `Err`
+/// and ends the stream.
+#[derive(Debug)]
+pub struct Reader<R> {
+    file: PathBuf,
+    inner: R,
+    line_no: u64,
+    line: Vec<u8>,
+    max_line_bytes: usize,
+    done: bool,
+}
+
+impl<R: BufRead> Reader<R> {
+    /// A reader of `inner`, reporting errors against `file`.
+    pub fn new(file: &Path, inner: R) -> Reader<R> {
+        Reader {
+            file: file.to_path_buf(),
+            inner,
+            line_no: 0,
+            line: Vec::new(),
+            max_line_bytes: MAX_LINE_BYTES,
+            done: false,
+        }
+    }
+
+    /// Lowers the longest line accepted (default [`MAX_LINE_BYTES`]); longer lines are errors.
+    pub fn max_line_bytes(mut self, max: usize) -> Reader<R> {
+        self.max_line_bytes = max.min(MAX_LINE_BYTES);
+        self
+    }
+
+    /// Reads the next line into `self.line`. Returns `Ok(None)` at the end of the input,
+    /// `Ok(Some(true))` for a line that fit and `Ok(Some(false))` for one that was too long (its
+    /// bytes were consumed and dropped).
+    fn read_line(&mut self) -> io::Result<Option<bool>> {
+        self.line.clear();
+        let mut read_any = false;
+        let mut overlong = false;
+        loop {
+            let available = match self.inner.fill_buf() {
+                Ok(available) => available,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if available.is_empty() {
+                self.done = true;
+                break;
+            }
+            read_any = true;
+            let newline = available.iter().position(|&b| b == b'\n');
+            let chunk = &available[..newline.unwrap_or(available.len())];
+            if !overlong {
+                if self.line.len().saturating_add(chunk.len()) > self.max_line_bytes {
+                    overlong = true;
+                    // Release the partial line now: the point of the cap is to bound memory.
+                    self.line = Vec::new();
+                } else {
+                    self.line.extend_from_slice(chunk);
+                }
+            }
+            let used = newline.map_or(available.len(), |at| at + 1);
+            self.inner.consume(used);
+            if newline.is_some() {
+                break;
+            }
+        }
+        if !read_any {
+            return Ok(None);
+        }
+        if self.line_no == 0 && self.line.starts_with(BOM) {
+            self.line.drain(..BOM.len());
+        }
+        Ok(Some(!overlong))
+    }
+}
+
+impl<R: BufRead> Iterator for Reader<R> {
+    type Item = io::Result<Result<Imported, ImportError>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while !self.done {
+            let fits = match self.read_line() {
+                Ok(Some(fits)) => fits,
+                Ok(None) => break,
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(e));
+                }
+            };
+            self.line_no += 1;
+            if !fits {
+                let kind = overlong_kind(self.max_line_bytes);
+                return Some(Ok(Err(line_error(&self.file, self.line_no, kind))));
+            }
+            if let Some(outcome) = parse_line(&self.file, self.line_no, &self.line) {
+                return Some(Ok(outcome));
+            }
+        }
+        None
+    }
+}
+
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+fn overlong_kind(max: usize) -> ImportErrorKind {
+    ImportErrorKind::Syntax(format!("line is longer than {max} bytes"))
+}
+
+fn line_error(file: &Path, line_no: u64, kind: ImportErrorKind) -> ImportError {
+    error(file, Some(format!("line {line_no}")), kind)
+}
+
+/// Parses one line (without its `\n`); `None` when it is blank.
+fn parse_line(file: &Path, line_no: u64, line: &[u8]) -> Option<Result<Imported, ImportError>> {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    if line.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r')) {
+        return None;
+    }
+    let result = match std::str::from_utf8(line) {
+        Err(e) => Err(ImportErrorKind::Syntax(format!(
+            "invalid UTF-8 at byte {} of the line",
+            e.valid_up_to()
+        ))),
+        Ok(text) => Object::parse(text.as_bytes()).and_then(draft_from),
+    };
+    Some(match result {
+        Ok(draft) => Ok(Imported {
+            location: format!("line {line_no}"),
+            draft,
+        }),
+        Err(kind) => Err(line_error(file, line_no, kind)),
+    })
+}
+
+/// The fields of one line as they are read, before the required ones are known to be there.
+#[derive(Default)]
+struct Partial {
+    source: Option<Source>,
+    time: Option<EventTime>,
+    external_id: Option<String>,
+    location: Option<Location>,
+    entities: Vec<String>,
+    tags: Vec<String>,
+    ocr: Option<String>,
+    caption: Option<String>,
+    summary: Option<String>,
+    body: Option<String>,
+    speaker: Option<String>,
+    from: Option<String>,
+    to: Vec<String>,
+    supersedes: Option<String>,
+}
+
+fn draft_from(object: Object) -> Result<ItemDraft, ImportErrorKind> {
+    if let Some(key) = object.first_duplicate() {
+        return Err(invalid(key, "appears more than once".to_owned()));
+    }
+    let mut p = Partial::default();
+    for (key, value) in object.0 {
+        match key.as_str() {
+            "source" => {
+                let text = string(&key, value)?;
+                p.source = Some(text.parse().map_err(|reason| invalid(&key, reason))?);
+            }
+            "time" => {
+                let text = string(&key, value)?;
+                p.time = Some(EventTime::parse(&text).map_err(|reason| invalid(&key, reason))?);
+            }
+            "external_id" => p.external_id = non_empty(&key, optional_string(&key, value)?)?,
+            "location" => p.location = location(value)?,
+            "entities" => p.entities = strings(&key, value)?,
+            "tags" => p.tags = strings(&key, value)?,
+            "ocr" => p.ocr = optional_string(&key, value)?,
+            "caption" => p.caption = optional_string(&key, value)?,
+            "summary" => p.summary = optional_string(&key, value)?,
+            "body" => p.body = optional_string(&key, value)?,
+            "speaker" => p.speaker = optional_string(&key, value)?,
+            "from" => p.from = optional_string(&key, value)?,
+            "to" => p.to = strings(&key, value)?,
+            "supersedes" => p.supersedes = non_empty(&key, optional_string(&key, value)?)?,
+            _ => return Err(unknown(&key, &FIELDS)),
+        }
+    }
+    let source = p
+        .source
+        .ok_or_else(|| ImportErrorKind::MissingField("source".to_owned()))?;
+    let time = p
+        .time
+        .ok_or_else(|| ImportErrorKind::MissingField("time".to_owned()))?;
+    let fields = ItemFields {
+        external_id: p.external_id,
+        source,
+        time,
+        location: p.location,
+        entities: p.entities,
+        tags: p.tags,
+        ocr: p.ocr,
+        caption: p.caption,
+        summary: p.summary,
+        body: p.body,
+        speaker: p.speaker,
+        from: p.from,
+        to: p.to,
+    };
+    // The checks above already cover every rule `validate` has; it stays as the last word so
+    // an importer can never hand the store a draft the record decoder would reject.
+    fields
+        .validate()
+        .map_err(|reason| invalid("item", reason))?;
+    Ok(ItemDraft {
+        fields,
+        supersedes: p.supersedes,
+    })
+}
+
+fn location(value: Value) -> Result<Option<Location>, ImportErrorKind> {
+    let members = match value {
+        Value::Null => return Ok(None),
+        Value::Object(members) => members,
+        other => return Err(wrong_type("location", "an object", &other)),
+    };
+    let (mut name, mut lat, mut lon) = (None, None, None);
+    for (key, value) in members {
+        let field = format!("location.{key}");
+        match key.as_str() {
+            "name" => name = optional_string(&field, value)?,
+            "lat" => lat = optional_number(&field, value)?,
+            "lon" => lon = optional_number(&field, value)?,
+            _ => return Err(unknown(&field, &LOCATION_FIELDS)),
+        }
+    }
+    let geo = match (lat, lon) {
+        (None, None) => None,
+        (Some(lat), Some(lon)) => {
+            if !(-90.0..=90.0).contains(&lat) {
+                return Err(invalid(
+                    "location.lat",
+                    format!("{lat} is not within -90..=90"),
+                ));
+            }
+            if !(-180.0..=180.0).contains(&lon) {
+                return Err(invalid(
+                    "location.lon",
+                    format!("{lon} is not within -180..=180"),
+                ));
+            }
+            Some(GeoPoint { lat, lon })
+        }
+        (Some(_), None) => return Err(invalid("location", "has `lat` but no `lon`".to_owned())),
+        (None, Some(_)) => return Err(invalid("location", "has `lon` but no `lat`".to_owned())),
+    };
+    if name.is_none() && geo.is_none() {
+        return Err(invalid(
+            "location",
+            "needs a `name`, or `lat` and `lon`".to_owned(),
+        ));
+    }
+    Ok(Some(Location { name, geo }))
+}
+
+fn invalid(field: &str, reason: String) -> ImportErrorKind {
+    ImportErrorKind::InvalidField {
+        field: field.to_owned(),
+        reason,
+    }
+}
+
+fn unknown(field: &str, allowed: &[&str]) -> ImportErrorKind {
+    invalid(
+        field,
+        format!("unknown field (allowed: {})", allowed.join(", ")),
+    )
+}
+
+fn string(field: &str, value: Value) -> Result<String, ImportErrorKind> {
+    match value {
+        Value::String(s) => Ok(s),
+        other => Err(wrong_type(field, "a string", &other)),
+    }
+}
+
+/// Optional fields may be omitted or `null`; both mean "absent".
+fn optional_string(field: &str, value: Value) -> Result<Option<String>, ImportErrorKind> {
+    match value {
+        Value::Null => Ok(None),
+        other => string(field, other).map(Some),
+    }
+}
+
+/// External ids name items in the store, so an empty one is refused rather than stored.
+fn non_empty(field: &str, value: Option<String>) -> Result<Option<String>, ImportErrorKind> {
+    match value {
+        Some(s) if s.is_empty() => Err(invalid(field, "is empty".to_owned())),
+        other => Ok(other),
+    }
+}
+
+fn optional_number(field: &str, value: Value) -> Result<Option<f64>, ImportErrorKind> {
+    match &value {
+        Value::Null => Ok(None),
+        // serde_json refuses NaN, infinities and out-of-range literals (`1e999`) while
+        // parsing, so every number here is finite.
+        Value::Number(n) => match n.as_f64() {
+            Some(x) => Ok(Some(x)),
+            None => Err(invalid(
+                field,
+                format!("{n} is not representable as a double"),
+            )),
+        },
+        other => Err(wrong_type(field, "a number", other)),
+    }
+}
+
+/// A list of strings; `null` is the empty list.
+fn strings(field: &str, value: Value) -> Result<Vec<String>, ImportErrorKind> {
+    match value {
+        Value::Null => Ok(Vec::new()),
+        Value::Array(values) => values
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| string(&format!("{field}[{i}]"), v))
+            .collect(),
+        other => Err(wrong_type(field, "a list of strings", &other)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(line: &str) -> Result<ItemDraft, ImportError> {
+        let report = parse(Path::new("t.jsonl"), line.as_bytes());
+        assert_eq!(report.items.len() + report.errors.len(), 1, "{line}");
+        match report.items.into_iter().next() {
+            Some(item) => Ok(item.draft),
+            None => Err(report.errors.into_iter().next().unwrap()),
+        }
+    }
+
+    fn kind(line: &str) -> ImportErrorKind {
+        one(line).unwrap_err().kind
+    }
+
+    fn field_of(line: &str) -> String {
+        match kind(line) {
+            ImportErrorKind::InvalidField { field, .. } => field,
+            ImportErrorKind::MissingField(field) => field,
+            other => panic!("{line}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn every_field_lands_where_it_belongs() {
+        let d = one(
+            r#"{"source":"EMAIL","time":"2022-05-07T09:30:00+01:00","external_id":"m1",
+            "location":{"name":"Lisbon","lat":38.72,"lon":-9.14},"entities":["Ana"],"tags":["trip"],
+            "ocr":"o","caption":"c","summary":"s","body":"b","speaker":"sp","from":"f",
+            "to":["t1","t2"],"supersedes":"m0"}"#
+                .replace('\n', "")
+                .as_str(),
+        )
+        .unwrap();
+        let f = &d.fields;
+        assert_eq!(f.source, Source::Email);
+        assert_eq!(
+            f.time,
+            EventTime::parse("2022-05-07T08:30:00Z")
+                .map(|t| EventTime {
+                    offset_minutes: 60,
+                    ..t
+                })
+                .unwrap()
+        );
+        assert_eq!(f.external_id.as_deref(), Some("m1"));
+        let loc = f.location.as_ref().unwrap();
+        assert_eq!(loc.name.as_deref(), Some("Lisbon"));
+        assert_eq!(
+            loc.geo,
+            Some(GeoPoint {
+                lat: 38.72,
+                lon: -9.14
+            })
+        );
+        assert_eq!(
+            (f.entities.as_slice(), f.tags.as_slice()),
+            (&["Ana".to_owned()][..], &["trip".to_owned()][..])
+        );
+        let texts = [&f.ocr, &f.caption, &f.summary, &f.body, &f.speaker, &f.from];
+        let texts: Vec<_> = texts.iter().map(|t| t.as_deref().unwrap()).collect();
+        assert_eq!(texts, ["o", "c", "s", "b", "sp", "f"]);
+        assert_eq!(f.to, ["t1", "t2"]);
+        assert_eq!(d.supersedes.as_deref(), Some("m0"));
+    }
+
+    #[test]
+    fn nulls_mean_absent_and_a_bare_date_is_midnight_utc() {
+        let d =
+            one(r#"{"source":"note","time":"2024-02-29","ocr":null,"tags":null,"location":null}"#)
+                .unwrap();
+        assert_eq!(
+            d.fields,
+            ItemFields::new(Source::Note, EventTime::utc(1_709_164_800_000))
+        );
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let base = r#""source":"chat","time":"2023-01-01""#;
+        assert_eq!(
+            kind(r#"{"time":"2023-01-01"}"#),
+            ImportErrorKind::MissingField("source".into())
+        );
+        assert_eq!(
+            kind(r#"{"source":"chat"}"#),
+            ImportErrorKind::MissingField("time".into())
+        );
+        assert_eq!(
+            field_of(&format!("{{{base},\"colour\":\"red\"}}")),
+            "colour"
+        );
+        assert_eq!(
+            field_of(&format!("{{{base},\"tags\":[\"a\",3]}}")),
+            "tags[1]"
+        );
+        assert_eq!(field_of(&format!("{{{base},\"tags\":\"a\"}}")), "tags");
+        assert_eq!(
+            field_of(r#"{"source":"fax","time":"2023-01-01"}"#),
+            "source"
+        );
+        assert_eq!(
+            field_of(r#"{"source":"chat","time":"2023-01-01T10:00:00"}"#),
+            "time"
+        );
+        assert_eq!(field_of(r#"{"source":"chat","time":20230101}"#), "time");
+        assert_eq!(
+            field_of(&format!("{{{base},\"location\":{{\"lat\":91,\"lon\":0}}}}")),
+            "location.lat"
+        );
+        assert_eq!(
+            field_of(&format!(
+                "{{{base},\"location\":{{\"lat\":0,\"lon\":-180.5}}}}"
+            )),
+            "location.lon"
+        );
+        assert_eq!(
+            field_of(&format!(
+                "{{{base},\"location\":{{\"lat\":\"1\",\"lon\":0}}}}"
+            )),
+            "location.lat"
+        );
+        assert_eq!(
+            field_of(&format!("{{{base},\"location\":{{\"lat\":1}}}}")),
+            "location"
+        );
+        assert_eq!(
+            field_of(&format!("{{{base},\"location\":{{}}}}")),
+            "location"
+        );
+        assert_eq!(
+            field_of(&format!("{{{base},\"location\":{{\"city\":\"x\"}}}}")),
+            "location.city"
+        );
+        assert_eq!(
+            field_of(&format!("{{{base},\"external_id\":\"\"}}")),
+            "external_id"
+        );
+        assert_eq!(
+            field_of(&format!("{{{base},\"supersedes\":\"\"}}")),
+            "supersedes"
+        );
+        assert_eq!(
+            field_of(&format!("{{{base},\"source\":\"chat\"}}")),
+            "source"
+        );
+        assert!(matches!(kind("[1,2]"), ImportErrorKind::Syntax(_)));
+        assert!(matches!(kind("{\"source\":"), ImportErrorKind::Syntax(_)));
+        assert!(matches!(
+            kind(&format!("{{{base}}} x")),
+            ImportErrorKind::Syntax(_)
+        ));
+    }
+
+    #[test]
+    fn invalid_utf8_is_reported_with_its_byte() {
+        let report = parse(Path::new("t.jsonl"), b"\n{\"source\":\"chat\xff\"}\n");
+        assert_eq!(report.errors.len(), 1);
+        assert_eq!(report.errors[0].location.as_deref(), Some("line 2"));
+        assert_eq!(
+            report.errors[0].kind,
+            ImportErrorKind::Syntax("invalid UTF-8 at byte 15 of the line".into())
+        );
+    }
+
+    #[test]
+    fn crlf_bom_and_blank_lines() {
+        let text = "\u{feff}{\"source\":\"chat\",\"time\":\"2023-01-01\"}\r\n \t\r\n\r\n{\"source\":\"note\",\"time\":\"2023-01-02\"}";
+        let report = parse(Path::new("t.jsonl"), text.as_bytes());
+        assert!(report.errors.is_empty(), "{:?}", report.errors);
+        let at: Vec<_> = report.items.iter().map(|i| i.location.as_str()).collect();
+        assert_eq!(at, ["line 1", "line 4"]);
+    }
+
+    #[test]
+    fn reader_matches_parse_and_caps_lines() {
+        let text = b"{\"source\":\"chat\",\"time\":\"2023-01-01\"}\n\n[]\n{\"source\":\"note\",\"time\":\"2023-01-02\",\"body\":\"0123456789012345678901234567890123456789\"}\nnot json";
+        let whole = parse(Path::new("t"), text);
+        let mut streamed = ImportReport::default();
+        // A 3-byte buffer splits every line across many `fill_buf` calls.
+        for outcome in Reader::new(Path::new("t"), io::BufReader::with_capacity(3, &text[..])) {
+            match outcome.unwrap() {
+                Ok(item) => streamed.items.push(item),
+                Err(err) => streamed.errors.push(err),
+            }
+        }
+        assert_eq!(streamed, whole);
+        assert_eq!((whole.items.len(), whole.errors.len()), (2, 2));
+
+        let capped: Vec<_> = Reader::new(Path::new("t"), &text[..])
+            .max_line_bytes(60)
+            .map(|o| {
+                o.unwrap()
+                    .map(|i| i.location)
+                    .map_err(|e| (e.location, e.kind))
+            })
+            .collect();
+        assert_eq!(capped.len(), 4);
+        assert_eq!(capped[0], Ok("line 1".to_owned()));
+        assert_eq!(
+            capped[2],
+            Err((
+                Some("line 4".to_owned()),
+                ImportErrorKind::Syntax("line is longer than 60 bytes".into())
+            ))
+        );
+    }
+
+    #[test]
+    fn reader_reports_io_errors_and_stops() {
+        struct Failing;
+        impl io::Read for Failing {
+            fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
+                Err(io::Error::other("disk on fire"))
+            }
+        }
+        let mut reader = Reader::new(Path::new("t"), io::BufReader::new(Failing));
+        assert!(matches!(reader.next(), Some(Err(_))));
+        assert!(reader.next().is_none());
+    }
+}

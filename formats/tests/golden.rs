@@ -1,0 +1,309 @@
+//! Golden tests: the bytes SPEC.md §3–§4 describe, built here by hand (own varint, zigzag and
+//! layout code; no memdb encoder), compared with what the encoders write and decoded back.
+//! `golden/v1/` holds the files of format version 1; a missing file is written from the
+//! hand-built bytes (`create_format`), an existing one must match them exactly, so a format
+//! change cannot pass without a new version directory.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::path::PathBuf;
+
+use memdb_formats::item::{self, EventTime, GeoPoint, ItemFields, ItemRecord, Location, Source};
+use memdb_formats::segment::{self, EntryHeader, EntryKind, FooterRecord, SegmentHeader, Trailer};
+
+fn crc(bytes: &[u8]) -> u32 {
+    memdb_formats::crc32c(bytes)
+}
+
+fn page(mut bytes: Vec<u8>) -> Vec<u8> {
+    bytes.resize(bytes.len().div_ceil(4096) * 4096, 0);
+    bytes
+}
+
+/// SPEC.md §3.1, field by field.
+fn spec_header_page(id: u64, created: i64) -> Vec<u8> {
+    let mut b = Vec::new();
+    b.extend_from_slice(b"MEMDBSEG");
+    b.extend_from_slice(&1u32.to_le_bytes());
+    b.extend_from_slice(&4096u32.to_le_bytes());
+    b.extend_from_slice(&id.to_le_bytes());
+    b.extend_from_slice(&created.to_le_bytes());
+    b.extend_from_slice(&[0, 0, 0, 0]); // page_reserve, cipher, flags
+    b.extend_from_slice(&[0; 24]);
+    assert_eq!(b.len(), 60);
+    let c = crc(&b);
+    b.extend_from_slice(&c.to_le_bytes());
+    page(b)
+}
+
+/// SPEC.md §3.2 plus the payload and zero padding.
+fn spec_entry(kind: u8, id: u64, payload: &[u8]) -> Vec<u8> {
+    let mut b = Vec::new();
+    b.extend_from_slice(b"MDBE");
+    b.push(kind);
+    b.extend_from_slice(&[0, 0, 0]);
+    b.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    b.extend_from_slice(&crc(payload).to_le_bytes());
+    b.extend_from_slice(&[0; 4]);
+    b.extend_from_slice(&id.to_le_bytes());
+    b.extend_from_slice(&[0; 28]);
+    assert_eq!(b.len(), 60);
+    let c = crc(&b);
+    b.extend_from_slice(&c.to_le_bytes());
+    b.extend_from_slice(payload);
+    page(b)
+}
+
+fn spec_trailer(id: u64, footer_page: u64, total_pages: u64, count: u32) -> Vec<u8> {
+    let mut b = Vec::new();
+    b.extend_from_slice(b"MEMDBEND");
+    b.extend_from_slice(&id.to_le_bytes());
+    b.extend_from_slice(&footer_page.to_le_bytes());
+    b.extend_from_slice(&total_pages.to_le_bytes());
+    b.extend_from_slice(&count.to_le_bytes());
+    b.extend_from_slice(&[0; 24]);
+    let c = crc(&b);
+    b.extend_from_slice(&c.to_le_bytes());
+    page(b)
+}
+
+/// SPEC.md §4.3 varint.
+fn varint(out: &mut Vec<u8>, v: u64) {
+    if v < 251 {
+        out.push(v as u8);
+    } else if v <= 0xFFFF {
+        out.push(251);
+        out.extend_from_slice(&(v as u16).to_le_bytes());
+    } else if v <= 0xFFFF_FFFF {
+        out.push(252);
+        out.extend_from_slice(&(v as u32).to_le_bytes());
+    } else {
+        out.push(253);
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+}
+
+fn zigzag64(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+fn zigzag16(v: i16) -> u64 {
+    u64::from(((v << 1) ^ (v >> 15)) as u16)
+}
+
+fn string(out: &mut Vec<u8>, s: &str) {
+    varint(out, s.len() as u64);
+    out.extend_from_slice(s.as_bytes());
+}
+
+fn opt_string(out: &mut Vec<u8>, s: Option<&str>) {
+    match s {
+        None => out.push(0),
+        Some(s) => {
+            out.push(1);
+            string(out, s);
+        }
+    }
+}
+
+fn strings(out: &mut Vec<u8>, v: &[&str]) {
+    varint(out, v.len() as u64);
+    for s in v {
+        string(out, s);
+    }
+}
+
+fn sample_record() -> ItemRecord {
+    let mut fields = ItemFields::new(
+        Source::Email,
+        EventTime {
+            unix_ms: 1_683_546_960_000,
+            offset_minutes: -300,
+        },
+    );
+    fields.external_id = Some("msg-1".into());
+    fields.location = Some(Location {
+        name: Some("Lisboa".into()),
+        geo: Some(GeoPoint {
+            lat: 38.72,
+            lon: -9.14,
+        }),
+    });
+    fields.entities = vec!["Ana".into(), "Hotel Alfama".into()];
+    fields.summary = Some("booking".into());
+    fields.body = Some("Confirmed: 12–15 May, EUR 372.00".into());
+    fields.from = Some("hotel@example.org".into());
+    fields.to = vec!["me@example.org".into()];
+    ItemRecord {
+        id: 300,
+        ingest_time_ms: -1,
+        fields,
+        supersedes: Some(70_000),
+        blobs: vec![1, 5_000_000_000],
+    }
+}
+
+/// SPEC.md §4.2, field by field, for `sample_record()`.
+fn spec_record() -> Vec<u8> {
+    let mut b = vec![1u8];
+    varint(&mut b, 300);
+    varint(&mut b, zigzag64(-1));
+    opt_string(&mut b, Some("msg-1"));
+    b.push(3); // email
+    varint(&mut b, zigzag64(1_683_546_960_000));
+    varint(&mut b, zigzag16(-300));
+    opt_string(&mut b, Some("Lisboa"));
+    b.push(1);
+    b.extend_from_slice(&38.72f64.to_le_bytes());
+    b.extend_from_slice(&(-9.14f64).to_le_bytes());
+    strings(&mut b, &["Ana", "Hotel Alfama"]);
+    strings(&mut b, &[]);
+    opt_string(&mut b, None); // ocr
+    opt_string(&mut b, None); // caption
+    opt_string(&mut b, Some("booking"));
+    opt_string(&mut b, Some("Confirmed: 12–15 May, EUR 372.00"));
+    opt_string(&mut b, None); // speaker
+    opt_string(&mut b, Some("hotel@example.org"));
+    strings(&mut b, &["me@example.org"]);
+    b.push(1);
+    varint(&mut b, 70_000);
+    varint(&mut b, 2);
+    varint(&mut b, 1);
+    varint(&mut b, 5_000_000_000);
+    b
+}
+
+/// A sealed segment holding one item block (the sample record) and one blob.
+fn spec_sealed_segment() -> Vec<u8> {
+    let id = 0x0102_0304_0506_0708u64;
+    let record = spec_record();
+    let mut block = Vec::new();
+    block.extend_from_slice(&(record.len() as u32).to_le_bytes());
+    block.extend_from_slice(&crc(&record).to_le_bytes());
+    block.extend_from_slice(&record);
+    let blob: Vec<u8> = (0..5000u32).map(|i| (i * 7 % 256) as u8).collect();
+    let mut file = spec_header_page(id, 1_700_000_000_000);
+    let block_page = file.len() as u64 / 4096;
+    file.extend(spec_entry(1, id, &block));
+    let blob_page = file.len() as u64 / 4096;
+    file.extend(spec_entry(2, id, &blob));
+    let mut footer = 2u32.to_le_bytes().to_vec();
+    for (p, payload, kind) in [(block_page, &block, 1u8), (blob_page, &blob, 2u8)] {
+        footer.extend_from_slice(&p.to_le_bytes());
+        footer.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+        footer.extend_from_slice(&crc(payload).to_le_bytes());
+        footer.extend_from_slice(&[kind, 0, 0, 0]);
+    }
+    let footer_page = file.len() as u64 / 4096;
+    file.extend(spec_entry(255, id, &footer));
+    let total = file.len() as u64 / 4096 + 1;
+    file.extend(spec_trailer(id, footer_page, total, 2));
+    file
+}
+
+fn golden_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/v1")
+}
+
+/// Writes a golden file from the hand-built bytes if it is missing; otherwise it must match.
+fn golden(name: &str, bytes: &[u8]) {
+    let path = golden_dir().join(name);
+    if !path.exists() {
+        std::fs::create_dir_all(golden_dir()).unwrap();
+        std::fs::write(&path, bytes).unwrap();
+    }
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        bytes,
+        "{} differs from SPEC.md",
+        path.display()
+    );
+}
+
+#[test]
+fn crc_is_crc32c() {
+    assert_eq!(crc(b"123456789"), 0xE306_9283);
+}
+
+#[test]
+fn segment_structures_match_the_spec() {
+    let id = 0x0102_0304_0506_0708u64;
+    assert_eq!(
+        SegmentHeader {
+            segment_id: id,
+            created_unix_ms: 1_700_000_000_000
+        }
+        .encode(),
+        spec_header_page(id, 1_700_000_000_000)
+    );
+    assert_eq!(
+        segment::encode_entry(EntryKind::Blob, id, b"hello"),
+        spec_entry(2, id, b"hello")
+    );
+    assert_eq!(
+        segment::encode_entry(EntryKind::ItemBlock, id, &[]),
+        spec_entry(1, id, &[])
+    );
+    let exactly_one_page = vec![0xAB; 4096 - 64];
+    assert_eq!(
+        segment::encode_entry(EntryKind::Blob, id, &exactly_one_page).len(),
+        4096
+    );
+    assert_eq!(
+        Trailer {
+            segment_id: id,
+            footer_page: 3,
+            total_pages: 5,
+            entry_count: 2
+        }
+        .encode(),
+        spec_trailer(id, 3, 5, 2)
+    );
+    let header = EntryHeader::for_payload(EntryKind::Blob, id, b"hello");
+    assert_eq!(&header.encode()[..], &spec_entry(2, id, b"hello")[..64]);
+}
+
+#[test]
+fn item_record_matches_the_spec() {
+    assert_eq!(
+        item::encode_record(&sample_record()).unwrap(),
+        spec_record()
+    );
+    assert_eq!(
+        item::decode_record(&spec_record()).unwrap(),
+        sample_record()
+    );
+    golden("item_record.bin", &spec_record());
+}
+
+#[test]
+fn sealed_segment_golden_file_decodes() {
+    let file = spec_sealed_segment();
+    golden("sealed_segment.seg", &file);
+    // Read it the way SPEC.md §3.4 says: trailer → footer → entries.
+    let trailer = Trailer::decode(&file[file.len() - 4096..], (file.len() - 4096) as u64).unwrap();
+    assert_eq!(trailer.total_pages as usize * 4096, file.len());
+    let footer_at = trailer.footer_page as usize * 4096;
+    let fh = EntryHeader::decode(&file[footer_at..], footer_at as u64).unwrap();
+    assert_eq!(fh.kind, EntryKind::Footer);
+    let footer_payload = &file[footer_at + 64..footer_at + 64 + fh.payload_len as usize];
+    fh.verify_payload(footer_payload, 0).unwrap();
+    let records: Vec<FooterRecord> = segment::decode_footer(footer_payload).unwrap();
+    assert_eq!(records.len(), 2);
+    let block_at = records[0].page as usize * 4096 + 64;
+    let block = &file[block_at..block_at + records[0].payload_len as usize];
+    let record = item::read_framed(block).unwrap();
+    assert_eq!(item::decode_record(record).unwrap(), sample_record());
+    let header = SegmentHeader::decode(&file).unwrap();
+    assert_eq!(header.segment_id, 0x0102_0304_0506_0708);
+}
+
+#[test]
+fn field_offsets_match_the_spec_tables() {
+    let header: Vec<usize> = segment::SEGMENT_HEADER_OFFSETS
+        .iter()
+        .map(|f| f.1)
+        .collect();
+    assert_eq!(header, vec![0, 8, 12, 16, 24, 32, 34, 35, 36, 60]);
+    let entry: Vec<usize> = segment::ENTRY_HEADER_OFFSETS.iter().map(|f| f.1).collect();
+    assert_eq!(entry, vec![0, 4, 5, 6, 8, 16, 20, 24, 32, 60]);
+}

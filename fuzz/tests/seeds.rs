@@ -1,0 +1,198 @@
+//! The committed seed corpora: the binary seeds are made by memdb-formats' own encoders, so
+//! they must change when the formats do. This test fails when a committed seed differs from
+//! what the encoders now write; `UPDATE_SEEDS=1 cargo test --manifest-path fuzz/Cargo.toml`
+//! rewrites them. It also keeps every corpus small (< 50 KB), as CI clones it.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+
+use memdb_formats::item::{
+    EventTime, GeoPoint, ItemFields, ItemRecord, Location, Source, encode_record, put_framed,
+};
+use memdb_formats::segment::{
+    ENTRY_HEADER_BYTES, EntryKind, FooterRecord, SEGMENT_HEADER_BYTES, SegmentHeader,
+    TRAILER_BYTES, Trailer, encode_entry, encode_footer,
+};
+
+const TARGETS: [&str; 4] = ["segment_entry", "item_record", "jsonl_line", "locomo_file"];
+const MAX_CORPUS_BYTES: u64 = 50 * 1024;
+
+fn seeds_dir(target: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("seeds")
+        .join(target)
+}
+
+fn records() -> Vec<ItemRecord> {
+    let time = EventTime::parse("2023-05-08T13:56:00+02:00").unwrap();
+    let mut full = ItemFields::new(Source::Image, time);
+    full.external_id = Some("photos/IMG_0412.jpg".into());
+    full.location = Some(Location {
+        name: Some("Lisbon".into()),
+        geo: Some(GeoPoint {
+            lat: 38.72,
+            lon: -9.14,
+        }),
+    });
+    full.entities = vec!["Ana".into(), "Lisbon".into()];
+    full.tags = vec!["travel".into()];
+    full.ocr = Some("MIRADOURO".into());
+    full.caption = Some("red roofs at sunset".into());
+    full.summary = Some("view from the miradouro".into());
+    full.body = Some("é ünïcödé ✓".into());
+    full.speaker = Some("Ana".into());
+    full.from = Some("ana@example.org".into());
+    full.to = vec!["ben@example.org".into()];
+    let minimal = ItemFields::new(Source::Note, EventTime::utc(0));
+    let mut named_only = ItemFields::new(Source::Chat, EventTime::utc(-62_135_596_800_000));
+    named_only.location = Some(Location {
+        name: Some("Home".into()),
+        geo: None,
+    });
+    vec![
+        ItemRecord {
+            id: 7,
+            ingest_time_ms: 1_700_000_000_000,
+            fields: full,
+            supersedes: Some(3),
+            blobs: vec![1, 2],
+        },
+        ItemRecord {
+            id: 0,
+            ingest_time_ms: 0,
+            fields: minimal,
+            supersedes: None,
+            blobs: vec![],
+        },
+        ItemRecord {
+            id: u64::MAX,
+            ingest_time_ms: -1,
+            fields: named_only,
+            supersedes: None,
+            blobs: vec![u64::MAX],
+        },
+    ]
+}
+
+fn framed(record: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    put_framed(&mut out, record).unwrap();
+    out
+}
+
+/// An entry without its zero padding: the decoders need no more, and seeds stay small.
+fn entry(kind: EntryKind, payload: &[u8]) -> Vec<u8> {
+    let mut bytes = encode_entry(kind, 7, payload);
+    bytes.truncate(ENTRY_HEADER_BYTES + payload.len());
+    bytes
+}
+
+fn generated() -> Vec<(&'static str, String, Vec<u8>)> {
+    let encoded: Vec<Vec<u8>> = records()
+        .iter()
+        .map(|r| encode_record(r).unwrap())
+        .collect();
+    let mut out = Vec::new();
+    for (i, record) in encoded.iter().enumerate() {
+        out.push(("item_record", format!("raw_{i}.bin"), record.clone()));
+        out.push(("item_record", format!("framed_{i}.bin"), framed(record)));
+    }
+    let block: Vec<u8> = encoded.iter().flat_map(|r| framed(r)).collect();
+
+    let header = SegmentHeader {
+        segment_id: 7,
+        created_unix_ms: 1_700_000_000_000,
+    }
+    .encode();
+    out.push((
+        "segment_entry",
+        "header.bin".into(),
+        header[..SEGMENT_HEADER_BYTES].to_vec(),
+    ));
+    out.push((
+        "segment_entry",
+        "entry_items.bin".into(),
+        entry(EntryKind::ItemBlock, &block),
+    ));
+    out.push((
+        "segment_entry",
+        "entry_blob.bin".into(),
+        entry(EntryKind::Blob, b"\xff\xd8\xff\xe0 a tiny blob"),
+    ));
+    out.push((
+        "segment_entry",
+        "entry_empty.bin".into(),
+        entry(EntryKind::Blob, b""),
+    ));
+    let footer = encode_footer(&[
+        FooterRecord {
+            page: 1,
+            payload_len: block.len() as u64,
+            payload_crc: 0x1234_5678,
+            kind: EntryKind::ItemBlock,
+        },
+        FooterRecord {
+            page: 2,
+            payload_len: 18,
+            payload_crc: 0x9abc_def0,
+            kind: EntryKind::Blob,
+        },
+    ])
+    .unwrap();
+    out.push(("segment_entry", "footer_payload.bin".into(), footer.clone()));
+    out.push((
+        "segment_entry",
+        "entry_footer.bin".into(),
+        entry(EntryKind::Footer, &footer),
+    ));
+    let trailer = Trailer {
+        segment_id: 7,
+        footer_page: 4,
+        total_pages: 6,
+        entry_count: 2,
+    }
+    .encode();
+    out.push((
+        "segment_entry",
+        "trailer.bin".into(),
+        trailer[..TRAILER_BYTES].to_vec(),
+    ));
+    out
+}
+
+#[test]
+fn generated_seeds_match_the_encoders() {
+    let update = std::env::var_os("UPDATE_SEEDS").is_some();
+    let mut stale = Vec::new();
+    for (target, name, bytes) in generated() {
+        let path = seeds_dir(target).join(&name);
+        if update {
+            std::fs::create_dir_all(seeds_dir(target)).unwrap();
+            std::fs::write(&path, &bytes).unwrap();
+        } else if std::fs::read(&path).ok().as_deref() != Some(&bytes[..]) {
+            stale.push(path.display().to_string());
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "seeds differ from the encoders (UPDATE_SEEDS=1 cargo test --manifest-path fuzz/Cargo.toml): {stale:?}"
+    );
+}
+
+#[test]
+fn every_target_has_a_small_seed_corpus() {
+    for target in TARGETS {
+        let (mut files, mut bytes) = (0, 0);
+        for entry in std::fs::read_dir(seeds_dir(target)).unwrap() {
+            let meta = entry.unwrap().metadata().unwrap();
+            files += 1;
+            bytes += meta.len();
+        }
+        assert!(files >= 3, "{target}: {files} seeds");
+        assert!(bytes < MAX_CORPUS_BYTES, "{target}: {bytes} bytes of seeds");
+        let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fuzz_targets")
+            .join(format!("{target}.rs"));
+        assert!(source.is_file(), "{target} has no fuzz target");
+    }
+}
