@@ -238,3 +238,15 @@ pub(crate) fn meta_get(table: &impl ReadableTable<&'static str, u64>, key: &str)
         .map(|v| v.value())
         .ok_or_else(|| crate::Error::Inconsistent(format!("meta key `{key}` is missing")))
 }
+
+/// Every row of `SEGMENTS`, by id.
+pub(crate) fn segment_rows(
+    table: &impl ReadableTable<u64, (u8, u64, u64)>,
+) -> Result<std::collections::BTreeMap<u64, SegmentRow>> {
+    let mut rows = std::collections::BTreeMap::new();
+    for row in table.iter().ctx("scan segments")? {
+        let (id, raw) = row.ctx("scan segments")?;
+        rows.insert(id.value(), SegmentRow::decode(id.value(), raw.value())?);
+    }
+    Ok(rows)
+}

@@ -396,21 +396,7 @@ impl Store {
         let snapshot = self.snapshot()?;
         let txn = snapshot.txn();
         let segments = snapshot.segments();
-        let mut rows = BTreeMap::new();
-        for row in txn
-            .open_table(catalog::SEGMENTS)
-            .ctx("open segments")?
-            .iter()
-            .ctx("scan segments")?
-        {
-            let (id, raw) = row.ctx("scan segments")?;
-            match SegmentRow::decode(id.value(), raw.value()) {
-                Ok(r) => {
-                    rows.insert(id.value(), r);
-                }
-                Err(e) => report.problem(Some(id.value()), None, e.to_string()),
-            }
-        }
+        let rows = catalog::segment_rows(&txn.open_table(catalog::SEGMENTS).ctx("open segments")?)?;
         let mut walked = BTreeMap::new();
         for (id, row) in &rows {
             match segments.get(id) {

@@ -12,7 +12,7 @@
 //! new files are orphans, deleted at the next open); after it, the new state (old files are
 //! orphans).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 
 use memdb_formats::item::{ItemFields, ItemRecord, encode_record, put_framed};
 use memdb_formats::segment::{EntryKind, PAGE};
@@ -233,11 +233,7 @@ impl Store {
         };
         let result = (|| -> Result<()> {
             let mut t = Tables::open(&txn)?;
-            let mut rows = BTreeMap::new();
-            for row in t.segments.iter().ctx("scan segments")? {
-                let (id, raw) = row.ctx("scan segments")?;
-                rows.insert(id.value(), SegmentRow::decode(id.value(), raw.value())?);
-            }
+            let rows = catalog::segment_rows(&t.segments)?;
             let victims: BTreeSet<u64> = rows
                 .iter()
                 .filter(|(id, row)| {
@@ -263,39 +259,25 @@ impl Store {
             for (id, loc) in blobs {
                 let bytes = read_blob(&segments, id, &loc)?;
                 let info = blob_info(id, &loc);
-                match hook.rewrite_blob(&info, &bytes)? {
-                    BlobRewrite::Keep => {
-                        let (segment, offset) = output.add_blob(&mut t, &bytes)?;
-                        t.blobs
-                            .insert(
-                                id,
-                                BlobLoc {
-                                    segment,
-                                    offset,
-                                    ..loc
-                                }
-                                .encode(),
-                            )
-                            .ctx("write blobs")?;
-                        report.blobs_kept += 1;
-                    }
-                    BlobRewrite::Replace(new) => {
-                        let (segment, offset) = output.add_blob(&mut t, &new)?;
-                        let len = new.len() as u64;
-                        t.blobs
-                            .insert(
-                                id,
-                                BlobLoc {
-                                    segment,
-                                    offset,
-                                    len,
-                                    ..loc
-                                }
-                                .encode(),
-                            )
-                            .ctx("write blobs")?;
-                        report.blobs_replaced += 1;
-                    }
+                let rewrite = hook.rewrite_blob(&info, &bytes)?;
+                let kept: Option<&[u8]> = match &rewrite {
+                    BlobRewrite::Keep => Some(&bytes),
+                    BlobRewrite::Replace(new) => Some(new),
+                    BlobRewrite::Drop => None,
+                };
+                if let Some(kept) = kept {
+                    let (segment, offset) = output.add_blob(&mut t, kept)?;
+                    let moved = BlobLoc {
+                        segment,
+                        offset,
+                        len: kept.len() as u64,
+                        ..loc
+                    };
+                    t.blobs.insert(id, moved.encode()).ctx("write blobs")?;
+                }
+                match rewrite {
+                    BlobRewrite::Keep => report.blobs_kept += 1,
+                    BlobRewrite::Replace(_) => report.blobs_replaced += 1,
                     BlobRewrite::Drop => {
                         t.blobs.remove(id).ctx("remove blob")?;
                         if loc.owner != 0 {

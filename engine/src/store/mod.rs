@@ -31,7 +31,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use memdb_formats::segment::{EntryKind, FooterRecord, PAGE};
-use redb::{ReadableDatabase, ReadableTable};
+use redb::ReadableDatabase;
 
 use crate::error::{CatalogResult, Error, Result};
 use catalog::{SegmentRow, SegmentState};
@@ -252,13 +252,7 @@ impl Store {
                     supported: catalog::STORE_FORMAT_VERSION,
                 });
             }
-            let table = txn.open_table(catalog::SEGMENTS).ctx("open segments")?;
-            let mut rows = BTreeMap::new();
-            for row in table.iter().ctx("scan segments")? {
-                let (id, raw) = row.ctx("scan segments")?;
-                rows.insert(id.value(), SegmentRow::decode(id.value(), raw.value())?);
-            }
-            rows
+            catalog::segment_rows(&txn.open_table(catalog::SEGMENTS).ctx("open segments")?)?
         };
 
         let mut set = SegmentSet::new();

@@ -245,14 +245,19 @@ pub(crate) fn blob_info(id: u64, loc: &BlobLoc) -> BlobInfo {
     }
 }
 
+fn open_segment(segments: &SegmentSet, id: u64) -> Result<&super::segment_file::SegmentFile> {
+    segments
+        .get(&id)
+        .map(AsRef::as_ref)
+        .ok_or_else(|| Error::SegmentUnavailable {
+            segment: id,
+            reason: "not open (missing or damaged at open; see `memdb check`)".into(),
+        })
+}
+
 /// Reads, checksums and decodes the record at `loc`.
 pub(crate) fn read_record(segments: &SegmentSet, loc: &ItemLoc) -> Result<ItemRecord> {
-    let file = segments
-        .get(&loc.segment)
-        .ok_or_else(|| Error::SegmentUnavailable {
-            segment: loc.segment,
-            reason: "not open (missing or damaged at open; see `memdb check`)".into(),
-        })?;
+    let file = open_segment(segments, loc.segment)?;
     let end = loc.offset + u64::from(loc.frame_len);
     let map = file.map_covering(end)?;
     let frame = &map[loc.offset as usize..end as usize];
@@ -271,12 +276,7 @@ pub(crate) fn read_record(segments: &SegmentSet, loc: &ItemLoc) -> Result<ItemRe
 
 /// Reads blob `id` at `loc`, verifying its entry header and payload checksum.
 pub(crate) fn read_blob(segments: &SegmentSet, id: u64, loc: &BlobLoc) -> Result<Blob> {
-    let file = segments
-        .get(&loc.segment)
-        .ok_or_else(|| Error::SegmentUnavailable {
-            segment: loc.segment,
-            reason: "not open (missing or damaged at open; see `memdb check`)".into(),
-        })?;
+    let file = open_segment(segments, loc.segment)?;
     let entry_offset = loc
         .offset
         .checked_sub(ENTRY_HEADER_BYTES as u64)

@@ -4,7 +4,7 @@ use memdb_formats::item::Source;
 use redb::{ReadableTable, ReadableTableMetadata};
 
 use super::Store;
-use super::catalog::{self, BlobKind, BlobLoc, ItemLoc, SegmentRow, SegmentState};
+use super::catalog::{self, BlobKind, BlobLoc, ItemLoc, SegmentState};
 use crate::error::{CatalogResult, Error, Result};
 
 /// One segment's size and dead bytes.
@@ -98,18 +98,12 @@ impl Store {
             .iter()
             .map(|k| (*k, per_kind[*k as usize].0, per_kind[*k as usize].1))
             .collect();
-        for row in txn
-            .open_table(catalog::SEGMENTS)
-            .ctx("open segments")?
-            .iter()
-            .ctx("scan segments")?
-        {
-            let (id, raw) = row.ctx("scan segments")?;
-            let seg = SegmentRow::decode(id.value(), raw.value())?;
+        let rows = catalog::segment_rows(&txn.open_table(catalog::SEGMENTS).ctx("open segments")?)?;
+        for (id, seg) in rows {
             stats.segment_bytes += seg.len;
             stats.dead_bytes += seg.dead_bytes;
             stats.segments.push(SegmentStats {
-                id: id.value(),
+                id,
                 sealed: seg.state == SegmentState::Sealed,
                 bytes: seg.len,
                 dead_bytes: seg.dead_bytes,

@@ -254,6 +254,33 @@ impl<'t> Tables<'t> {
         Ok(())
     }
 
+    /// Sets the state and committed length of `segment`, keeping its dead-byte count.
+    pub(super) fn set_segment(
+        &mut self,
+        segment: u64,
+        state: SegmentState,
+        len: u64,
+    ) -> Result<()> {
+        let raw = self
+            .segments
+            .get(segment)
+            .ctx("read segments")?
+            .map(|v| v.value());
+        let dead_bytes = raw.map_or(0, |r| r.2);
+        self.segments
+            .insert(
+                segment,
+                SegmentRow {
+                    state,
+                    len,
+                    dead_bytes,
+                }
+                .encode(),
+            )
+            .ctx("write segments")?;
+        Ok(())
+    }
+
     /// Adds `bytes` to the dead-byte count of `segment`.
     pub(super) fn add_dead(&mut self, segment: u64, bytes: u64) -> Result<()> {
         let raw = self
@@ -443,23 +470,7 @@ fn commit_locked(store: &Store, writer: &mut Writer, ops: Vec<BatchOp>) -> Resul
             {
                 let sealed_len = active.seal()?;
                 active.file.sync()?;
-                let raw = t
-                    .segments
-                    .get(active.id())
-                    .ctx("read segments")?
-                    .map(|v| v.value());
-                let dead = raw.map_or(0, |r| r.2);
-                t.segments
-                    .insert(
-                        active.id(),
-                        SegmentRow {
-                            state: SegmentState::Sealed,
-                            len: sealed_len,
-                            dead_bytes: dead,
-                        }
-                        .encode(),
-                    )
-                    .ctx("write segments")?;
+                t.set_segment(active.id(), SegmentState::Sealed, sealed_len)?;
                 writer.active = None;
             }
             if writer.active.is_none() {
@@ -511,23 +522,7 @@ fn commit_locked(store: &Store, writer: &mut Writer, ops: Vec<BatchOp>) -> Resul
                 writer.active = None;
                 return Err(e);
             }
-            let raw = t
-                .segments
-                .get(active.id())
-                .ctx("read segments")?
-                .map(|v| v.value());
-            let dead = raw.map_or(0, |r| r.2);
-            t.segments
-                .insert(
-                    active.id(),
-                    SegmentRow {
-                        state: SegmentState::Open,
-                        len: active.len,
-                        dead_bytes: dead,
-                    }
-                    .encode(),
-                )
-                .ctx("write segments")?;
+            t.set_segment(active.id(), SegmentState::Open, active.len)?;
         }
         t.flush_counters()?;
     }
