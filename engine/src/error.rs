@@ -94,6 +94,17 @@ pub enum Error {
     /// files uncertain; reopen the store.
     #[error("an earlier write failed ({0}); close and reopen the store to continue writing")]
     WriterPoisoned(String),
+    /// The store's vectors were made by another encoder model; mixing them would make every
+    /// similarity meaningless.
+    #[error(
+        "this store's vectors were made by model `{stored}`, not `{given}`; re-encode into a new store or use that model"
+    )]
+    ModelMismatch {
+        /// Model recorded in the store.
+        stored: String,
+        /// Model offered now.
+        given: String,
+    },
     /// A compaction hook refused to continue.
     #[error("compaction hook failed: {0}")]
     Hook(String),

@@ -32,6 +32,10 @@ pub(crate) const BY_SOURCE: TableDefinition<(u8, i64, u64), ()> = TableDefinitio
 /// or 0).
 pub(crate) const BLOBS: TableDefinition<u64, (u64, u64, u64, u8, u64)> =
     TableDefinition::new("blobs");
+/// Store-wide text settings: `encoder_model` (the model id and weights hash that made the
+/// store's vectors).
+pub(crate) const SETTINGS: TableDefinition<&str, &str> = TableDefinition::new("settings");
+pub(crate) const KEY_ENCODER_MODEL: &str = "encoder_model";
 /// op sequence number → (op code, item id, commit time ms).
 pub(crate) const OPLOG: TableDefinition<u64, (u8, u64, i64)> = TableDefinition::new("oplog");
 
@@ -227,6 +231,7 @@ pub(crate) fn initialise(txn: &redb::WriteTransaction, now_ms: i64) -> Result<()
     txn.open_table(BY_SOURCE).ctx("create by_source")?;
     txn.open_table(BLOBS).ctx("create blobs")?;
     txn.open_table(OPLOG).ctx("create oplog")?;
+    txn.open_table(SETTINGS).ctx("create settings")?;
     Ok(())
 }
 

@@ -31,7 +31,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use memdb_formats::segment::{EntryKind, FooterRecord, PAGE};
-use redb::ReadableDatabase;
+use redb::{ReadableDatabase, ReadableTable};
 
 use crate::error::{CatalogResult, Error, Result};
 use catalog::{SegmentRow, SegmentState};
@@ -336,6 +336,48 @@ impl Store {
     /// A new, empty write batch.
     pub fn batch(&self) -> WriteBatch<'_> {
         WriteBatch::new(self)
+    }
+
+    /// Records `model_id` (model name and weights hash) as the encoder of this store's vectors,
+    /// or checks that it is the one already recorded: a store never mixes models.
+    pub fn bind_model(&self, model_id: &str) -> Result<()> {
+        let _writer = self.lock_writer()?;
+        let txn = self.inner.db.begin_write().ctx("begin write")?;
+        {
+            let mut settings = txn.open_table(catalog::SETTINGS).ctx("open settings")?;
+            let stored = settings
+                .get(catalog::KEY_ENCODER_MODEL)
+                .ctx("read settings")?
+                .map(|v| v.value().to_owned());
+            match stored {
+                Some(stored) if stored != model_id => {
+                    return Err(Error::ModelMismatch {
+                        stored,
+                        given: model_id.to_owned(),
+                    });
+                }
+                Some(_) => return Ok(()),
+                None => {
+                    settings
+                        .insert(catalog::KEY_ENCODER_MODEL, model_id)
+                        .ctx("write settings")?;
+                }
+            }
+        }
+        txn.commit().ctx("commit")
+    }
+
+    /// The encoder model recorded by [`bind_model`](Self::bind_model), if any.
+    pub fn model(&self) -> Result<Option<String>> {
+        let snapshot = self.snapshot()?;
+        let settings = snapshot
+            .txn()
+            .open_table(catalog::SETTINGS)
+            .ctx("open settings")?;
+        Ok(settings
+            .get(catalog::KEY_ENCODER_MODEL)
+            .ctx("read settings")?
+            .map(|v| v.value().to_owned()))
     }
 
     fn lock_writer(&self) -> Result<MutexGuard<'_, Writer>> {

@@ -402,3 +402,23 @@ fn a_flipped_byte_is_reported_never_a_wrong_answer() {
         }
     }
 }
+
+#[test]
+fn a_store_never_mixes_encoder_models() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s");
+    let store = Store::create(&path, small()).unwrap();
+    assert_eq!(store.model().unwrap(), None);
+    store.bind_model("all-MiniLM-L6-v2@53aa5117").unwrap();
+    store.bind_model("all-MiniLM-L6-v2@53aa5117").unwrap();
+    drop(store);
+    let store = Store::open(&path, small()).unwrap();
+    assert!(matches!(
+        store.bind_model("other-model@0000"),
+        Err(Error::ModelMismatch { .. })
+    ));
+    assert_eq!(
+        store.model().unwrap().as_deref(),
+        Some("all-MiniLM-L6-v2@53aa5117")
+    );
+}
