@@ -114,7 +114,7 @@ impl EventTime {
         date: jiff::civil::DateTime,
         offset_minutes: i16,
     ) -> Result<EventTime, String> {
-        if offset_minutes.abs() > MAX_OFFSET_MINUTES {
+        if offset_minutes.unsigned_abs() > MAX_OFFSET_MINUTES.unsigned_abs() {
             return Err(format!("UTC offset {offset_minutes} min is beyond ±18 h"));
         }
         let offset = jiff::tz::Offset::from_seconds(i32::from(offset_minutes) * 60)
@@ -165,7 +165,7 @@ impl EventTime {
     }
 
     fn validate(&self) -> Result<(), String> {
-        if self.offset_minutes.abs() > MAX_OFFSET_MINUTES {
+        if self.offset_minutes.unsigned_abs() > MAX_OFFSET_MINUTES.unsigned_abs() {
             return Err(format!(
                 "UTC offset {} min is beyond ±18 h",
                 self.offset_minutes
@@ -610,6 +610,16 @@ mod tests {
         ] {
             assert!(EventTime::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn fuzz_regression_offset_i16_min_is_rejected_not_a_panic() {
+        // Found by the item_record fuzz target: time_offset_minutes = i16::MIN made `abs()`
+        // overflow. It must be a typed error.
+        let bytes = [1, 0, 0, 0, 5, 1, 251, 255, 255, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        assert!(matches!(decode_record(&bytes), Err(FormatError::Invalid { .. })));
+        let time = EventTime { unix_ms: 0, offset_minutes: i16::MIN };
+        assert!(time.validate().is_err());
     }
 
     proptest::proptest! {
