@@ -616,9 +616,17 @@ mod tests {
     fn fuzz_regression_offset_i16_min_is_rejected_not_a_panic() {
         // Found by the item_record fuzz target: time_offset_minutes = i16::MIN made `abs()`
         // overflow. It must be a typed error.
-        let bytes = [1, 0, 0, 0, 5, 1, 251, 255, 255, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
-        assert!(matches!(decode_record(&bytes), Err(FormatError::Invalid { .. })));
-        let time = EventTime { unix_ms: 0, offset_minutes: i16::MIN };
+        let bytes = [
+            1, 0, 0, 0, 5, 1, 251, 255, 255, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        ];
+        assert!(matches!(
+            decode_record(&bytes),
+            Err(FormatError::Invalid { .. })
+        ));
+        let time = EventTime {
+            unix_ms: 0,
+            offset_minutes: i16::MIN,
+        };
         assert!(time.validate().is_err());
     }
 
