@@ -1,0 +1,62 @@
+//! Quick throughput probe: `cargo run -p memdb-encode --example throughput -- <n> <batch> <threads>`.
+//! Encodes `n` synthetic chat-like texts and prints sentences/s (for profiling; the real bench is
+//! benches/src/bin/encode.rs).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Instant;
+
+use memdb_encode::{Encoder, EncoderOptions, MiniLm, model};
+
+fn main() {
+    let args: Vec<usize> = std::env::args()
+        .skip(1)
+        .map(|a| a.parse().unwrap())
+        .collect();
+    let (n, batch_size, threads) = (args[0], args[1], args[2]);
+    let words = [
+        "lisbon",
+        "hotel",
+        "booked",
+        "dinner",
+        "with",
+        "ana",
+        "the",
+        "tram",
+        "photo",
+        "receipt",
+        "birthday",
+        "microscope",
+        "running",
+        "park",
+        "meeting",
+        "train",
+        "coffee",
+    ];
+    let texts: Vec<String> = (0..n)
+        .map(|i| {
+            let len = 12 + (i * 7919) % 40;
+            let body: Vec<&str> = (0..len)
+                .map(|j| words[(i * 31 + j * 17) % words.len()])
+                .collect();
+            format!("[1:56 pm on 8 May, 2023] Caroline: {}", body.join(" "))
+        })
+        .collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let t = Instant::now();
+    let options = EncoderOptions {
+        threads: Some(threads),
+        batch_size,
+        ..EncoderOptions::default()
+    };
+    let encoder = MiniLm::load(&model::locate().unwrap(), options).unwrap();
+    eprintln!("load {:.2}s", t.elapsed().as_secs_f64());
+    encoder.encode(&refs[..batch_size.min(n)]).unwrap();
+    let t = Instant::now();
+    let v = encoder.encode(&refs).unwrap();
+    let s = t.elapsed().as_secs_f64();
+    eprintln!(
+        "{} texts in {s:.2}s: {:.1} sentences/s",
+        v.len(),
+        n as f64 / s
+    );
+}

@@ -1,0 +1,476 @@
+//! The BERT encoder of all-MiniLM-L6-v2 as a burn module, and sentence pooling.
+//!
+//! Owns: the architecture (embeddings, 6 post-norm transformer layers, exact-erf GELU), loading
+//! its weights from the Hugging Face `model.safetensors`, and the forward pass from padded ids to
+//! mean-pooled, L2-normalised sentence vectors.
+//!
+//! Invariants:
+//! - the module tree mirrors the checkpoint's tensor names (after two renames, see
+//!   [`load_weights`]), so every tensor the encoder uses must be found in the file: a missing
+//!   tensor is an error, never a silently random weight;
+//! - padded positions (mask 0) never influence a real token: they are masked out of attention as
+//!   keys and excluded from the mean; what they compute for themselves is discarded;
+//! - token type ids are all 0 and positions are `0..len`, as in the reference.
+
+use std::path::Path;
+
+use burn::module::Module;
+use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig};
+use burn::store::{ModuleSnapshot, PyTorchToBurnAdapter, SafetensorsStore};
+use burn::tensor::activation::gelu;
+use burn::tensor::module::{attention, layer_norm, linear};
+use burn::tensor::ops::AttentionModuleOptions;
+use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
+
+use crate::activation;
+use crate::error::EncodeError;
+
+/// Shape of a BERT checkpoint; [`BertConfig::MINILM_L6`] is the only one shipped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BertConfig {
+    pub(crate) vocab: usize,
+    pub(crate) hidden: usize,
+    pub(crate) layers: usize,
+    pub(crate) heads: usize,
+    pub(crate) intermediate: usize,
+    pub(crate) max_positions: usize,
+    pub(crate) type_vocab: usize,
+}
+
+impl BertConfig {
+    /// all-MiniLM-L6-v2 (its `config.json`).
+    pub(crate) const MINILM_L6: Self = Self {
+        vocab: 30_522,
+        hidden: 384,
+        layers: 6,
+        heads: 12,
+        intermediate: 1536,
+        max_positions: 512,
+        type_vocab: 2,
+    };
+
+    /// BERT's layer-norm epsilon (`layer_norm_eps` in `config.json`).
+    const LAYER_NORM_EPS: f64 = 1e-12;
+
+    fn init(&self, device: &Device) -> Checkpoint {
+        let layer_norm = || {
+            LayerNormConfig::new(self.hidden)
+                .with_epsilon(Self::LAYER_NORM_EPS)
+                .init(device)
+        };
+        let linear = |from: usize, to: usize| LinearConfig::new(from, to).init(device);
+        Checkpoint {
+            embeddings: Embeddings {
+                word_embeddings: EmbeddingConfig::new(self.vocab, self.hidden).init(device),
+                position_embeddings: EmbeddingConfig::new(self.max_positions, self.hidden)
+                    .init(device),
+                token_type_embeddings: EmbeddingConfig::new(self.type_vocab, self.hidden)
+                    .init(device),
+                layer_norm: layer_norm(),
+            },
+            encoder: Stack {
+                layer: (0..self.layers)
+                    .map(|_| Layer {
+                        attention: Attention {
+                            self_attn: SelfAttention {
+                                query: linear(self.hidden, self.hidden),
+                                key: linear(self.hidden, self.hidden),
+                                value: linear(self.hidden, self.hidden),
+                            },
+                            output: Output {
+                                dense: linear(self.hidden, self.hidden),
+                                layer_norm: layer_norm(),
+                            },
+                        },
+                        intermediate: Intermediate {
+                            dense: linear(self.hidden, self.intermediate),
+                        },
+                        output: Output {
+                            dense: linear(self.intermediate, self.hidden),
+                            layer_norm: layer_norm(),
+                        },
+                    })
+                    .collect(),
+            },
+            heads: self.heads,
+        }
+    }
+}
+
+// Field names are the checkpoint's (`embeddings.word_embeddings.weight`, ...) so that loading is
+// a name match; `LayerNorm` and `self` are renamed on load because they are not Rust field names.
+
+/// The checkpoint's module tree (`BertModel` without its unused pooler), used only to load.
+#[derive(Module, Debug)]
+struct Checkpoint {
+    embeddings: Embeddings,
+    encoder: Stack,
+    heads: usize,
+}
+
+#[derive(Module, Debug)]
+struct Embeddings {
+    word_embeddings: Embedding,
+    position_embeddings: Embedding,
+    token_type_embeddings: Embedding,
+    layer_norm: LayerNorm,
+}
+
+#[derive(Module, Debug)]
+struct Stack {
+    layer: Vec<Layer>,
+}
+
+#[derive(Module, Debug)]
+struct Layer {
+    attention: Attention,
+    intermediate: Intermediate,
+    output: Output,
+}
+
+#[derive(Module, Debug)]
+struct Attention {
+    self_attn: SelfAttention,
+    output: Output,
+}
+
+#[derive(Module, Debug)]
+struct SelfAttention {
+    query: Linear,
+    key: Linear,
+    value: Linear,
+}
+
+#[derive(Module, Debug)]
+struct Intermediate {
+    dense: Linear,
+}
+
+/// A projection back to the residual stream followed by post-norm: `LN(residual + dense(x))`.
+#[derive(Module, Debug)]
+struct Output {
+    dense: Linear,
+    layer_norm: LayerNorm,
+}
+
+/// A batch of token ids padded to one length, ready for [`Bert::embed`].
+pub(crate) struct PaddedBatch {
+    /// Row-major `[rows, len]` ids, `[PAD]` (0) after each row's end.
+    pub(crate) ids: Vec<i32>,
+    /// Row-major `[rows, len]`, `true` where the id is a real token.
+    pub(crate) mask: Vec<bool>,
+    pub(crate) rows: usize,
+    pub(crate) len: usize,
+}
+
+impl PaddedBatch {
+    /// Pads `seqs` to the longest of them. `seqs` must not be empty, nor any of its members.
+    pub(crate) fn new(seqs: &[&[u32]]) -> Self {
+        let rows = seqs.len();
+        let len = seqs.iter().map(|s| s.len()).max().unwrap_or(0);
+        let mut ids = vec![0_i32; rows * len];
+        let mut mask = vec![false; rows * len];
+        for (r, seq) in seqs.iter().enumerate() {
+            for (c, &id) in seq.iter().enumerate() {
+                // Vocabulary ids are < 30,522, far inside i32.
+                ids[r * len + c] = i32::try_from(id).unwrap_or(i32::MAX);
+                mask[r * len + c] = true;
+            }
+        }
+        Self {
+            ids,
+            mask,
+            rows,
+            len,
+        }
+    }
+}
+
+/// How the feed-forward activation is computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Gelu {
+    /// burn's `gelu` op, on the device (GPU backends).
+    #[cfg_attr(
+        not(feature = "cuda"),
+        allow(dead_code, reason = "only GPU backends use it")
+    )]
+    Device,
+    /// [`activation::gelu_in_place`] on the host over the tensor's memory (Flex, which already
+    /// lives in host memory; its own `erf` is a scalar loop on one thread).
+    Host,
+}
+
+/// The encoder in inference form: the checkpoint's tensors, rearranged for speed.
+///
+/// Differences from the checkpoint's layout, all exact: the query, key and value projections are
+/// concatenated into one `[hidden, 3·hidden]` matrix (one matrix product instead of three), and
+/// every projection runs on `[tokens, hidden]` matrices with batch and position folded together.
+pub(crate) struct Bert {
+    word_embeddings: Tensor<2>,
+    position_embeddings: Tensor<2>,
+    token_type_0: Tensor<2>,
+    embeddings_norm: Norm,
+    layers: Vec<LayerWeights>,
+    heads: usize,
+    gelu: Gelu,
+}
+
+struct Dense {
+    weight: Tensor<2>,
+    bias: Tensor<1>,
+}
+
+impl Dense {
+    fn from_linear(linear: Linear) -> Self {
+        let bias = match linear.bias {
+            Some(b) => b.val(),
+            // Every BERT projection has a bias; zeros keep this total.
+            None => Tensor::zeros([linear.weight.dims()[1]], &linear.weight.device()),
+        };
+        Self {
+            weight: linear.weight.val(),
+            bias,
+        }
+    }
+
+    fn forward(&self, x: Tensor<2>) -> Tensor<2> {
+        linear(x, self.weight.clone(), Some(self.bias.clone()))
+    }
+}
+
+struct Norm {
+    gamma: Tensor<1>,
+    beta: Option<Tensor<1>>,
+}
+
+impl Norm {
+    fn from_layer_norm(norm: LayerNorm) -> Self {
+        Self {
+            gamma: norm.gamma.val(),
+            beta: norm.beta.map(|b| b.val()),
+        }
+    }
+
+    fn forward(&self, x: Tensor<2>) -> Tensor<2> {
+        layer_norm(
+            x,
+            self.gamma.clone(),
+            self.beta.clone(),
+            BertConfig::LAYER_NORM_EPS,
+        )
+    }
+}
+
+struct LayerWeights {
+    qkv: Dense,
+    attention_out: Dense,
+    attention_norm: Norm,
+    intermediate: Dense,
+    output: Dense,
+    output_norm: Norm,
+}
+
+impl Bert {
+    /// Builds the architecture on `device` and fills it from a safetensors checkpoint.
+    ///
+    /// `bytes` is the file's content (read once by the caller, which also hashes it); `path`
+    /// only labels errors.
+    pub(crate) fn load(
+        config: BertConfig,
+        bytes: Vec<u8>,
+        path: &Path,
+        device: &Device,
+        gelu: Gelu,
+    ) -> Result<Self, EncodeError> {
+        let mut checkpoint = config.init(device);
+        load_weights(&mut checkpoint, bytes, path)?;
+        Ok(Self::from_checkpoint(checkpoint, gelu))
+    }
+
+    fn from_checkpoint(checkpoint: Checkpoint, gelu: Gelu) -> Self {
+        let Checkpoint {
+            embeddings,
+            encoder,
+            heads,
+        } = checkpoint;
+        let layers = encoder
+            .layer
+            .into_iter()
+            .map(|layer| {
+                let SelfAttention { query, key, value } = layer.attention.self_attn;
+                let (q, k, v) = (
+                    Dense::from_linear(query),
+                    Dense::from_linear(key),
+                    Dense::from_linear(value),
+                );
+                LayerWeights {
+                    qkv: Dense {
+                        weight: Tensor::cat(vec![q.weight, k.weight, v.weight], 1),
+                        bias: Tensor::cat(vec![q.bias, k.bias, v.bias], 0),
+                    },
+                    attention_out: Dense::from_linear(layer.attention.output.dense),
+                    attention_norm: Norm::from_layer_norm(layer.attention.output.layer_norm),
+                    intermediate: Dense::from_linear(layer.intermediate.dense),
+                    output: Dense::from_linear(layer.output.dense),
+                    output_norm: Norm::from_layer_norm(layer.output.layer_norm),
+                }
+            })
+            .collect();
+        Self {
+            word_embeddings: embeddings.word_embeddings.weight.val(),
+            position_embeddings: embeddings.position_embeddings.weight.val(),
+            token_type_0: embeddings
+                .token_type_embeddings
+                .weight
+                .val()
+                .narrow(0, 0, 1),
+            embeddings_norm: Norm::from_layer_norm(embeddings.layer_norm),
+            layers,
+            heads,
+            gelu,
+        }
+    }
+
+    /// Sentence vectors for a padded batch: `[rows, hidden]`, each row unit-length.
+    pub(crate) fn embed(
+        &self,
+        batch: &PaddedBatch,
+        device: &Device,
+    ) -> Result<Tensor<2>, EncodeError> {
+        let (rows, len) = (batch.rows, batch.len);
+        let ids =
+            Tensor::<1, Int>::from_data(TensorData::new(batch.ids.clone(), [rows * len]), device);
+        let keep =
+            Tensor::<2, Bool>::from_data(TensorData::new(batch.mask.clone(), [rows, len]), device);
+        let hidden = self.forward(ids, keep.clone(), rows, len)?;
+        let [_, dim] = hidden.dims();
+        Ok(mean_pool_normalise(hidden.reshape([rows, len, dim]), keep))
+    }
+
+    /// Last hidden states `[rows · len, hidden]` for flattened ids `[rows · len]` and a mask that
+    /// is `true` on real tokens.
+    fn forward(
+        &self,
+        ids: Tensor<1, Int>,
+        keep: Tensor<2, Bool>,
+        rows: usize,
+        len: usize,
+    ) -> Result<Tensor<2>, EncodeError> {
+        let words = self.word_embeddings.clone().select(0, ids);
+        let [tokens, hidden] = words.dims();
+        let positions = self.position_embeddings.clone().narrow(0, 0, len);
+        let x = (words.reshape([rows, len, hidden]) + positions.unsqueeze_dim::<3>(0))
+            .reshape([tokens, hidden])
+            + self.token_type_0.clone();
+        let mut x = self.embeddings_norm.forward(x);
+
+        // `attention` masks where the mask is true: padded keys. One [len, len] tile per row,
+        // shared by the heads (a leading dim of 1 is broadcast without a copy).
+        let pad_keys = keep
+            .bool_not()
+            .reshape([rows, 1, 1, len])
+            .expand([rows, 1, len, len]);
+        for layer in &self.layers {
+            x = self.layer(layer, x, pad_keys.clone(), rows, len)?;
+        }
+        Ok(x)
+    }
+
+    fn layer(
+        &self,
+        w: &LayerWeights,
+        x: Tensor<2>,
+        pad_keys: Tensor<4, Bool>,
+        rows: usize,
+        len: usize,
+    ) -> Result<Tensor<2>, EncodeError> {
+        let [tokens, hidden] = x.dims();
+        let heads = self.heads;
+        let head_dim = hidden / heads;
+        // [tokens, 3·hidden] → [rows, 3·heads, len, head_dim]: q, k, v are head ranges of it.
+        let qkv = w
+            .qkv
+            .forward(x.clone())
+            .reshape([rows, len, 3 * heads, head_dim])
+            .swap_dims(1, 2);
+        let q = qkv.clone().narrow(1, 0, heads);
+        let k = qkv.clone().narrow(1, heads, heads);
+        let v = qkv.narrow(1, 2 * heads, heads);
+        // Default scale is 1/sqrt(head_dim), as in BERT.
+        let context = attention(
+            q,
+            k,
+            v,
+            Some(pad_keys),
+            None,
+            AttentionModuleOptions::default(),
+        )
+        .swap_dims(1, 2)
+        .reshape([tokens, hidden]);
+        let x = w
+            .attention_norm
+            .forward(w.attention_out.forward(context) + x);
+        let inner = self.activate(w.intermediate.forward(x.clone()))?;
+        Ok(w.output_norm.forward(w.output.forward(inner) + x))
+    }
+
+    fn activate(&self, x: Tensor<2>) -> Result<Tensor<2>, EncodeError> {
+        match self.gelu {
+            Gelu::Device => Ok(gelu(x)),
+            Gelu::Host => {
+                let device = x.device();
+                let shape = x.shape();
+                // Flex keeps tensors in host memory and `x` is not shared, so this hands over
+                // its buffer without a copy; `from_data` takes it back the same way.
+                let mut values =
+                    x.into_data()
+                        .try_into_vec::<f32>()
+                        .map_err(|e| EncodeError::Backend {
+                            what: "feed-forward activations",
+                            reason: format!("{e:?}"),
+                        })?;
+                activation::gelu_in_place(&mut values);
+                Ok(Tensor::from_data(TensorData::new(values, shape), &device))
+            }
+        }
+    }
+}
+
+/// Mean over real tokens (`[CLS]` and `[SEP]` included, as in sentence-transformers), then L2
+/// normalisation with the same epsilons as the reference (count ≥ 1e-9, norm ≥ 1e-12).
+fn mean_pool_normalise(hidden: Tensor<3>, keep: Tensor<2, Bool>) -> Tensor<2> {
+    let [rows, _, dim] = hidden.dims();
+    let weights = keep.float().unsqueeze_dim::<3>(2);
+    let counts = weights.clone().sum_dim(1).clamp_min(1e-9);
+    let mean = (hidden * weights).sum_dim(1) / counts;
+    let norm = mean
+        .clone()
+        .powi_scalar(2)
+        .sum_dim(2)
+        .sqrt()
+        .clamp_min(1e-12);
+    (mean / norm).reshape([rows, dim])
+}
+
+/// Fills `model` from the Hugging Face checkpoint: PyTorch linear weights are `[out, in]` and
+/// layer norms are `weight`/`bias`, which the PyTorch adapter converts; the pooler and the
+/// `position_ids` buffer are in the file but unused.
+fn load_weights(model: &mut Checkpoint, bytes: Vec<u8>, path: &Path) -> Result<(), EncodeError> {
+    let fail = |reason: String| EncodeError::Weights {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let mut store = SafetensorsStore::from_bytes(Some(bytes))
+        .with_from_adapter(PyTorchToBurnAdapter)
+        .with_key_remapping(r"\.LayerNorm\.", ".layer_norm.")
+        .with_key_remapping(r"\.attention\.self\.", ".attention.self_attn.");
+    let result = model
+        .load_from(&mut store)
+        .map_err(|e| fail(e.to_string()))?;
+    if !result.errors.is_empty() || !result.missing.is_empty() {
+        return Err(fail(format!(
+            "the checkpoint does not fit all-MiniLM-L6-v2's architecture:\n{result}"
+        )));
+    }
+    Ok(())
+}

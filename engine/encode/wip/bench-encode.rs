@@ -1,0 +1,272 @@
+//! Bench `encode`: memdb's all-MiniLM-L6-v2 (burn) against sentence-transformers (torch CPU), in
+//! the same run, on the same texts, with the same thread count.
+//!
+//! Texts: every dialogue turn of `shared/data/locomo/*.json` (2,760), as DESIGN.md §6 gives the
+//! item text: `[<session date_time>] <speaker>: <text>`, plus ` [image: <blip_caption>]` when the
+//! turn has one. Prints sentences/s at batch 32 and 128 (each after an untimed warm-up on 64
+//! texts), the model load time, and the peak RSS (VmHWM) while streaming 1,000 and then 10,000
+//! texts (the turns repeated) through the encoder: if memory is bounded by one batch, the two
+//! peaks are about the same. The peer (`benches/peers/encode_peer.py`) runs when `python3` can
+//! import sentence_transformers; ratios are memdb/peer (> 1: memdb is faster, for throughput).
+//!
+//! Run: `cargo run --release -p memdb-benches --bin encode [-- --threads 2] [--skip-peer]`.
+//! Needs the installed model (`memdb model install`) and the shared folder (`MEMDB_SHARED_DIR`,
+//! else `<repo>/../shared`).
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use memdb_encode::{Encoder, EncoderOptions, MiniLm, encode_stream, model};
+use serde_json::Value;
+
+const BATCH_SIZES: [usize; 2] = [32, 128];
+const WARMUP: usize = 64;
+const STREAM_WINDOW: usize = 1024;
+
+fn shared_dir() -> PathBuf {
+    match std::env::var_os("MEMDB_SHARED_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared"),
+    }
+}
+
+/// The item texts of one LoCoMo file, sessions in number order, turns in list order.
+fn locomo_texts(file: &Path) -> Vec<String> {
+    let object: Value = serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
+    let object = object.as_object().unwrap();
+    let mut sessions: Vec<(u32, &Vec<Value>)> = object
+        .iter()
+        .filter_map(|(key, value)| {
+            let n = key.strip_prefix("session_")?.parse::<u32>().ok()?;
+            Some((n, value.as_array()?))
+        })
+        .collect();
+    sessions.sort_by_key(|(n, _)| *n);
+    let mut texts = Vec::new();
+    for (n, turns) in sessions {
+        let date = object[&format!("session_{n}_date_time")].as_str().unwrap();
+        for turn in turns {
+            let speaker = turn["speaker"].as_str().unwrap();
+            let text = turn["text"].as_str().unwrap();
+            let mut item = format!("[{date}] {speaker}: {text}");
+            if let Some(caption) = turn.get("blip_caption").and_then(Value::as_str) {
+                item.push_str(&format!(" [image: {caption}]"));
+            }
+            texts.push(item);
+        }
+    }
+    texts
+}
+
+fn all_turns() -> Vec<String> {
+    let dir = shared_dir().join("data/locomo");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("reading {}: {e} (set MEMDB_SHARED_DIR)", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    files.iter().flat_map(|f| locomo_texts(f)).collect()
+}
+
+/// A field of /proc/self/status in KiB (VmHWM: peak RSS, VmRSS: current).
+fn proc_status_kib(field: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Resets VmHWM to the current RSS (Linux ≥ 4.0), so the next peak is that of what follows.
+fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+/// Peak RSS (MiB) while streaming `n` texts (the turns repeated) through `encoder`.
+fn peak_rss_streaming(encoder: &MiniLm, turns: &[String], n: usize) -> (f64, f64) {
+    let reset = reset_peak_rss();
+    assert!(reset, "cannot reset VmHWM through /proc/self/clear_refs");
+    let before = proc_status_kib("VmRSS") as f64 / 1024.0;
+    let texts = turns.iter().cycle().take(n).map(String::as_str);
+    let mut count = 0;
+    encode_stream(encoder, texts, STREAM_WINDOW, |_, v| {
+        assert_eq!(v.len(), 384);
+        count += 1;
+        Ok::<(), memdb_encode::EncodeError>(())
+    })
+    .unwrap();
+    assert_eq!(count, n);
+    (before, proc_status_kib("VmHWM") as f64 / 1024.0)
+}
+
+struct Peer {
+    cold_start_s: f64,
+    load_s: f64,
+    per_batch: Vec<(usize, f64)>,
+    versions: String,
+}
+
+/// Runs the Python peer on the same texts, or says why it did not.
+fn run_peer(texts: &[String], model_dir: &Path, threads: usize) -> Result<Peer, String> {
+    let probe = Command::new("python3")
+        .args(["-c", "import sentence_transformers"])
+        .output();
+    match probe {
+        Ok(out) if out.status.success() => {}
+        _ => {
+            return Err("python3 cannot import sentence_transformers; install it with \
+                        `python3 -m pip install sentence-transformers` to compare"
+                .into());
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let texts_file = dir.path().join("texts.json");
+    std::fs::write(&texts_file, serde_json::to_vec(texts).unwrap()).unwrap();
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("peers/encode_peer.py");
+    let sizes: Vec<String> = BATCH_SIZES.iter().map(ToString::to_string).collect();
+    let out = Command::new("python3")
+        .arg(&script)
+        .arg("--texts")
+        .arg(&texts_file)
+        .arg("--model")
+        .arg(model_dir)
+        .args(["--threads", &threads.to_string()])
+        .args(["--batch-sizes", &sizes.join(",")])
+        .output()
+        .map_err(|e| format!("running {}: {e}", script.display()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "peer failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .map_err(|e| format!("peer output is not JSON: {e}"))?;
+    let per_batch = report["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["batch_size"].as_u64().unwrap() as usize,
+                r["sentences_per_s"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    let v = &report["versions"];
+    Ok(Peer {
+        cold_start_s: report["cold_start_s"].as_f64().unwrap(),
+        load_s: report["load_s"].as_f64().unwrap(),
+        per_batch,
+        versions: format!(
+            "sentence-transformers {}, torch {}, python {}, {} threads",
+            v["sentence_transformers"].as_str().unwrap_or("?"),
+            v["torch"].as_str().unwrap_or("?"),
+            v["python"].as_str().unwrap_or("?"),
+            report["threads"]
+        ),
+    })
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let threads = args
+        .iter()
+        .position(|a| a == "--threads")
+        .and_then(|i| args.get(i + 1))
+        .map_or(2, |t| t.parse().unwrap());
+    let skip_peer = args.iter().any(|a| a == "--skip-peer");
+
+    let turns = all_turns();
+    let dir = model::locate().unwrap_or_else(|e| panic!("{e}"));
+
+    let t0 = Instant::now();
+    let mut encoder = MiniLm::load(
+        &dir,
+        EncoderOptions {
+            threads: Some(threads),
+            ..EncoderOptions::default()
+        },
+    )
+    .unwrap();
+    let load_s = t0.elapsed().as_secs_f64();
+    let rss_loaded = proc_status_kib("VmRSS") as f64 / 1024.0;
+
+    let refs: Vec<&str> = turns.iter().map(String::as_str).collect();
+    let mut ours = Vec::new();
+    for &batch_size in &BATCH_SIZES {
+        encoder.set_batch_size(batch_size);
+        encoder.encode(&refs[..WARMUP]).unwrap();
+        let t = Instant::now();
+        let vectors = encoder.encode(&refs).unwrap();
+        let secs = t.elapsed().as_secs_f64();
+        assert_eq!(vectors.len(), refs.len());
+        ours.push((batch_size, refs.len() as f64 / secs));
+        eprintln!("memdb batch {batch_size}: {:.1} sentences/s", refs.len() as f64 / secs);
+    }
+
+    encoder.set_batch_size(BATCH_SIZES[0]);
+    let (rss_before_1k, peak_1k) = peak_rss_streaming(&encoder, &turns, 1_000);
+    let (rss_before_10k, peak_10k) = peak_rss_streaming(&encoder, &turns, 10_000);
+
+    let peer = if skip_peer {
+        Err("--skip-peer given".to_string())
+    } else {
+        run_peer(&turns, dir.path(), threads)
+    };
+
+    println!();
+    println!(
+        "encode: all-MiniLM-L6-v2 on {} LoCoMo turns, {threads} threads, CPU ({} cores visible)",
+        turns.len(),
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    match &peer {
+        Ok(p) => println!("peer: {}", p.versions),
+        Err(why) => println!("peer skipped: {why}"),
+    }
+    println!();
+    println!("| metric | memdb (burn, flex CPU) | sentence-transformers | memdb/peer |");
+    println!("|---|---|---|---|");
+    for &(batch_size, ours_sps) in &ours {
+        let theirs = peer
+            .as_ref()
+            .ok()
+            .and_then(|p| p.per_batch.iter().find(|(b, _)| *b == batch_size))
+            .map(|(_, s)| *s);
+        println!(
+            "| sentences/s, batch {batch_size} | {ours_sps:.1} | {} | {} |",
+            theirs.map_or("-".into(), |s| format!("{s:.1}")),
+            theirs.map_or("-".into(), |s| format!("{:.2}", ours_sps / s)),
+        );
+    }
+    match &peer {
+        Ok(p) => {
+            println!(
+                "| model load, s (peer: import + load) | {load_s:.2} | {:.2} | {:.2} |",
+                p.cold_start_s,
+                load_s / p.cold_start_s
+            );
+            println!(
+                "| model load, s (peer: load only) | {load_s:.2} | {:.2} | {:.2} |",
+                p.load_s,
+                load_s / p.load_s
+            );
+        }
+        Err(_) => println!("| model load, s | {load_s:.2} | - | - |"),
+    }
+    println!();
+    println!("memory (memdb, batch {}, stream window {STREAM_WINDOW}):", BATCH_SIZES[0]);
+    println!("  RSS after load: {rss_loaded:.0} MiB");
+    println!("  streaming  1,000 texts: RSS before {rss_before_1k:.0} MiB, peak {peak_1k:.0} MiB");
+    println!("  streaming 10,000 texts: RSS before {rss_before_10k:.0} MiB, peak {peak_10k:.0} MiB");
+    println!(
+        "  peak growth from 1,000 to 10,000 texts: {:+.0} MiB",
+        peak_10k - peak_1k
+    );
+}
