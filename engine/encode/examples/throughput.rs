@@ -51,12 +51,28 @@ fn main() {
     let encoder = MiniLm::load(&model::locate().unwrap(), options).unwrap();
     eprintln!("load {:.2}s", t.elapsed().as_secs_f64());
     encoder.encode(&refs[..batch_size.min(n)]).unwrap();
+    let cpu0 = cpu_seconds();
     let t = Instant::now();
     let v = encoder.encode(&refs).unwrap();
     let s = t.elapsed().as_secs_f64();
+    let cpu = cpu_seconds() - cpu0;
     eprintln!(
-        "{} texts in {s:.2}s: {:.1} sentences/s",
+        "{} texts in {s:.2}s: {:.1} sentences/s; {cpu:.2} CPU-s, {:.1} sentences per CPU-s x {threads}",
         v.len(),
-        n as f64 / s
+        n as f64 / s,
+        n as f64 / cpu * threads as f64
     );
+}
+
+/// utime + stime of this process, from /proc/self/stat (clock ticks of 1/100 s).
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
+    ticks / 100.0
 }

@@ -21,19 +21,24 @@ const CHUNK: usize = 16 * 1024;
 /// Applies `gelu` to every element, in parallel on the current rayon pool.
 pub(crate) fn gelu_in_place(xs: &mut [f32]) {
     let arch = pulp::Arch::new();
-    xs.par_chunks_mut(CHUNK).for_each(|chunk| {
-        // `dispatch` runs the closure compiled for the best instruction set the CPU has (AVX-512
-        // or AVX2 on x86-64), so the loop is vectorised at that width rather than at the SSE2
-        // baseline that the rest of the crate targets.
-        arch.dispatch(
-            #[inline(always)]
-            || {
-                for x in chunk.iter_mut() {
-                    *x = gelu(*x);
-                }
-            },
-        );
-    });
+    xs.par_chunks_mut(CHUNK)
+        .for_each(|chunk| arch.dispatch(GeluChunk(chunk)));
+}
+
+/// GELU over a chunk as a `pulp` operation: `dispatch` runs it inside a function compiled for the
+/// widest instruction set the CPU has (AVX-512 or AVX2), so the loop is vectorised at that width
+/// rather than at the SSE2 baseline the rest of the crate is compiled for.
+struct GeluChunk<'a>(&'a mut [f32]);
+
+impl pulp::WithSimd for GeluChunk<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, _simd: S) {
+        for x in self.0.iter_mut() {
+            *x = gelu(*x);
+        }
+    }
 }
 
 /// `0.5 · x · (1 + erf(x / √2))`.
@@ -60,7 +65,7 @@ fn erf(x: f32) -> f32 {
 
 /// Cephes `expf`, written without branches or library calls so that it vectorises.
 #[inline(always)]
-fn exp(x: f32) -> f32 {
+pub(crate) fn exp(x: f32) -> f32 {
     const LOG2E: f32 = std::f32::consts::LOG2_E;
     // ln 2 split in two so that `n · LN2_HI` is exact.
     const LN2_HI: f32 = 0.693_359_4;

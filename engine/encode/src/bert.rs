@@ -18,12 +18,12 @@ use burn::module::Module;
 use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig};
 use burn::store::{ModuleSnapshot, PyTorchToBurnAdapter, SafetensorsStore};
 use burn::tensor::activation::gelu;
-use burn::tensor::module::{attention, layer_norm, linear};
+use burn::tensor::module::{attention as device_attention, layer_norm, linear};
 use burn::tensor::ops::AttentionModuleOptions;
 use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
 
-use crate::activation;
 use crate::error::EncodeError;
+use crate::{activation, attention};
 
 /// Shape of a BERT checkpoint; [`BertConfig::MINILM_L6`] is the only one shipped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -156,11 +156,13 @@ struct Output {
 /// A batch of token ids padded to one length, ready for [`Bert::embed`].
 pub(crate) struct PaddedBatch {
     /// Row-major `[rows, len]` ids, `[PAD]` (0) after each row's end.
-    pub(crate) ids: Vec<i32>,
+    ids: Vec<i32>,
     /// Row-major `[rows, len]`, `true` where the id is a real token.
-    pub(crate) mask: Vec<bool>,
-    pub(crate) rows: usize,
-    pub(crate) len: usize,
+    mask: Vec<bool>,
+    /// Real tokens per row: the padding of row `r` starts at `lengths[r]`.
+    lengths: Vec<usize>,
+    rows: usize,
+    len: usize,
 }
 
 impl PaddedBatch {
@@ -180,23 +182,24 @@ impl PaddedBatch {
         Self {
             ids,
             mask,
+            lengths: seqs.iter().map(|s| s.len()).collect(),
             rows,
             len,
         }
     }
 }
 
-/// How the feed-forward activation is computed.
+/// Where the two operations that burn's Flex backend runs slowly are computed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Gelu {
-    /// burn's `gelu` op, on the device (GPU backends).
+pub(crate) enum Kernels {
+    /// burn's `attention` and `gelu` ops, on the device (GPU backends).
     #[cfg_attr(
         not(feature = "cuda"),
         allow(dead_code, reason = "only GPU backends use it")
     )]
     Device,
-    /// [`activation::gelu_in_place`] on the host over the tensor's memory (Flex, which already
-    /// lives in host memory; its own `erf` is a scalar loop on one thread).
+    /// [`attention::self_attention`] and [`activation::gelu_in_place`] on the host, over the
+    /// tensors' own memory (Flex keeps tensors in host memory, so nothing is transferred).
     Host,
 }
 
@@ -212,7 +215,7 @@ pub(crate) struct Bert {
     embeddings_norm: Norm,
     layers: Vec<LayerWeights>,
     heads: usize,
-    gelu: Gelu,
+    kernels: Kernels,
 }
 
 struct Dense {
@@ -280,14 +283,14 @@ impl Bert {
         bytes: Vec<u8>,
         path: &Path,
         device: &Device,
-        gelu: Gelu,
+        kernels: Kernels,
     ) -> Result<Self, EncodeError> {
         let mut checkpoint = config.init(device);
         load_weights(&mut checkpoint, bytes, path)?;
-        Ok(Self::from_checkpoint(checkpoint, gelu))
+        Ok(Self::from_checkpoint(checkpoint, kernels))
     }
 
-    fn from_checkpoint(checkpoint: Checkpoint, gelu: Gelu) -> Self {
+    fn from_checkpoint(checkpoint: Checkpoint, kernels: Kernels) -> Self {
         let Checkpoint {
             embeddings,
             encoder,
@@ -327,7 +330,7 @@ impl Bert {
             embeddings_norm: Norm::from_layer_norm(embeddings.layer_norm),
             layers,
             heads,
-            gelu,
+            kernels,
         }
     }
 
@@ -342,20 +345,7 @@ impl Bert {
             Tensor::<1, Int>::from_data(TensorData::new(batch.ids.clone(), [rows * len]), device);
         let keep =
             Tensor::<2, Bool>::from_data(TensorData::new(batch.mask.clone(), [rows, len]), device);
-        let hidden = self.forward(ids, keep.clone(), rows, len)?;
-        let [_, dim] = hidden.dims();
-        Ok(mean_pool_normalise(hidden.reshape([rows, len, dim]), keep))
-    }
 
-    /// Last hidden states `[rows · len, hidden]` for flattened ids `[rows · len]` and a mask that
-    /// is `true` on real tokens.
-    fn forward(
-        &self,
-        ids: Tensor<1, Int>,
-        keep: Tensor<2, Bool>,
-        rows: usize,
-        len: usize,
-    ) -> Result<Tensor<2>, EncodeError> {
         let words = self.word_embeddings.clone().select(0, ids);
         let [tokens, hidden] = words.dims();
         let positions = self.position_embeddings.clone().narrow(0, 0, len);
@@ -364,49 +354,63 @@ impl Bert {
             + self.token_type_0.clone();
         let mut x = self.embeddings_norm.forward(x);
 
-        // `attention` masks where the mask is true: padded keys. One [len, len] tile per row,
-        // shared by the heads (a leading dim of 1 is broadcast without a copy).
-        let pad_keys = keep
-            .bool_not()
-            .reshape([rows, 1, 1, len])
-            .expand([rows, 1, len, len]);
+        // burn's `attention` masks where the mask is true: padded keys. One [len, len] tile per
+        // row, shared by the heads (a leading dim of 1 is broadcast without a copy).
+        let pad_keys = match self.kernels {
+            Kernels::Device => Some(
+                keep.clone()
+                    .bool_not()
+                    .reshape([rows, 1, 1, len])
+                    .expand([rows, 1, len, len]),
+            ),
+            Kernels::Host => None,
+        };
         for layer in &self.layers {
-            x = self.layer(layer, x, pad_keys.clone(), rows, len)?;
+            x = self.layer(layer, x, pad_keys.as_ref(), batch)?;
         }
-        Ok(x)
+        Ok(mean_pool_normalise(x.reshape([rows, len, hidden]), keep))
     }
 
+    /// One post-norm transformer layer on `x` `[rows · len, hidden]`.
     fn layer(
         &self,
         w: &LayerWeights,
         x: Tensor<2>,
-        pad_keys: Tensor<4, Bool>,
-        rows: usize,
-        len: usize,
+        pad_keys: Option<&Tensor<4, Bool>>,
+        batch: &PaddedBatch,
     ) -> Result<Tensor<2>, EncodeError> {
         let [tokens, hidden] = x.dims();
-        let heads = self.heads;
+        let (rows, len, heads) = (batch.rows, batch.len, self.heads);
         let head_dim = hidden / heads;
-        // [tokens, 3·hidden] → [rows, 3·heads, len, head_dim]: q, k, v are head ranges of it.
-        let qkv = w
-            .qkv
-            .forward(x.clone())
-            .reshape([rows, len, 3 * heads, head_dim])
-            .swap_dims(1, 2);
-        let q = qkv.clone().narrow(1, 0, heads);
-        let k = qkv.clone().narrow(1, heads, heads);
-        let v = qkv.narrow(1, 2 * heads, heads);
-        // Default scale is 1/sqrt(head_dim), as in BERT.
-        let context = attention(
-            q,
-            k,
-            v,
-            Some(pad_keys),
-            None,
-            AttentionModuleOptions::default(),
-        )
-        .swap_dims(1, 2)
-        .reshape([tokens, hidden]);
+        let qkv = w.qkv.forward(x.clone());
+        let context = match pad_keys {
+            None => {
+                let device = qkv.device();
+                let qkv = host_values(qkv, "query/key/value projections")?;
+                let shape = attention::Shape {
+                    rows,
+                    len,
+                    heads,
+                    head_dim,
+                };
+                let context = attention::self_attention(&qkv, &batch.lengths, shape);
+                Tensor::from_data(TensorData::new(context, [tokens, hidden]), &device)
+            }
+            Some(pad_keys) => {
+                // [tokens, 3·hidden] → [rows, 3·heads, len, head_dim]: q, k, v are head ranges.
+                let qkv = qkv
+                    .reshape([rows, len, 3 * heads, head_dim])
+                    .swap_dims(1, 2);
+                let q = qkv.clone().narrow(1, 0, heads);
+                let k = qkv.clone().narrow(1, heads, heads);
+                let v = qkv.narrow(1, 2 * heads, heads);
+                // Default scale is 1/sqrt(head_dim), as in BERT.
+                let options = AttentionModuleOptions::default();
+                device_attention(q, k, v, Some(pad_keys.clone()), None, options)
+                    .swap_dims(1, 2)
+                    .reshape([tokens, hidden])
+            }
+        };
         let x = w
             .attention_norm
             .forward(w.attention_out.forward(context) + x);
@@ -415,25 +419,28 @@ impl Bert {
     }
 
     fn activate(&self, x: Tensor<2>) -> Result<Tensor<2>, EncodeError> {
-        match self.gelu {
-            Gelu::Device => Ok(gelu(x)),
-            Gelu::Host => {
+        match self.kernels {
+            Kernels::Device => Ok(gelu(x)),
+            Kernels::Host => {
                 let device = x.device();
                 let shape = x.shape();
-                // Flex keeps tensors in host memory and `x` is not shared, so this hands over
-                // its buffer without a copy; `from_data` takes it back the same way.
-                let mut values =
-                    x.into_data()
-                        .try_into_vec::<f32>()
-                        .map_err(|e| EncodeError::Backend {
-                            what: "feed-forward activations",
-                            reason: format!("{e:?}"),
-                        })?;
+                let mut values = host_values(x, "feed-forward activations")?;
                 activation::gelu_in_place(&mut values);
                 Ok(Tensor::from_data(TensorData::new(values, shape), &device))
             }
         }
     }
+}
+
+/// The values of a host-resident tensor. Flex keeps tensors in host memory and the callers pass
+/// tensors nothing else holds, so this takes over the buffer without copying it.
+fn host_values(x: Tensor<2>, what: &'static str) -> Result<Vec<f32>, EncodeError> {
+    x.into_data()
+        .try_into_vec::<f32>()
+        .map_err(|e| EncodeError::Backend {
+            what,
+            reason: format!("{e:?}"),
+        })
 }
 
 /// Mean over real tokens (`[CLS]` and `[SEP]` included, as in sentence-transformers), then L2

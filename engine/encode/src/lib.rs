@@ -19,6 +19,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod activation;
+mod attention;
 mod batch;
 mod bert;
 mod error;

@@ -15,7 +15,7 @@
 use burn::tensor::{DType, Device};
 use rayon::prelude::*;
 
-use crate::bert::{Bert, BertConfig, Gelu, PaddedBatch};
+use crate::bert::{Bert, BertConfig, Kernels, PaddedBatch};
 use crate::error::EncodeError;
 use crate::model::{self, ModelDir};
 use crate::tokenize::WordPiece;
@@ -42,12 +42,12 @@ impl Backend {
         }
     }
 
-    /// Where GELU runs: the host kernel only where tensors already live in host memory.
-    fn gelu(self) -> Gelu {
+    /// Host kernels only where tensors already live in host memory.
+    fn kernels(self) -> Kernels {
         match self {
-            Self::Cpu => Gelu::Host,
+            Self::Cpu => Kernels::Host,
             #[cfg(feature = "cuda")]
-            Self::Cuda(_) => Gelu::Device,
+            Self::Cuda(_) => Kernels::Device,
         }
     }
 }
@@ -143,9 +143,16 @@ impl MiniLm {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let device = options.backend.device();
-        let gelu = options.backend.gelu();
-        let model = pool
-            .install(|| Bert::load(BertConfig::MINILM_L6, weights, &weights_path, &device, gelu))?;
+        let kernels = options.backend.kernels();
+        let model = pool.install(|| {
+            Bert::load(
+                BertConfig::MINILM_L6,
+                weights,
+                &weights_path,
+                &device,
+                kernels,
+            )
+        })?;
         Ok(Self {
             model,
             tokenizer,
@@ -175,17 +182,20 @@ impl MiniLm {
     /// Vectors for one batch (`seqs` sorted by descending length, not empty): `seqs.len() × 384`
     /// floats, row-major.
     ///
-    /// The batch is cut into one contiguous shard per inference thread and the shards run at
-    /// once, each on its own single-threaded pool. On a CPU this beats running the whole batch
-    /// with every kernel split over the threads: the element-wise kernels, softmax and copies
-    /// between the matrix products then run in parallel too, and each shard pads only to its own
-    /// longest member. The shards together hold one batch's activations, as the whole batch
-    /// would.
+    /// The batch is dealt round-robin into one shard per inference thread (so the shards get
+    /// equal shares of long and short members) and the shards run at once, each on its own
+    /// single-threaded pool. On a CPU this beats running the whole batch with every kernel split
+    /// over the threads: everything between the matrix products runs in parallel too, with no
+    /// synchronisation inside a layer. The shards together hold one batch's activations, as the
+    /// whole batch would.
     fn run_batch(&self, seqs: &[&[u32]]) -> Result<Vec<f32>, EncodeError> {
-        let per_shard = seqs.len().div_ceil(self.shards.len());
+        let count = self.shards.len().min(seqs.len()).max(1);
+        let shards: Vec<Vec<&[u32]>> = (0..count)
+            .map(|s| seqs.iter().skip(s).step_by(count).copied().collect())
+            .collect();
         let parts: Vec<Result<Vec<f32>, EncodeError>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = seqs
-                .chunks(per_shard)
+            let handles: Vec<_> = shards
+                .iter()
                 .zip(&self.shards)
                 .map(|(shard, pool)| scope.spawn(move || pool.install(|| self.forward(shard))))
                 .collect();
@@ -201,9 +211,13 @@ impl MiniLm {
                 })
                 .collect()
         });
-        let mut out = Vec::with_capacity(seqs.len() * Self::DIMENSION);
-        for part in parts {
-            out.extend(part?);
+        let parts = parts.into_iter().collect::<Result<Vec<_>, _>>()?;
+        // Undo the deal: member i is row i / count of shard i % count.
+        let dim = Self::DIMENSION;
+        let mut out = vec![0.0_f32; seqs.len() * dim];
+        for (i, row) in out.chunks_exact_mut(dim).enumerate() {
+            let at = (i / count) * dim;
+            row.copy_from_slice(&parts[i % count][at..at + dim]);
         }
         Ok(out)
     }
