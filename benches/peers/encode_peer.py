@@ -2,7 +2,9 @@
 """Peer for benches/src/bin/encode.rs: sentence-transformers all-MiniLM-L6-v2 on CPU.
 
 Reads the texts the Rust bench wrote (a JSON list of strings), encodes them at each batch size
-with torch limited to --threads threads, and prints one JSON object on stdout:
+with torch limited to --threads threads, optionally writes the vectors of the first batch size
+(--vectors-out, raw little-endian float32) so the bench can compare them with its own, and prints
+one JSON object on stdout:
 
   {"cold_start_s": ..., "load_s": ..., "threads": ..., "versions": {...},
    "runs": [{"batch_size": 32, "texts": 2760, "seconds": ..., "sentences_per_s": ...}, ...],
@@ -29,6 +31,10 @@ def main() -> int:
     parser.add_argument("--model", required=True, help="all-MiniLM-L6-v2 folder")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--batch-sizes", default="32,128")
+    parser.add_argument(
+        "--vectors-out",
+        help="write the first run's vectors here as little-endian float32, row-major",
+    )
     args = parser.parse_args()
 
     # Must be set before torch is imported to bound its OpenMP/MKL pools.
@@ -56,6 +62,8 @@ def main() -> int:
         vectors = model.encode(texts, batch_size=batch_size, normalize_embeddings=True)
         seconds = time.perf_counter() - t0
         assert vectors.shape == (len(texts), 384), vectors.shape
+        if args.vectors_out and not runs:
+            vectors.astype("<f4").tofile(args.vectors_out)
         runs.append(
             {
                 "batch_size": batch_size,

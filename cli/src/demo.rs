@@ -93,6 +93,8 @@ pub(crate) fn run(
         )
         .map_err(|e| e.to_string())?;
     step("delete the newsletter, then compact", compact_text(&report));
+    semantic_lookups(&store, out, &step)?;
+
     let stats = store.stats().map_err(|e| e.to_string())?;
     step("stats", stats_table(&stats));
     let check = store.check().map_err(|e| e.to_string())?;
@@ -104,6 +106,71 @@ pub(crate) fn run(
     if !check.is_clean() {
         return Err("check found problems".into());
     }
+    Ok(())
+}
+
+/// What the encoder reads of an item: date, who, and every text field.
+fn item_text(item: &memdb::Item) -> String {
+    let f = &item.fields;
+    let date = f.time.to_rfc3339();
+    let who = f
+        .speaker
+        .as_deref()
+        .or(f.from.as_deref())
+        .map(|w| format!(" {w}:"))
+        .unwrap_or_default();
+    let parts: Vec<&str> = [&f.summary, &f.body, &f.caption, &f.ocr]
+        .into_iter()
+        .filter_map(|p| p.as_deref())
+        .collect();
+    format!("[{}]{who} {}", &date[..10], parts.join(" "))
+}
+
+/// Encodes every item on the device and answers a few questions by exact cosine similarity.
+/// (Vectors are not stored yet: the vector index is a later capability.)
+fn semantic_lookups(store: &Store, out: &Out, step: &dyn Fn(&str, String)) -> Result<(), String> {
+    use memdb_encode::{Encoder, EncoderOptions, MiniLm};
+    let model_dir = crate::model::ensure_installed(!out.json)?;
+    let started = std::time::Instant::now();
+    let encoder = MiniLm::load(&model_dir, EncoderOptions::default()).map_err(|e| e.to_string())?;
+    store
+        .bind_model(&encoder.model_id().to_string())
+        .map_err(|e| e.to_string())?;
+    let items = store
+        .snapshot()
+        .and_then(|s| s.scan(&ScanFilter::default()))
+        .map_err(|e| e.to_string())?;
+    let texts: Vec<String> = items.iter().map(item_text).collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let vectors = encoder.encode(&refs).map_err(|e| e.to_string())?;
+    let mut body = format!(
+        "encoded {} items with {} on {} thread(s) in {:.1} s",
+        items.len(),
+        encoder.model_id(),
+        encoder.threads(),
+        started.elapsed().as_secs_f64()
+    );
+    for question in [
+        "where did I stay in Lisbon?",
+        "what did I give Mila for her birthday?",
+    ] {
+        let q = encoder.encode(&[question]).map_err(|e| e.to_string())?;
+        let mut scored: Vec<(f32, &memdb::Item)> = vectors
+            .iter()
+            .zip(&items)
+            .map(|(v, item)| (v.iter().zip(&q[0]).map(|(a, b)| a * b).sum(), item))
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+        body.push_str(&format!("\n\n\"{question}\""));
+        for (score, item) in scored.iter().take(3) {
+            let ext = item.fields.external_id.as_deref().unwrap_or("");
+            body.push_str(&format!("\n  {score:.3}  {ext}"));
+        }
+    }
+    step(
+        "semantic recall on the device (exact cosine, all-MiniLM-L6-v2)",
+        body,
+    );
     Ok(())
 }
 

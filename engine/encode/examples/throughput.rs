@@ -1,5 +1,6 @@
 //! Quick throughput probe: `cargo run -p memdb-encode --example throughput -- <n> <batch> <threads>`.
-//! Encodes `n` synthetic chat-like texts and prints sentences/s (for profiling; the real bench is
+//! Encodes `n` synthetic chat-like texts (or the texts of a JSON list given as a 4th argument)
+//! and prints sentences/s (for profiling; the real bench is
 //! benches/src/bin/encode.rs).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -8,10 +9,11 @@ use std::time::Instant;
 use memdb_encode::{Encoder, EncoderOptions, MiniLm, model};
 
 fn main() {
-    let args: Vec<usize> = std::env::args()
-        .skip(1)
-        .map(|a| a.parse().unwrap())
-        .collect();
+    let raw: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<usize> = raw.iter().take(3).map(|a| a.parse().unwrap()).collect();
+    let from_file: Option<Vec<String>> = raw
+        .get(3)
+        .map(|path| serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap());
     let (n, batch_size, threads) = (args[0], args[1], args[2]);
     let words = [
         "lisbon",
@@ -41,6 +43,10 @@ fn main() {
             format!("[1:56 pm on 8 May, 2023] Caroline: {}", body.join(" "))
         })
         .collect();
+    let texts = match from_file {
+        Some(file_texts) => file_texts.into_iter().cycle().take(n).collect(),
+        None => texts,
+    };
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let t = Instant::now();
     let options = EncoderOptions {

@@ -1,15 +1,20 @@
-//! The BERT encoder of all-MiniLM-L6-v2 as a burn module, and sentence pooling.
+//! The BERT encoder of all-MiniLM-L6-v2 in burn, and sentence pooling.
 //!
 //! Owns: the architecture (embeddings, 6 post-norm transformer layers, exact-erf GELU), loading
-//! its weights from the Hugging Face `model.safetensors`, and the forward pass from padded ids to
-//! mean-pooled, L2-normalised sentence vectors.
+//! its weights from the Hugging Face `model.safetensors` into a burn module tree, the inference
+//! form of those weights ([`Bert`]), and the forward pass from padded ids to mean-pooled,
+//! L2-normalised sentence vectors.
+//!
+//! Everything runs as burn tensor operations on the chosen device, except two operations that
+//! burn's Flex CPU backend runs slowly (attention and GELU): on the CPU they run as host kernels
+//! over the tensors' own memory ([`Kernels::Host`]), on a GPU as burn ops ([`Kernels::Device`]).
 //!
 //! Invariants:
 //! - the module tree mirrors the checkpoint's tensor names (after two renames, see
 //!   [`load_weights`]), so every tensor the encoder uses must be found in the file: a missing
 //!   tensor is an error, never a silently random weight;
-//! - padded positions (mask 0) never influence a real token: they are masked out of attention as
-//!   keys and excluded from the mean; what they compute for themselves is discarded;
+//! - padded positions never influence a real token: they are masked out of attention as keys and
+//!   excluded from the mean; what they compute for themselves is discarded;
 //! - token type ids are all 0 and positions are `0..len`, as in the reference.
 
 use std::path::Path;
@@ -386,15 +391,22 @@ impl Bert {
         let context = match pad_keys {
             None => {
                 let device = qkv.device();
-                let qkv = host_values(qkv, "query/key/value projections")?;
+                let qkv = qkv.into_data();
+                // An output buffer from the backend, so that handing it back is not a copy.
+                let mut context = Tensor::<2>::zeros([tokens, hidden], &device).into_data();
                 let shape = attention::Shape {
                     rows,
                     len,
                     heads,
                     head_dim,
                 };
-                let context = attention::self_attention(&qkv, &batch.lengths, shape);
-                Tensor::from_data(TensorData::new(context, [tokens, hidden]), &device)
+                attention::self_attention(
+                    host_slice(&qkv, "query/key/value projections")?,
+                    &batch.lengths,
+                    shape,
+                    host_slice_mut(&mut context, "attention context")?,
+                );
+                Tensor::from_data(context, &device)
             }
             Some(pad_keys) => {
                 // [tokens, 3·hidden] → [rows, 3·heads, len, head_dim]: q, k, v are head ranges.
@@ -423,20 +435,30 @@ impl Bert {
             Kernels::Device => Ok(gelu(x)),
             Kernels::Host => {
                 let device = x.device();
-                let shape = x.shape();
-                let mut values = host_values(x, "feed-forward activations")?;
-                activation::gelu_in_place(&mut values);
-                Ok(Tensor::from_data(TensorData::new(values, shape), &device))
+                let mut values = x.into_data();
+                activation::gelu_in_place(host_slice_mut(&mut values, "feed-forward activations")?);
+                Ok(Tensor::from_data(values, &device))
             }
         }
     }
 }
 
-/// The values of a host-resident tensor. Flex keeps tensors in host memory and the callers pass
-/// tensors nothing else holds, so this takes over the buffer without copying it.
-fn host_values(x: Tensor<2>, what: &'static str) -> Result<Vec<f32>, EncodeError> {
-    x.into_data()
-        .try_into_vec::<f32>()
+// Flex keeps tensors in host memory and the callers pass tensors nothing else holds, so
+// `into_data` hands over the backend's buffer and `from_data` takes it back, both without a
+// copy; these two only view it as `f32`.
+
+fn host_slice<'a>(data: &'a TensorData, what: &'static str) -> Result<&'a [f32], EncodeError> {
+    data.as_slice::<f32>().map_err(|e| EncodeError::Backend {
+        what,
+        reason: format!("{e:?}"),
+    })
+}
+
+fn host_slice_mut<'a>(
+    data: &'a mut TensorData,
+    what: &'static str,
+) -> Result<&'a mut [f32], EncodeError> {
+    data.as_mut_slice::<f32>()
         .map_err(|e| EncodeError::Backend {
             what,
             reason: format!("{e:?}"),

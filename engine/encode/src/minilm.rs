@@ -7,10 +7,12 @@
 //! - a loaded encoder's weights are byte-for-byte the pinned release (their SHA-256 is checked
 //!   on the bytes that are loaded, not on a second read), so [`ModelId`] names what computed the
 //!   vectors;
-//! - all inference runs inside the encoder's own rayon pool, so the backend's parallel kernels
-//!   use at most `threads` threads whatever the rest of the process does;
-//! - at most one batch of activations is alive at a time: batches run one after another and each
-//!   one's tensors are dropped before the next starts.
+//! - all work runs on the encoder's own threads (`threads` of them, one shard of a batch each),
+//!   inside single-threaded rayon pools, so the backend's parallel kernels never use more threads
+//!   than the budget whatever the rest of the process does;
+//! - at most one batch of activations is alive at a time: a batch's shards together are the
+//!   batch, batches run one after another, and each one's tensors are dropped before the next
+//!   starts.
 
 use burn::tensor::{DType, Device};
 use rayon::prelude::*;
@@ -25,7 +27,7 @@ use crate::{Encoder, ModelId, batch};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum Backend {
-    /// burn's Flex backend: pure-Rust CPU kernels (gemm, SIMD), threads from the encoder's pool.
+    /// burn's Flex backend (pure-Rust CPU kernels: gemm, SIMD), on the encoder's threads.
     #[default]
     Cpu,
     /// burn's CUDA backend on the GPU with this index.
@@ -108,12 +110,18 @@ impl MiniLm {
             std::fs::read(&weights_path).map_err(EncodeError::io("reading", &weights_path))?;
         let weights_sha256 = model::sha256_hex(&weights);
         model::check_hex(&weights_path, model::WEIGHTS, weights_sha256.clone())?;
-        for file in [model::TOKENIZER, model::VOCAB] {
+        let read_checked = |file: model::PinnedFile| {
             let path = dir.path().join(file.name);
             let bytes = std::fs::read(&path).map_err(EncodeError::io("reading", &path))?;
             model::check_hex(&path, file, model::sha256_hex(&bytes))?;
-        }
-        let tokenizer = WordPiece::from_file(&dir.path().join(model::TOKENIZER.name))?;
+            Ok::<_, EncodeError>((path, bytes))
+        };
+        // The tokenizer is built from tokenizer.json alone (it holds the vocabulary too);
+        // vocab.txt is checked so that an install is either entirely the pinned release or
+        // refused.
+        let (tokenizer_path, tokenizer_json) = read_checked(model::TOKENIZER)?;
+        read_checked(model::VOCAB)?;
+        let tokenizer = WordPiece::from_bytes(&tokenizer_json, &tokenizer_path)?;
 
         let threads = options.threads.unwrap_or_else(available_cores).max(1);
         let pool = rayon::ThreadPoolBuilder::new()

