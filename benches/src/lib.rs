@@ -1,6 +1,8 @@
 //! Shared helpers of the benchmark programs in `src/bin/`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
 
 /// Environment variable naming the Python interpreter that runs the peer scripts in `peers/`
 /// (for example a virtual environment's `bin/python` with sentence-transformers or faiss-cpu).
@@ -21,4 +23,60 @@ pub fn shared_dir() -> PathBuf {
         Some(dir) => PathBuf::from(dir),
         None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared"),
     }
+}
+
+/// The item texts of one LoCoMo file, sessions in number order, turns in list order, as
+/// DESIGN.md §6 gives an item's text: `[<session date_time>] <speaker>: <text>`, plus
+/// ` [image: <blip_caption>]` when the turn has one.
+pub fn locomo_texts(file: &Path) -> Result<Vec<String>, String> {
+    let bad = |why: &str| format!("{}: {why}", file.display());
+    let bytes = std::fs::read(file).map_err(|e| bad(&e.to_string()))?;
+    let object: Value = serde_json::from_slice(&bytes).map_err(|e| bad(&e.to_string()))?;
+    let object = object.as_object().ok_or_else(|| bad("not a JSON object"))?;
+    let mut sessions: Vec<(u32, &Vec<Value>)> = object
+        .iter()
+        .filter_map(|(key, value)| {
+            let n = key.strip_prefix("session_")?.parse::<u32>().ok()?;
+            Some((n, value.as_array()?))
+        })
+        .collect();
+    sessions.sort_by_key(|(n, _)| *n);
+    let mut texts = Vec::new();
+    for (n, turns) in sessions {
+        let date = object
+            .get(&format!("session_{n}_date_time"))
+            .and_then(Value::as_str)
+            .ok_or_else(|| bad(&format!("session {n} has no date_time")))?;
+        for turn in turns {
+            let (Some(speaker), Some(text)) = (
+                turn.get("speaker").and_then(Value::as_str),
+                turn.get("text").and_then(Value::as_str),
+            ) else {
+                return Err(bad(&format!("a turn of session {n} lacks speaker or text")));
+            };
+            let mut item = format!("[{date}] {speaker}: {text}");
+            if let Some(caption) = turn.get("blip_caption").and_then(Value::as_str) {
+                item.push_str(&format!(" [image: {caption}]"));
+            }
+            texts.push(item);
+        }
+    }
+    Ok(texts)
+}
+
+/// A field of /proc/self/status in KiB (VmHWM: peak RSS, VmRSS: current); 0 if unreadable.
+pub fn proc_status_kib(field: &str) -> u64 {
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+        return 0;
+    };
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Resets VmHWM to the current RSS (Linux ≥ 4.0), so the next peak is that of what follows.
+pub fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
 }

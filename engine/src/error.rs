@@ -108,6 +108,26 @@ pub enum Error {
     /// A compaction hook refused to continue.
     #[error("compaction hook failed: {0}")]
     Hook(String),
+    /// A vector given to a batch or a search does not fit its vector space (wrong dimension,
+    /// a non-finite value, a reserved name).
+    #[error("vector space `{space}`: {reason}")]
+    InvalidVector {
+        /// The space.
+        space: String,
+        /// What is wrong, with the key or position concerned.
+        reason: String,
+    },
+    /// A stored vector block or its catalog row could not be used.
+    #[error("vector space `{space}`, block {block}: {source}")]
+    VectorBlock {
+        /// The space.
+        space: String,
+        /// Blob id of the block.
+        block: u64,
+        /// What is wrong with it.
+        #[source]
+        source: crate::vectors::VectorError,
+    },
 }
 
 impl Error {

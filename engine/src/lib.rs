@@ -21,6 +21,7 @@
 
 mod error;
 mod store;
+mod vectors;
 
 pub use error::{Error, Result};
 pub use memdb_formats::item::{
@@ -28,6 +29,10 @@ pub use memdb_formats::item::{
 };
 pub use store::{
     Blob, BlobInfo, BlobKind, BlobRewrite, CheckReport, CommitReceipt, CompactOptions,
-    CompactReport, CompactionHook, ItemRewrite, KeepEverything, Options, Problem, PutOutcome,
-    PutStatus, ScanFilter, SegmentStats, Snapshot, Stats, Store, Victims, WriteBatch,
+    CompactReport, CompactionHook, ITEM_VECTORS, ItemRewrite, KeepEverything, Options, Problem,
+    PutOutcome, PutStatus, ScanFilter, SegmentStats, Snapshot, Stats, Store, StoredVectors,
+    VectorHit, VectorScope, Victims, WriteBatch,
+};
+pub use vectors::{
+    Filter as VectorFilter, FlatIndex, FlatIndexWriter, FlatView, Hit, Precision, VectorError,
 };

@@ -18,41 +18,15 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use memdb_benches::{PEER_PYTHON_ENV, peer_python, shared_dir};
+use memdb_benches::{
+    PEER_PYTHON_ENV, locomo_texts, peer_python, proc_status_kib, reset_peak_rss, shared_dir,
+};
 use memdb_encode::{Encoder, EncoderOptions, MiniLm, cosine, encode_stream, model};
 use serde_json::Value;
 
 const BATCH_SIZES: [usize; 2] = [32, 128];
 const WARMUP: usize = 64;
 const STREAM_WINDOW: usize = 1024;
-
-/// The item texts of one LoCoMo file, sessions in number order, turns in list order.
-fn locomo_texts(file: &Path) -> Vec<String> {
-    let object: Value = serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
-    let object = object.as_object().unwrap();
-    let mut sessions: Vec<(u32, &Vec<Value>)> = object
-        .iter()
-        .filter_map(|(key, value)| {
-            let n = key.strip_prefix("session_")?.parse::<u32>().ok()?;
-            Some((n, value.as_array()?))
-        })
-        .collect();
-    sessions.sort_by_key(|(n, _)| *n);
-    let mut texts = Vec::new();
-    for (n, turns) in sessions {
-        let date = object[&format!("session_{n}_date_time")].as_str().unwrap();
-        for turn in turns {
-            let speaker = turn["speaker"].as_str().unwrap();
-            let text = turn["text"].as_str().unwrap();
-            let mut item = format!("[{date}] {speaker}: {text}");
-            if let Some(caption) = turn.get("blip_caption").and_then(Value::as_str) {
-                item.push_str(&format!(" [image: {caption}]"));
-            }
-            texts.push(item);
-        }
-    }
-    texts
-}
 
 fn all_turns() -> Vec<String> {
     let dir = shared_dir().join("data/locomo");
@@ -62,22 +36,10 @@ fn all_turns() -> Vec<String> {
         .filter(|p| p.extension().is_some_and(|e| e == "json"))
         .collect();
     files.sort();
-    files.iter().flat_map(|f| locomo_texts(f)).collect()
-}
-
-/// A field of /proc/self/status in KiB (VmHWM: peak RSS, VmRSS: current).
-fn proc_status_kib(field: &str) -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
-}
-
-/// Resets VmHWM to the current RSS (Linux ≥ 4.0), so the next peak is that of what follows.
-fn reset_peak_rss() -> bool {
-    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+    files
+        .iter()
+        .flat_map(|f| locomo_texts(f).unwrap_or_else(|e| panic!("{e}")))
+        .collect()
 }
 
 /// Peak RSS (MiB) while streaming `n` texts (the turns repeated) through `encoder`.

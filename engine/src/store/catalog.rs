@@ -36,6 +36,18 @@ pub(crate) const BLOBS: TableDefinition<u64, (u64, u64, u64, u8, u64)> =
 /// store's vectors).
 pub(crate) const SETTINGS: TableDefinition<&str, &str> = TableDefinition::new("settings");
 pub(crate) const KEY_ENCODER_MODEL: &str = "encoder_model";
+/// vector space name → (dimension, precision code): the spaces of the store's vectors (SPEC.md
+/// §5.1). Format version 2.
+pub(crate) const VECTOR_SPACES: TableDefinition<&str, (u32, u8)> =
+    TableDefinition::new("vector_spaces");
+/// (space, blob id of a vector block) → (rows, the block's deleted rows as a serialized roaring
+/// bitmap; empty: none). Format version 2.
+pub(crate) const VECTOR_BLOCKS: TableDefinition<(&str, u64), (u32, &[u8])> =
+    TableDefinition::new("vector_blocks");
+/// (space, key) → (blob id of the vector block, row): where the live vector of a key is.
+/// Format version 2.
+pub(crate) const VECTOR_KEYS: TableDefinition<(&str, u64), (u64, u32)> =
+    TableDefinition::new("vector_keys");
 /// op sequence number → (op code, item id, commit time ms).
 pub(crate) const OPLOG: TableDefinition<u64, (u8, u64, i64)> = TableDefinition::new("oplog");
 
@@ -47,7 +59,11 @@ pub(crate) const KEY_NEXT_OP: &str = "next_op_seq";
 pub(crate) const KEY_CREATED: &str = "created_unix_ms";
 
 /// Version of the store layout (catalog tables + segment format), bumped on any change.
-pub(crate) const STORE_FORMAT_VERSION: u64 = 1;
+/// Version 2 added the vector tables; a version-1 store is read as one without vectors and
+/// becomes version 2 at its first write.
+pub(crate) const STORE_FORMAT_VERSION: u64 = 2;
+/// The oldest version this build opens.
+pub(crate) const OLDEST_FORMAT_VERSION: u64 = 1;
 
 /// Segment states in `SEGMENTS`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,15 +154,19 @@ pub enum BlobKind {
     Page = 2,
     /// An e-mail attachment.
     Attachment = 3,
+    /// A block of a vector space (engine `vectors` layout); owned by the store, never offered
+    /// to compaction hooks.
+    Vectors = 4,
 }
 
 impl BlobKind {
     /// Every kind, in code order.
-    pub const ALL: [BlobKind; 4] = [
+    pub const ALL: [BlobKind; 5] = [
         BlobKind::Other,
         BlobKind::Original,
         BlobKind::Page,
         BlobKind::Attachment,
+        BlobKind::Vectors,
     ];
 
     pub(crate) fn from_code(code: u8) -> Option<BlobKind> {
@@ -160,6 +180,7 @@ impl BlobKind {
             BlobKind::Original => "original",
             BlobKind::Page => "page",
             BlobKind::Attachment => "attachment",
+            BlobKind::Vectors => "vectors",
         }
     }
 }
@@ -232,6 +253,9 @@ pub(crate) fn initialise(txn: &redb::WriteTransaction, now_ms: i64) -> Result<()
     txn.open_table(BLOBS).ctx("create blobs")?;
     txn.open_table(OPLOG).ctx("create oplog")?;
     txn.open_table(SETTINGS).ctx("create settings")?;
+    txn.open_table(VECTOR_SPACES).ctx("create vector_spaces")?;
+    txn.open_table(VECTOR_BLOCKS).ctx("create vector_blocks")?;
+    txn.open_table(VECTOR_KEYS).ctx("create vector_keys")?;
     Ok(())
 }
 

@@ -578,6 +578,9 @@ impl Store {
                 _ => report.problem(None, None, format!("unexpected file segments/{name}")),
             }
         }
+        for what in super::vector_space::check_vectors(&snapshot)? {
+            report.problem(None, None, what);
+        }
         Ok(report)
     }
 }

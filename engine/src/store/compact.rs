@@ -18,8 +18,9 @@ use memdb_formats::item::{ItemFields, ItemRecord, encode_record, put_framed};
 use memdb_formats::segment::{EntryKind, PAGE};
 use redb::ReadableTable;
 
-use super::catalog::{self, BlobLoc, ItemLoc, SegmentRow, SegmentState};
+use super::catalog::{self, BlobKind, BlobLoc, ItemLoc, SegmentRow, SegmentState};
 use super::read::{BlobInfo, blob_info, read_blob, read_record};
+use super::vector_space::{self, ITEM_VECTORS};
 use super::write::Tables;
 use super::{OpenSegment, Store, now_ms};
 use crate::error::{CatalogResult, Error, Result};
@@ -259,7 +260,13 @@ impl Store {
             for (id, loc) in blobs {
                 let bytes = read_blob(&segments, id, &loc)?;
                 let info = blob_info(id, &loc);
-                let rewrite = hook.rewrite_blob(&info, &bytes)?;
+                // Vector blocks belong to the store (their rows are reclaimed by
+                // `compact_vectors`), so hooks never see them.
+                let rewrite = if loc.kind == BlobKind::Vectors {
+                    BlobRewrite::Keep
+                } else {
+                    hook.rewrite_blob(&info, &bytes)?
+                };
                 let kept: Option<&[u8]> = match &rewrite {
                     BlobRewrite::Keep => Some(&bytes),
                     BlobRewrite::Replace(new) => Some(new),
@@ -425,6 +432,10 @@ fn reindex(t: &mut Tables<'_>, id: u64, old: &ItemFields, new: &ItemFields) -> R
     t.by_source
         .insert((new.source.code(), new.time.unix_ms, id), ())
         .ctx("write by_source")?;
+    if (old.time.unix_ms, old.source) != (new.time.unix_ms, new.source) {
+        // The item's vector is filed under its time and source: stale now, so it goes.
+        vector_space::remove_key(t, ITEM_VECTORS, id)?;
+    }
     if old.external_id != new.external_id {
         if let Some(ext) = &old.external_id {
             t.external.remove(ext.as_str()).ctx("remove external id")?;
@@ -440,6 +451,7 @@ fn reindex(t: &mut Tables<'_>, id: u64, old: &ItemFields, new: &ItemFields) -> R
 
 fn drop_item(t: &mut Tables<'_>, id: u64, record: &ItemRecord) -> Result<()> {
     t.items.remove(id).ctx("remove item")?;
+    vector_space::remove_key(t, ITEM_VECTORS, id)?;
     let f = &record.fields;
     t.by_time
         .remove((f.time.unix_ms, id))

@@ -21,10 +21,13 @@ mod dir;
 mod read;
 mod segment_file;
 mod stats;
+mod vector_space;
 mod write;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod vector_tests;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -46,6 +49,7 @@ pub use compact::{
 };
 pub use read::{Blob, BlobInfo, ScanFilter, Snapshot};
 pub use stats::{SegmentStats, Stats};
+pub use vector_space::{ITEM_VECTORS, StoredVectors, VectorHit, VectorScope};
 pub use write::{CommitReceipt, PutOutcome, PutStatus, WriteBatch};
 
 /// How a store is opened.
@@ -246,7 +250,8 @@ impl Store {
             let txn = db.begin_read().ctx("begin read")?;
             let meta = txn.open_table(catalog::META).ctx("open meta")?;
             let version = catalog::meta_get(&meta, catalog::KEY_FORMAT_VERSION)?;
-            if version != catalog::STORE_FORMAT_VERSION {
+            if !(catalog::OLDEST_FORMAT_VERSION..=catalog::STORE_FORMAT_VERSION).contains(&version)
+            {
                 return Err(Error::UnsupportedVersion {
                     found: version,
                     supported: catalog::STORE_FORMAT_VERSION,

@@ -81,7 +81,7 @@ impl Store {
             .iter()
             .map(|s| (*s, per_source[usize::from(s.code())]))
             .collect();
-        let mut per_kind = [(0u64, 0u64); 4];
+        let mut per_kind = [(0u64, 0u64); BlobKind::ALL.len()];
         for row in txn
             .open_table(catalog::BLOBS)
             .ctx("open blobs")?
@@ -90,9 +90,10 @@ impl Store {
         {
             let (id, raw) = row.ctx("scan blobs")?;
             let loc = BlobLoc::decode(id.value(), raw.value())?;
-            let slot = &mut per_kind[loc.kind as usize];
-            slot.0 += 1;
-            slot.1 += loc.len;
+            if let Some(slot) = per_kind.get_mut(loc.kind as usize) {
+                slot.0 += 1;
+                slot.1 += loc.len;
+            }
         }
         stats.blobs_by_kind = BlobKind::ALL
             .iter()

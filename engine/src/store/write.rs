@@ -19,6 +19,7 @@ use redb::ReadableTable;
 
 use super::catalog::{self, BlobKind, BlobLoc, ItemLoc, OpCode, SegmentRow, SegmentState};
 use super::read::read_record;
+use super::vector_space::{self, ITEM_VECTORS, StagedVector, StagedVectors};
 use super::{OpenSegment, Store, Writer, now_ms};
 use crate::error::{CatalogResult, Error, Result};
 
@@ -62,6 +63,25 @@ enum BatchOp {
     Put {
         draft: Box<ItemDraft>,
         blobs: Vec<(BlobKind, Vec<u8>)>,
+        vector: Option<Vec<f32>>,
+    },
+    PutVector {
+        space: String,
+        key: u64,
+        time_ms: i64,
+        source: u8,
+        vector: Vec<f32>,
+    },
+    DeleteVector {
+        space: String,
+        key: u64,
+    },
+    DefineVectors {
+        space: String,
+        precision: crate::vectors::Precision,
+    },
+    RebuildVectors {
+        space: String,
     },
     PutBlob {
         kind: BlobKind,
@@ -99,6 +119,76 @@ impl<'s> WriteBatch<'s> {
         self.ops.push(BatchOp::Put {
             draft: Box::new(draft),
             blobs: Vec::new(),
+            vector: None,
+        });
+        self
+    }
+
+    /// Like [`put_with_blobs`](Self::put_with_blobs), also setting the item's embedding in the
+    /// item vector space ([`ITEM_VECTORS`]), filed under the item's time and source. An update
+    /// without a vector keeps the old one unless the item's time or source changed.
+    pub fn put_with_vector(
+        &mut self,
+        draft: ItemDraft,
+        blobs: Vec<(BlobKind, Vec<u8>)>,
+        vector: Vec<f32>,
+    ) -> &mut Self {
+        self.ops.push(BatchOp::Put {
+            draft: Box::new(draft),
+            blobs,
+            vector: Some(vector),
+        });
+        self
+    }
+
+    /// Sets the vector of `key` in vector space `space` (replacing the key's earlier vector),
+    /// with the time (unix ms) and source code that filters test. The first vector put into a
+    /// space fixes its dimension.
+    pub fn put_vector(
+        &mut self,
+        space: &str,
+        key: u64,
+        time_ms: i64,
+        source: u8,
+        vector: Vec<f32>,
+    ) -> &mut Self {
+        self.ops.push(BatchOp::PutVector {
+            space: space.to_owned(),
+            key,
+            time_ms,
+            source,
+            vector,
+        });
+        self
+    }
+
+    /// Deletes the vector of `key` in `space` (nothing if it has none).
+    pub fn delete_vector(&mut self, space: &str, key: u64) -> &mut Self {
+        self.ops.push(BatchOp::DeleteVector {
+            space: space.to_owned(),
+            key,
+        });
+        self
+    }
+
+    /// Declares how `space` stores its vectors (f32 unless declared before its first vector).
+    /// Declaring an existing space with another precision fails the batch.
+    pub fn define_vectors(
+        &mut self,
+        space: &str,
+        precision: crate::vectors::Precision,
+    ) -> &mut Self {
+        self.ops.push(BatchOp::DefineVectors {
+            space: space.to_owned(),
+            precision,
+        });
+        self
+    }
+
+    /// Rewrites the live vectors of `space` into one block (see [`Store::compact_vectors`]).
+    pub(crate) fn rebuild_vectors(&mut self, space: &str) -> &mut Self {
+        self.ops.push(BatchOp::RebuildVectors {
+            space: space.to_owned(),
         });
         self
     }
@@ -113,6 +203,7 @@ impl<'s> WriteBatch<'s> {
         self.ops.push(BatchOp::Put {
             draft: Box::new(draft),
             blobs,
+            vector: None,
         });
         self
     }
@@ -177,6 +268,8 @@ struct Staged {
     blobs: Vec<Option<StagedBlob>>,
     /// Item id → index into `records` for items first written by this batch.
     pending_items: HashMap<u64, usize>,
+    /// Vector changes, by space.
+    vectors: StagedVectors,
 }
 
 struct StagedRecord {
@@ -204,14 +297,23 @@ pub(super) struct Tables<'t> {
     pub(super) by_source: redb::Table<'t, (u8, i64, u64), ()>,
     pub(super) blobs: redb::Table<'t, u64, (u64, u64, u64, u8, u64)>,
     pub(super) oplog: redb::Table<'t, u64, (u8, u64, i64)>,
+    pub(super) vector_spaces: redb::Table<'t, &'static str, (u32, u8)>,
+    pub(super) vector_blocks: redb::Table<'t, (&'static str, u64), (u32, &'static [u8])>,
+    pub(super) vector_keys: redb::Table<'t, (&'static str, u64), (u64, u32)>,
     /// Counters read once per transaction and written back by `flush_counters`.
     counters: HashMap<&'static str, u64>,
 }
 
 impl<'t> Tables<'t> {
     pub(super) fn open(txn: &'t redb::WriteTransaction) -> Result<Tables<'t>> {
+        let mut meta = txn.open_table(catalog::META).ctx("open meta")?;
+        // Opening the vector tables creates them in a format-1 store, which makes it format 2.
+        if catalog::meta_get(&meta, catalog::KEY_FORMAT_VERSION)? < catalog::STORE_FORMAT_VERSION {
+            meta.insert(catalog::KEY_FORMAT_VERSION, catalog::STORE_FORMAT_VERSION)
+                .ctx("upgrade format version")?;
+        }
         Ok(Tables {
-            meta: txn.open_table(catalog::META).ctx("open meta")?,
+            meta,
             segments: txn.open_table(catalog::SEGMENTS).ctx("open segments")?,
             items: txn.open_table(catalog::ITEMS).ctx("open items")?,
             external: txn
@@ -221,6 +323,15 @@ impl<'t> Tables<'t> {
             by_source: txn.open_table(catalog::BY_SOURCE).ctx("open by_source")?,
             blobs: txn.open_table(catalog::BLOBS).ctx("open blobs")?,
             oplog: txn.open_table(catalog::OPLOG).ctx("open oplog")?,
+            vector_spaces: txn
+                .open_table(catalog::VECTOR_SPACES)
+                .ctx("open vector_spaces")?,
+            vector_blocks: txn
+                .open_table(catalog::VECTOR_BLOCKS)
+                .ctx("open vector_blocks")?,
+            vector_keys: txn
+                .open_table(catalog::VECTOR_KEYS)
+                .ctx("open vector_keys")?,
             counters: HashMap::new(),
         })
     }
@@ -377,13 +488,19 @@ fn commit_locked(store: &Store, writer: &mut Writer, ops: Vec<BatchOp>) -> Resul
         records: Vec::new(),
         blobs: Vec::new(),
         pending_items: HashMap::new(),
+        vectors: StagedVectors::new(),
     };
     let mut new_segments = Vec::new();
     {
         let mut t = Tables::open(&txn)?;
         for (index, op) in ops.into_iter().enumerate() {
             match op {
-                BatchOp::Put { draft, blobs } => {
+                BatchOp::Put {
+                    draft,
+                    blobs,
+                    vector,
+                } => {
+                    refuse_reserved_kinds(index, blobs.iter().map(|(kind, _)| *kind))?;
                     let outcome = stage_put(
                         &mut t,
                         &segments,
@@ -392,11 +509,40 @@ fn commit_locked(store: &Store, writer: &mut Writer, ops: Vec<BatchOp>) -> Resul
                         index,
                         *draft,
                         blobs,
+                        vector,
                         now,
                     )?;
                     receipt.puts.push(outcome);
                 }
+                BatchOp::PutVector {
+                    space,
+                    key,
+                    time_ms,
+                    source,
+                    vector,
+                } => {
+                    vector_space::check_space_name(&space)?;
+                    vector_space::changes(&mut staged.vectors, &space).put(
+                        key,
+                        StagedVector {
+                            time_ms,
+                            source,
+                            vector,
+                        },
+                    );
+                }
+                BatchOp::DeleteVector { space, key } => {
+                    vector_space::changes(&mut staged.vectors, &space).remove(key);
+                }
+                BatchOp::DefineVectors { space, precision } => {
+                    vector_space::check_space_name(&space)?;
+                    vector_space::changes(&mut staged.vectors, &space).precision = Some(precision);
+                }
+                BatchOp::RebuildVectors { space } => {
+                    vector_space::changes(&mut staged.vectors, &space).rebuild = true;
+                }
                 BatchOp::PutBlob { kind, bytes } => {
+                    refuse_reserved_kinds(index, [kind])?;
                     let id = t.take(catalog::KEY_NEXT_BLOB, 1)?;
                     staged.blobs.push(Some(StagedBlob {
                         id,
@@ -449,6 +595,14 @@ fn commit_locked(store: &Store, writer: &mut Writer, ops: Vec<BatchOp>) -> Resul
             }
         }
 
+        for block in vector_space::stage(&mut t, &segments, std::mem::take(&mut staged.vectors))? {
+            staged.blobs.push(Some(StagedBlob {
+                id: block.blob_id,
+                kind: BlobKind::Vectors,
+                bytes: block.bytes,
+                owner: 0,
+            }));
+        }
         let records: Vec<&StagedRecord> = staged.records.iter().flatten().collect();
         let blobs: Vec<&StagedBlob> = staged.blobs.iter().flatten().collect();
         if !records.is_empty() || !blobs.is_empty() {
@@ -540,6 +694,17 @@ fn commit_locked(store: &Store, writer: &mut Writer, ops: Vec<BatchOp>) -> Resul
     Ok(receipt)
 }
 
+/// Blobs of kind [`BlobKind::Vectors`] are the store's own vector blocks.
+fn refuse_reserved_kinds(index: usize, kinds: impl IntoIterator<Item = BlobKind>) -> Result<()> {
+    if kinds.into_iter().any(|k| k == BlobKind::Vectors) {
+        return Err(Error::InvalidItem {
+            index,
+            reason: "blob kind `vectors` is reserved for the store's vector blocks".into(),
+        });
+    }
+    Ok(())
+}
+
 /// Bytes an append of `block` (if non-empty) and `blobs` takes, headers and padding included.
 fn append_size(block: &[u8], blobs: &[&StagedBlob]) -> u64 {
     let page = PAGE as u64;
@@ -562,6 +727,7 @@ fn stage_put(
     index: usize,
     draft: ItemDraft,
     new_blobs: Vec<(BlobKind, Vec<u8>)>,
+    vector: Option<Vec<f32>>,
     now: i64,
 ) -> Result<PutOutcome> {
     let ItemDraft { fields, supersedes } = draft;
@@ -593,12 +759,15 @@ fn stage_put(
         None => None,
     };
     let mut kept_blobs = Vec::new();
+    // Time and source the item was filed under before this put, for an update.
+    let mut previous_columns: Option<(i64, u8)> = None;
     let (id, status) = match existing {
         None => (t.take(catalog::KEY_NEXT_ITEM, 1)?, PutStatus::Added),
         Some(id) => {
             if let Some(slot) = staged.pending_items.get(&id).copied() {
                 // Put twice in one batch: the later put replaces the staged record.
                 if let Some(old) = staged.records[slot].take() {
+                    previous_columns = Some((old.time_ms, old.source));
                     t.by_time.remove((old.time_ms, id)).ctx("remove by_time")?;
                     t.by_source
                         .remove((old.source, old.time_ms, id))
@@ -620,6 +789,7 @@ fn stage_put(
                 let loc = ItemLoc::decode(raw);
                 let old = read_record(segments, &loc).ok();
                 if let Some(old) = &old
+                    && vector.is_none()
                     && new_blobs.is_empty()
                     && old.fields == fields
                     && old.supersedes == supersedes
@@ -631,6 +801,7 @@ fn stage_put(
                     });
                 }
                 // The committed row goes now; the new location is written at append time.
+                previous_columns = Some((loc.time_ms, loc.source));
                 t.items.remove(id).ctx("remove item")?;
                 t.by_time.remove((loc.time_ms, id)).ctx("remove by_time")?;
                 t.by_source
@@ -676,6 +847,23 @@ fn stage_put(
     }
     let time_ms = fields.time.unix_ms;
     let source = fields.source.code();
+    let item_vectors = vector_space::changes(&mut staged.vectors, ITEM_VECTORS);
+    match vector {
+        Some(vector) => item_vectors.put(
+            id,
+            StagedVector {
+                time_ms,
+                source,
+                vector,
+            },
+        ),
+        None => {
+            if previous_columns.is_some_and(|prev| prev != (time_ms, source)) {
+                // Its filter columns would be stale; the caller re-embeds.
+                item_vectors.remove(id);
+            }
+        }
+    }
     if let Some(ext) = &fields.external_id {
         t.external
             .insert(ext.as_str(), id)
@@ -739,6 +927,7 @@ fn stage_delete(
         found = true;
     }
     if found {
+        vector_space::changes(&mut staged.vectors, ITEM_VECTORS).remove(id);
         t.log(OpCode::Delete, id, now)?;
     }
     Ok(found)

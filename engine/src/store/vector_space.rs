@@ -1,0 +1,740 @@
+//! Vector spaces kept in the store: named sets of keyed vectors (the embeddings of items, later
+//! of graph nodes) stored as flat-index blocks (engine `vectors` layout) in segment blobs of kind
+//! [`BlobKind::Vectors`], searched in place from the mapped segments.
+//!
+//! Catalog (SPEC.md §5): `vector_spaces` gives each space's dimension and precision,
+//! `vector_blocks` lists its blocks with their row count and deleted rows (a roaring bitmap),
+//! `vector_keys` says where each key's live vector is. A batch that puts vectors writes one new
+//! block per space it touches, in the same append and the same redb commit as its items, so a
+//! vector is durable and visible exactly when the batch is. Replacing or deleting a key marks
+//! its old row deleted; [`Store::compact_vectors`] rewrites a space's live rows into one block
+//! and drops the old ones (their bytes are then reclaimed by segment compaction).
+//!
+//! Invariants: every `vector_keys` row points at a row of a listed block whose id column holds
+//! that key and which is not marked deleted; a block whose rows are all deleted is dropped in
+//! the commit that deletes the last one; every block of a space has the space's dimension and
+//! precision. The item space ([`ITEM_VECTORS`]) is keyed by item id: deleting an item deletes
+//! its vector, and an update that changes the item's time or source without giving a new vector
+//! deletes the old one (its filter columns would be stale).
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use redb::{ReadableTable, ReadableTableMetadata};
+use roaring::{RoaringBitmap, RoaringTreemap};
+
+use super::Store;
+use super::catalog::{self, BlobKind, BlobLoc};
+use super::read::{Blob, Snapshot, read_blob};
+use super::segment_file::SegmentSet;
+use super::write::Tables;
+use crate::error::{CatalogResult, Error, Result};
+use crate::vectors::{Filter, FlatIndexWriter, FlatView, Precision, VectorError};
+
+/// The space holding one embedding per item, keyed by item id.
+pub const ITEM_VECTORS: &str = "items";
+
+/// Longest space name accepted.
+const MAX_SPACE_NAME: usize = 64;
+
+/// A space whose deleted rows reach this fraction of its rows, or which has this many blocks,
+/// is rewritten by [`Store::compact_vectors`] (every space with a deleted row or a second block
+/// is rewritten when `force` is given).
+const REBUILD_DELETED_FRACTION: f64 = 0.1;
+const REBUILD_BLOCKS: usize = 8;
+
+/// Which stored vectors a search may return: a time range, a set of sources and a set of keys.
+/// The default allows every live vector; each `with_*` narrows it. Applied during the scan, so a
+/// search returns exactly `min(k, matching vectors)` hits.
+#[derive(Clone, Debug, Default)]
+pub struct VectorScope {
+    time: Option<Range<i64>>,
+    sources: Vec<u8>,
+    keys: Option<RoaringTreemap>,
+}
+
+impl VectorScope {
+    /// Every live vector.
+    pub fn all() -> VectorScope {
+        VectorScope::default()
+    }
+
+    /// Only vectors whose time (unix milliseconds) lies in `range` (end exclusive).
+    pub fn with_time(mut self, range: Range<i64>) -> VectorScope {
+        self.time = Some(match self.time.take() {
+            Some(earlier) => earlier.start.max(range.start)..earlier.end.min(range.end),
+            None => range,
+        });
+        self
+    }
+
+    /// Adds a source code to the allowed sources (the first call restricts the search to it).
+    pub fn with_source(mut self, source: u8) -> VectorScope {
+        self.sources.push(source);
+        self
+    }
+
+    /// Only vectors whose key is in `keys`; intersects with an earlier set.
+    pub fn with_keys(mut self, keys: RoaringTreemap) -> VectorScope {
+        self.keys = Some(match self.keys.take() {
+            Some(earlier) => earlier & keys,
+            None => keys,
+        });
+        self
+    }
+
+    /// The block-level filter for `view`: column tests, plus the rows holding allowed keys.
+    fn filter_for(&self, view: &FlatView<'_>) -> Filter {
+        let mut filter = Filter::new();
+        if let Some(time) = &self.time {
+            filter = filter.with_time(time.clone());
+        }
+        for source in &self.sources {
+            filter = filter.with_source(*source);
+        }
+        if let Some(keys) = &self.keys {
+            let rows: RoaringBitmap = view
+                .ids
+                .iter()
+                .enumerate()
+                .filter(|(_, key)| keys.contains(**key))
+                .map(|(row, _)| row as u32)
+                .collect();
+            filter = filter.with_rows(rows);
+        }
+        filter
+    }
+}
+
+/// One search result: the key and its dot product with the query.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct VectorHit {
+    /// The key (the item id, in [`ITEM_VECTORS`]).
+    pub key: u64,
+    /// Dot product with the query (the cosine, for unit vectors).
+    pub score: f32,
+}
+
+/// A vector staged by a batch.
+#[derive(Debug, Clone)]
+pub(crate) struct StagedVector {
+    pub(crate) time_ms: i64,
+    pub(crate) source: u8,
+    pub(crate) vector: Vec<f32>,
+}
+
+/// What a batch does to one space.
+#[derive(Debug, Default)]
+pub(crate) struct SpaceChanges {
+    /// Precision asked for by `define_vectors`, for a space that does not exist yet.
+    pub(crate) precision: Option<Precision>,
+    /// New vectors, by key.
+    pub(crate) puts: BTreeMap<u64, StagedVector>,
+    /// Keys whose vector goes (and gets no new one).
+    pub(crate) removes: std::collections::BTreeSet<u64>,
+    /// Rewrite the space's live rows into one block.
+    pub(crate) rebuild: bool,
+}
+
+impl SpaceChanges {
+    pub(crate) fn put(&mut self, key: u64, vector: StagedVector) {
+        self.removes.remove(&key);
+        self.puts.insert(key, vector);
+    }
+
+    pub(crate) fn remove(&mut self, key: u64) {
+        self.puts.remove(&key);
+        self.removes.insert(key);
+    }
+}
+
+/// Every space a batch touches, by name.
+pub(crate) type StagedVectors = BTreeMap<String, SpaceChanges>;
+
+/// A block to append as a blob of kind [`BlobKind::Vectors`].
+pub(crate) struct NewBlock {
+    pub(crate) blob_id: u64,
+    pub(crate) bytes: Vec<u8>,
+}
+
+pub(crate) fn check_space_name(space: &str) -> Result<()> {
+    if space.is_empty() || space.len() > MAX_SPACE_NAME || space.chars().any(char::is_control) {
+        return Err(Error::InvalidVector {
+            space: space.to_owned(),
+            reason: format!(
+                "a space name has 1 to {MAX_SPACE_NAME} bytes and no control characters"
+            ),
+        });
+    }
+    Ok(())
+}
+
+fn block_error(space: &str, block: u64) -> impl FnOnce(VectorError) -> Error + '_ {
+    move |source| Error::VectorBlock {
+        space: space.to_owned(),
+        block,
+        source,
+    }
+}
+
+fn decode_bitmap(space: &str, block: u64, bytes: &[u8]) -> Result<RoaringBitmap> {
+    if bytes.is_empty() {
+        return Ok(RoaringBitmap::new());
+    }
+    RoaringBitmap::deserialize_from(bytes).map_err(|e| {
+        Error::Inconsistent(format!(
+            "vector space `{space}`, block {block}: deleted-rows bitmap is unreadable: {e}"
+        ))
+    })
+}
+
+fn encode_bitmap(bitmap: &RoaringBitmap) -> Vec<u8> {
+    if bitmap.is_empty() {
+        return Vec::new();
+    }
+    let mut out = Vec::with_capacity(bitmap.serialized_size());
+    // Writing into a Vec cannot fail.
+    let _ = bitmap.serialize_into(&mut out);
+    out
+}
+
+/// Deletes the live vector of `key` in `space`, if any: marks its row deleted, and drops the
+/// block when that was its last live row.
+pub(crate) fn remove_key(t: &mut Tables<'_>, space: &str, key: u64) -> Result<bool> {
+    let Some((block, row)) = t
+        .vector_keys
+        .remove((space, key))
+        .ctx("remove vector key")?
+        .map(|v| v.value())
+    else {
+        return Ok(false);
+    };
+    let Some((rows, bytes)) = t
+        .vector_blocks
+        .get((space, block))
+        .ctx("read vector_blocks")?
+        .map(|v| {
+            let (rows, bytes) = v.value();
+            (rows, bytes.to_vec())
+        })
+    else {
+        return Err(Error::Inconsistent(format!(
+            "vector space `{space}`: key {key} points at unlisted block {block}"
+        )));
+    };
+    let mut deleted = decode_bitmap(space, block, &bytes)?;
+    deleted.insert(row);
+    if deleted.len() >= u64::from(rows) {
+        t.vector_blocks
+            .remove((space, block))
+            .ctx("remove vector block")?;
+        t.remove_blob(block)?;
+    } else {
+        t.vector_blocks
+            .insert((space, block), (rows, encode_bitmap(&deleted).as_slice()))
+            .ctx("write vector_blocks")?;
+    }
+    Ok(true)
+}
+
+/// The blocks of `space` listed in the catalog: (blob id, rows, deleted rows).
+fn listed_blocks(
+    table: &impl ReadableTable<(&'static str, u64), (u32, &'static [u8])>,
+    space: &str,
+) -> Result<Vec<(u64, u32, RoaringBitmap)>> {
+    let mut blocks = Vec::new();
+    for row in table
+        .range((space, 0u64)..=(space, u64::MAX))
+        .ctx("scan vector_blocks")?
+    {
+        let (key, value) = row.ctx("scan vector_blocks")?;
+        let block = key.value().1;
+        let (rows, bytes) = value.value();
+        blocks.push((block, rows, decode_bitmap(space, block, bytes)?));
+    }
+    Ok(blocks)
+}
+
+/// Reads and verifies block `block` of `space`.
+fn load_block(
+    blobs: &impl ReadableTable<u64, (u64, u64, u64, u8, u64)>,
+    segments: &SegmentSet,
+    space: &str,
+    block: u64,
+) -> Result<Blob> {
+    let raw = blobs
+        .get(block)
+        .ctx("read blobs")?
+        .map(|v| v.value())
+        .ok_or_else(|| {
+            Error::Inconsistent(format!(
+                "vector space `{space}` lists block {block}, which is not a blob"
+            ))
+        })?;
+    let loc = BlobLoc::decode(block, raw)?;
+    if loc.kind != BlobKind::Vectors {
+        return Err(Error::Inconsistent(format!(
+            "vector space `{space}` lists blob {block}, which is a {} blob",
+            loc.kind.name()
+        )));
+    }
+    let blob = read_blob(segments, block, &loc)?;
+    FlatView::from_bytes(&blob).map_err(block_error(space, block))?;
+    Ok(blob)
+}
+
+/// Row `row` of `view` as f32 values (i8 rows scaled back, f16 rows widened).
+fn row_values(view: &FlatView<'_>, row: usize) -> Vec<f32> {
+    use crate::vectors::layout::Vectors;
+    let (dim, stride) = (view.dim(), view.layout.stride_values());
+    let at = row * stride;
+    match view.vectors {
+        Vectors::F32(v) => v[at..at + dim].to_vec(),
+        Vectors::F16(v) => v[at..at + dim]
+            .iter()
+            .map(|h| half::f16::from_bits(h.0).to_f32())
+            .collect(),
+        Vectors::I8(v) => {
+            let scale = view.scales[row];
+            v[at..at + dim]
+                .iter()
+                .map(|q| f32::from(*q) * scale)
+                .collect()
+        }
+    }
+}
+
+/// Applies a batch's vector changes inside its write transaction and returns the blocks to
+/// append. Runs after the batch's item operations, so item deletes are already staged here.
+pub(crate) fn stage(
+    t: &mut Tables<'_>,
+    segments: &SegmentSet,
+    changes: StagedVectors,
+) -> Result<Vec<NewBlock>> {
+    let mut new_blocks = Vec::new();
+    for (space, mut ch) in changes {
+        let spec = t
+            .vector_spaces
+            .get(space.as_str())
+            .ctx("read vector_spaces")?
+            .map(|v| v.value());
+        let (dim, precision) = match spec {
+            Some((dim, code)) => {
+                let precision = Precision::try_from_code(code).ok_or_else(|| {
+                    Error::Inconsistent(format!(
+                        "vector space `{space}` has unknown precision code {code}"
+                    ))
+                })?;
+                if let Some(asked) = ch.precision
+                    && asked != precision
+                {
+                    return Err(Error::InvalidVector {
+                        space,
+                        reason: format!("the space holds {precision} vectors, not {asked}"),
+                    });
+                }
+                (dim as usize, precision)
+            }
+            None => {
+                let Some(first) = ch.puts.values().next() else {
+                    // Nothing to store and nothing stored: removes and rebuilds are no-ops.
+                    continue;
+                };
+                let dim = first.vector.len();
+                let precision = ch.precision.unwrap_or(Precision::F32);
+                let dim32 = u32::try_from(dim).map_err(|_| Error::InvalidVector {
+                    space: space.clone(),
+                    reason: format!("dimension {dim} is too large"),
+                })?;
+                t.vector_spaces
+                    .insert(space.as_str(), (dim32, precision.code()))
+                    .ctx("write vector_spaces")?;
+                (dim, precision)
+            }
+        };
+        for (key, staged) in &ch.puts {
+            if staged.vector.len() != dim {
+                return Err(Error::InvalidVector {
+                    space,
+                    reason: format!(
+                        "key {key}: the vector has {} values, the space {dim}",
+                        staged.vector.len()
+                    ),
+                });
+            }
+            if let Some(at) = staged.vector.iter().position(|x| !x.is_finite()) {
+                return Err(Error::InvalidVector {
+                    space,
+                    reason: format!("key {key}: value {at} is not finite"),
+                });
+            }
+        }
+
+        if ch.rebuild {
+            let blocks = listed_blocks(&t.vector_blocks, &space)?;
+            for (block, _, deleted) in &blocks {
+                let blob = load_block(&t.blobs, segments, &space, *block)?;
+                let view = FlatView::from_bytes(&blob).map_err(block_error(&space, *block))?;
+                for row in 0..view.len() {
+                    let key = view.ids[row];
+                    if deleted.contains(row as u32)
+                        || ch.removes.contains(&key)
+                        || ch.puts.contains_key(&key)
+                    {
+                        continue;
+                    }
+                    ch.puts.insert(
+                        key,
+                        StagedVector {
+                            time_ms: view.times[row],
+                            source: view.sources[row],
+                            vector: row_values(&view, row),
+                        },
+                    );
+                }
+            }
+            for (block, _, _) in blocks {
+                t.vector_blocks
+                    .remove((space.as_str(), block))
+                    .ctx("remove vector block")?;
+                t.remove_blob(block)?;
+            }
+            // Every key is rewritten below; the old rows are gone with their blocks.
+            let stale: Vec<u64> = t
+                .vector_keys
+                .range((space.as_str(), 0u64)..=(space.as_str(), u64::MAX))
+                .ctx("scan vector_keys")?
+                .map(|row| row.map(|(k, _)| k.value().1))
+                .collect::<std::result::Result<_, _>>()
+                .ctx("scan vector_keys")?;
+            for key in stale {
+                t.vector_keys
+                    .remove((space.as_str(), key))
+                    .ctx("remove vector key")?;
+            }
+        } else {
+            for key in ch.removes.iter().chain(ch.puts.keys()) {
+                remove_key(t, &space, *key)?;
+            }
+        }
+
+        if ch.puts.is_empty() {
+            continue;
+        }
+        let mut writer =
+            FlatIndexWriter::new(precision, dim).map_err(|e| Error::InvalidVector {
+                space: space.clone(),
+                reason: e.to_string(),
+            })?;
+        writer.reserve(ch.puts.len());
+        let blob_id = t.take(catalog::KEY_NEXT_BLOB, 1)?;
+        for (key, staged) in &ch.puts {
+            let row = writer
+                .push(*key, staged.time_ms, staged.source, &staged.vector)
+                .map_err(|e| Error::InvalidVector {
+                    space: space.clone(),
+                    reason: format!("key {key}: {e}"),
+                })?;
+            t.vector_keys
+                .insert((space.as_str(), *key), (blob_id, row))
+                .ctx("write vector_keys")?;
+        }
+        let rows = u32::try_from(writer.len()).map_err(|_| Error::InvalidVector {
+            space: space.clone(),
+            reason: "more than u32::MAX vectors in one block".into(),
+        })?;
+        let index = writer.finish().map_err(block_error(&space, blob_id))?;
+        t.vector_blocks
+            .insert((space.as_str(), blob_id), (rows, &[][..]))
+            .ctx("write vector_blocks")?;
+        new_blocks.push(NewBlock {
+            blob_id,
+            bytes: index.as_bytes().to_vec(),
+        });
+    }
+    Ok(new_blocks)
+}
+
+/// A searchable view of one vector space as of a snapshot: its blocks, mapped and verified once
+/// when the view is made, searched in place. Keep it for many queries.
+pub struct StoredVectors {
+    space: String,
+    dim: usize,
+    precision: Precision,
+    blocks: Vec<StoredBlock>,
+}
+
+struct StoredBlock {
+    id: u64,
+    blob: Blob,
+    deleted: RoaringBitmap,
+}
+
+impl std::fmt::Debug for StoredVectors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoredVectors")
+            .field("space", &self.space)
+            .field("dim", &self.dim)
+            .field("precision", &self.precision)
+            .field("blocks", &self.blocks.len())
+            .finish()
+    }
+}
+
+impl StoredVectors {
+    /// The space's name.
+    pub fn space(&self) -> &str {
+        &self.space
+    }
+
+    /// Length of every vector.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// How the vectors are stored.
+    pub fn precision(&self) -> Precision {
+        self.precision
+    }
+
+    /// Number of blocks (a rebuild by [`Store::compact_vectors`] makes it one).
+    pub fn blocks(&self) -> usize {
+        self.blocks.len()
+    }
+
+    /// Number of live vectors.
+    pub fn len(&self) -> u64 {
+        self.blocks
+            .iter()
+            .map(|b| {
+                let rows = FlatView::from_bytes(&b.blob).map_or(0, |v| v.len() as u64);
+                rows.saturating_sub(b.deleted.len())
+            })
+            .sum()
+    }
+
+    /// Whether the space holds no live vector.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The `k` live vectors in `scope` with the highest dot product with `query`, best first
+    /// (equal scores by ascending key): exactly `min(k, vectors in scope)` hits.
+    pub fn search(&self, query: &[f32], k: usize, scope: &VectorScope) -> Result<Vec<VectorHit>> {
+        if query.len() != self.dim {
+            return Err(Error::InvalidVector {
+                space: self.space.clone(),
+                reason: format!(
+                    "the query has {} values, the space {}",
+                    query.len(),
+                    self.dim
+                ),
+            });
+        }
+        let mut hits = Vec::new();
+        for block in &self.blocks {
+            let view =
+                FlatView::from_bytes(&block.blob).map_err(block_error(&self.space, block.id))?;
+            let filter = scope.filter_for(&view);
+            let found = view
+                .search(&block.deleted, query, k, &filter)
+                .map_err(block_error(&self.space, block.id))?;
+            hits.extend(found.into_iter().map(|h| VectorHit {
+                key: h.id,
+                score: h.score,
+            }));
+        }
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.key.cmp(&b.key)));
+        hits.truncate(k);
+        Ok(hits)
+    }
+
+    /// The stored vector of `key` (as f32; i8 and f16 values converted back), if it is live.
+    pub fn get(&self, key: u64) -> Option<Vec<f32>> {
+        self.blocks.iter().find_map(|block| {
+            let view = FlatView::from_bytes(&block.blob).ok()?;
+            let row = view.ids.iter().position(|id| *id == key)?;
+            (!block.deleted.contains(row as u32)).then(|| row_values(&view, row))
+        })
+    }
+}
+
+impl Snapshot {
+    /// The vector space `space` as of this snapshot (`None` if it has never held a vector).
+    /// Maps and checksum-verifies its blocks once; search the returned view many times.
+    pub fn vectors(&self, space: &str) -> Result<Option<StoredVectors>> {
+        let spaces = match self.txn().open_table(catalog::VECTOR_SPACES) {
+            Ok(table) => table,
+            // A format-1 store has no vector tables yet.
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+            Err(e) => return Err(Error::catalog("open vector_spaces")(e.into())),
+        };
+        let Some((dim, code)) = spaces
+            .get(space)
+            .ctx("read vector_spaces")?
+            .map(|v| v.value())
+        else {
+            return Ok(None);
+        };
+        let precision = Precision::try_from_code(code).ok_or_else(|| {
+            Error::Inconsistent(format!(
+                "vector space `{space}` has unknown precision code {code}"
+            ))
+        })?;
+        let table = self
+            .txn()
+            .open_table(catalog::VECTOR_BLOCKS)
+            .ctx("open vector_blocks")?;
+        let blobs = self.txn().open_table(catalog::BLOBS).ctx("open blobs")?;
+        let mut blocks = Vec::new();
+        for (id, _, deleted) in listed_blocks(&table, space)? {
+            let blob = load_block(&blobs, self.segments(), space, id)?;
+            let view = FlatView::from_bytes(&blob).map_err(block_error(space, id))?;
+            if view.dim() != dim as usize || view.precision() != precision {
+                return Err(Error::Inconsistent(format!(
+                    "vector space `{space}` is {precision} × {dim}, its block {id} {} × {}",
+                    view.precision(),
+                    view.dim()
+                )));
+            }
+            blocks.push(StoredBlock { id, blob, deleted });
+        }
+        Ok(Some(StoredVectors {
+            space: space.to_owned(),
+            dim: dim as usize,
+            precision,
+            blocks,
+        }))
+    }
+
+    /// Names of the store's vector spaces.
+    pub fn vector_spaces(&self) -> Result<Vec<String>> {
+        let spaces = match self.txn().open_table(catalog::VECTOR_SPACES) {
+            Ok(table) => table,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+            Err(e) => return Err(Error::catalog("open vector_spaces")(e.into())),
+        };
+        let mut names = Vec::with_capacity(spaces.len().ctx("count vector_spaces")? as usize);
+        for row in spaces.iter().ctx("scan vector_spaces")? {
+            let (name, _) = row.ctx("scan vector_spaces")?;
+            names.push(name.value().to_owned());
+        }
+        Ok(names)
+    }
+}
+
+/// Cross-checks the vector tables: every listed block is a readable vector blob of its space's
+/// shape with the row count the catalog says; every key points at a live row of a listed block
+/// that holds that key; every live row has its key. Returns one line per problem.
+pub(crate) fn check_vectors(snapshot: &Snapshot) -> Result<Vec<String>> {
+    let mut problems = Vec::new();
+    let keys = match snapshot.txn().open_table(catalog::VECTOR_KEYS) {
+        Ok(table) => table,
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(problems),
+        Err(e) => return Err(Error::catalog("open vector_keys")(e.into())),
+    };
+    let listed = snapshot
+        .txn()
+        .open_table(catalog::VECTOR_BLOCKS)
+        .ctx("open vector_blocks")?;
+    for space in snapshot.vector_spaces()? {
+        let vectors = match snapshot.vectors(&space) {
+            Ok(Some(v)) => v,
+            Ok(None) => continue,
+            Err(e) => {
+                problems.push(format!("vector space `{space}`: {e}"));
+                continue;
+            }
+        };
+        let rows_listed: BTreeMap<u64, u32> = listed_blocks(&listed, &space)?
+            .into_iter()
+            .map(|(block, rows, _)| (block, rows))
+            .collect();
+        let mut live_rows = 0u64;
+        for block in &vectors.blocks {
+            let view = FlatView::from_bytes(&block.blob).map_err(block_error(&space, block.id))?;
+            if rows_listed.get(&block.id).copied() != Some(view.len() as u32) {
+                problems.push(format!(
+                    "vector space `{space}`, block {}: {} rows, the catalog says {:?}",
+                    block.id,
+                    view.len(),
+                    rows_listed.get(&block.id)
+                ));
+            }
+            live_rows += (view.len() as u64).saturating_sub(block.deleted.len());
+        }
+        let mut key_count = 0u64;
+        for row in keys
+            .range((space.as_str(), 0u64)..=(space.as_str(), u64::MAX))
+            .ctx("scan vector_keys")?
+        {
+            let (key, value) = row.ctx("scan vector_keys")?;
+            let (key, (block_id, at)) = (key.value().1, value.value());
+            key_count += 1;
+            let holds_key = vectors
+                .blocks
+                .iter()
+                .find(|b| b.id == block_id)
+                .is_some_and(|b| {
+                    !b.deleted.contains(at)
+                        && FlatView::from_bytes(&b.blob)
+                            .is_ok_and(|v| v.ids.get(at as usize) == Some(&key))
+                });
+            if !holds_key {
+                problems.push(format!(
+                    "vector space `{space}`: key {key} points at block {block_id} row {at}, which does not hold it live"
+                ));
+            }
+        }
+        if key_count != live_rows {
+            problems.push(format!(
+                "vector space `{space}`: {key_count} keys for {live_rows} live rows"
+            ));
+        }
+    }
+    Ok(problems)
+}
+
+impl Store {
+    /// Rewrites the live vectors of each space that needs it into one block (a space with
+    /// deleted rows making up at least a tenth of it, or with many blocks; with `force`, any
+    /// space with a deleted row or more than one block). Returns the spaces rewritten. The old
+    /// blocks become dead bytes, reclaimed by the next segment compaction.
+    pub fn compact_vectors(&self, force: bool) -> Result<Vec<String>> {
+        let snapshot = self.snapshot()?;
+        let mut due = Vec::new();
+        for space in snapshot.vector_spaces()? {
+            let table = snapshot
+                .txn()
+                .open_table(catalog::VECTOR_BLOCKS)
+                .ctx("open vector_blocks")?;
+            let blocks = listed_blocks(&table, &space)?;
+            let rows: u64 = blocks.iter().map(|b| u64::from(b.1)).sum();
+            let deleted: u64 = blocks.iter().map(|b| b.2.len()).sum();
+            let needed = if force {
+                deleted > 0 || blocks.len() > 1
+            } else {
+                blocks.len() >= REBUILD_BLOCKS
+                    || (rows > 0 && deleted as f64 >= REBUILD_DELETED_FRACTION * rows as f64)
+            };
+            if needed {
+                due.push(space);
+            }
+        }
+        drop(snapshot);
+        if due.is_empty() {
+            return Ok(due);
+        }
+        let mut batch = self.batch();
+        for space in &due {
+            batch.rebuild_vectors(space);
+        }
+        batch.commit()?;
+        Ok(due)
+    }
+}
+
+/// The staged changes of `space`, created empty on first use.
+pub(crate) fn changes<'a>(staged: &'a mut StagedVectors, space: &str) -> &'a mut SpaceChanges {
+    staged.entry(space.to_owned()).or_default()
+}

@@ -1,0 +1,562 @@
+//! Flat (exact) vector indices: [`FlatIndexWriter`] builds a block, [`FlatIndex`] owns one
+//! (plus its deleted-rows bitmap), and the scans on [`FlatView`] search one, single query or
+//! batched.
+//!
+//! A single-query scan walks the candidate rows once, scoring each with the simsimd kernel of
+//! the block's precision and offering it to a bounded top-k heap. A batched scan is blocked:
+//! each thread takes a share of the queries and walks the rows in blocks small enough to stay in
+//! its L2 cache, scoring every query of the share against a block before moving on, so each row
+//! is read from memory once per pass instead of once per query. f32 and f16 blocks are scored
+//! with the register-tiled kernel (f16 rows are widened into a per-block f32 scratch, which is
+//! exact), i8 blocks with simsimd's integer kernel.
+//!
+//! **Invariant:** queries are encoded to the block's precision exactly as rows are (f16
+//! rounding, i8 per-vector scale), so a query equal to a stored vector scores as its row does.
+
+use roaring::RoaringBitmap;
+
+use super::VectorError;
+use super::filter::Filter;
+use super::kernels::{
+    F16, Precision, TILE_QUERIES, TILE_ROWS, dot_f16, dot_f32, dot_i8, dot_tile_f32, encode_f16,
+    quantize_i8, score_i8,
+};
+use super::layout::{AlignedBuf, FlatView, HEADER_LEN, Layout, MAX_ROWS, Vectors};
+use super::topk::{Hit, Scored, TopK};
+
+/// Bytes of rows a batched scan keeps hot while it scores a tile of queries against them.
+const ROW_BLOCK_BYTES: usize = 128 * 1024;
+/// Queries scored against one row block before the next block is loaded.
+const QUERY_TILE: usize = 256;
+
+/// Builds a flat index block row by row.
+#[derive(Debug)]
+pub struct FlatIndexWriter {
+    precision: Precision,
+    dim: usize,
+    /// Row stride in bytes.
+    stride: usize,
+    vectors: Vec<u8>,
+    scales: Vec<f32>,
+    ids: Vec<u64>,
+    times: Vec<i64>,
+    sources: Vec<u8>,
+    scratch_f16: Vec<F16>,
+    scratch_i8: Vec<i8>,
+}
+
+impl FlatIndexWriter {
+    /// An empty writer for vectors of `dim` values stored at `precision`.
+    pub fn new(precision: Precision, dim: usize) -> Result<Self, VectorError> {
+        let layout = Layout::new(precision, dim, 0)?;
+        Ok(Self {
+            precision,
+            dim,
+            stride: layout.stride,
+            vectors: Vec::new(),
+            scales: Vec::new(),
+            ids: Vec::new(),
+            times: Vec::new(),
+            sources: Vec::new(),
+            scratch_f16: vec![F16::ZERO; dim],
+            scratch_i8: vec![0; dim],
+        })
+    }
+
+    /// Reserves room for `rows` more rows.
+    pub fn reserve(&mut self, rows: usize) {
+        self.vectors.reserve(rows.saturating_mul(self.stride));
+        self.ids.reserve(rows);
+        self.times.reserve(rows);
+        self.sources.reserve(rows);
+        if self.precision == Precision::I8 {
+            self.scales.reserve(rows);
+        }
+    }
+
+    /// Appends a row: item `id`, its `time` (unix seconds) and `source` code, and its vector
+    /// (encoded to the writer's precision). Returns the row number.
+    pub fn push(
+        &mut self,
+        id: u64,
+        time: i64,
+        source: u8,
+        vector: &[f32],
+    ) -> Result<u32, VectorError> {
+        let row = self.ids.len();
+        if row as u64 >= MAX_ROWS {
+            return Err(VectorError::TooManyRows { max: MAX_ROWS });
+        }
+        check_vector("vector", row, self.dim, vector)?;
+        let start = self.vectors.len();
+        match self.precision {
+            Precision::F32 => {
+                for v in vector {
+                    self.vectors.extend_from_slice(&v.to_le_bytes());
+                }
+            }
+            Precision::F16 => {
+                encode_f16(vector, &mut self.scratch_f16);
+                for h in &self.scratch_f16 {
+                    self.vectors.extend_from_slice(&h.0.to_le_bytes());
+                }
+            }
+            Precision::I8 => {
+                let scale = quantize_i8(vector, &mut self.scratch_i8);
+                self.vectors
+                    .extend(self.scratch_i8.iter().map(|&q| q as u8));
+                self.scales.push(scale);
+            }
+        }
+        self.vectors.resize(start + self.stride, 0);
+        self.ids.push(id);
+        self.times.push(time);
+        self.sources.push(source);
+        Ok(row as u32)
+    }
+
+    /// Rows pushed so far.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Whether no row has been pushed.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// Lays the rows out as one aligned block.
+    pub fn finish(self) -> Result<FlatIndex, VectorError> {
+        let layout = Layout::new(self.precision, self.dim, self.ids.len())?;
+        let mut buf = AlignedBuf::zeroed(layout.block_len);
+        let bytes = buf.as_bytes_mut();
+        bytes[..HEADER_LEN].copy_from_slice(&layout.header());
+        bytes[layout.vectors_at..layout.vectors_at + self.vectors.len()]
+            .copy_from_slice(&self.vectors);
+        drop(self.vectors);
+        put_all(
+            &mut bytes[layout.scales_at..],
+            self.scales.iter().map(|s| s.to_le_bytes()),
+        );
+        put_all(
+            &mut bytes[layout.ids_at..],
+            self.ids.iter().map(|v| v.to_le_bytes()),
+        );
+        put_all(
+            &mut bytes[layout.times_at..],
+            self.times.iter().map(|v| v.to_le_bytes()),
+        );
+        bytes[layout.sources_at..layout.sources_at + self.sources.len()]
+            .copy_from_slice(&self.sources);
+        FlatIndex::from_buf(buf)
+    }
+}
+
+fn put_all<const N: usize>(out: &mut [u8], values: impl Iterator<Item = [u8; N]>) {
+    for (chunk, value) in out.chunks_exact_mut(N).zip(values) {
+        chunk.copy_from_slice(&value);
+    }
+}
+
+fn check_vector(
+    what: &'static str,
+    index: usize,
+    dim: usize,
+    v: &[f32],
+) -> Result<(), VectorError> {
+    if v.len() != dim {
+        return Err(VectorError::DimensionMismatch {
+            what,
+            expected: dim,
+            found: v.len(),
+        });
+    }
+    match v.iter().position(|x| !x.is_finite()) {
+        Some(position) => Err(VectorError::NonFinite {
+            what,
+            index,
+            position,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// An in-memory flat vector index: one aligned block (vectors, ids, times, sources) and the set
+/// of deleted rows.
+#[derive(Clone)]
+pub struct FlatIndex {
+    buf: AlignedBuf,
+    deleted: RoaringBitmap,
+}
+
+impl std::fmt::Debug for FlatIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FlatIndex")
+            .field("bytes", &self.buf.as_bytes().len())
+            .field("deleted", &self.deleted.len())
+            .finish()
+    }
+}
+
+impl FlatIndex {
+    fn from_buf(buf: AlignedBuf) -> Result<Self, VectorError> {
+        FlatView::from_bytes(buf.as_bytes())?;
+        Ok(Self {
+            buf,
+            deleted: RoaringBitmap::new(),
+        })
+    }
+
+    /// Copies a block (at any alignment) into a new index with no deleted rows.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, VectorError> {
+        Layout::parse(bytes)?;
+        let mut buf = AlignedBuf::zeroed(bytes.len());
+        buf.as_bytes_mut().copy_from_slice(bytes);
+        Self::from_buf(buf)
+    }
+
+    /// The block's bytes (its on-disk form).
+    pub fn as_bytes(&self) -> &[u8] {
+        self.buf.as_bytes()
+    }
+
+    /// The block viewed in place.
+    pub fn view(&self) -> Result<FlatView<'_>, VectorError> {
+        FlatView::from_bytes(self.buf.as_bytes())
+    }
+
+    /// Marks `row` deleted; returns whether it was a live row.
+    pub fn delete_row(&mut self, row: u32) -> bool {
+        let rows = self.view().map_or(0, |v| v.len());
+        (row as usize) < rows && self.deleted.insert(row)
+    }
+
+    /// The deleted rows.
+    pub fn deleted(&self) -> &RoaringBitmap {
+        &self.deleted
+    }
+
+    /// Bytes held in memory: the block plus the deleted-rows bitmap.
+    pub fn memory_bytes(&self) -> usize {
+        self.buf.as_bytes().len() + self.deleted.serialized_size()
+    }
+
+    /// The `k` rows with the highest dot product with `query` among the non-deleted rows that
+    /// pass `filter`, best first (see [`FlatView::search`]).
+    pub fn search(
+        &self,
+        query: &[f32],
+        k: usize,
+        filter: &Filter,
+    ) -> Result<Vec<Hit>, VectorError> {
+        self.view()?.search(&self.deleted, query, k, filter)
+    }
+
+    /// [`FlatIndex::search`] for many queries at once (see [`FlatView::search_batch`]).
+    pub fn search_batch(
+        &self,
+        queries: &[f32],
+        k: usize,
+        filter: &Filter,
+        threads: usize,
+    ) -> Result<Vec<Vec<Hit>>, VectorError> {
+        self.view()?
+            .search_batch(&self.deleted, queries, k, filter, threads)
+    }
+}
+
+/// Queries encoded to a block's precision, `dim` values each, back to back.
+enum Encoded {
+    F32(Vec<f32>),
+    /// f16 queries widened back to f32 (exactly), for the tiled kernel.
+    F16 {
+        halves: Vec<F16>,
+        widened: Vec<f32>,
+    },
+    I8 {
+        values: Vec<i8>,
+        scales: Vec<f32>,
+    },
+}
+
+impl Encoded {
+    fn new(precision: Precision, dim: usize, queries: &[f32]) -> Self {
+        match precision {
+            Precision::F32 => Encoded::F32(queries.to_vec()),
+            Precision::F16 => {
+                let mut halves = vec![F16::ZERO; queries.len()];
+                encode_f16(queries, &mut halves);
+                let widened = halves
+                    .iter()
+                    .map(|h| half::f16::from_bits(h.0).to_f32())
+                    .collect();
+                Encoded::F16 { halves, widened }
+            }
+            Precision::I8 => {
+                let mut values = vec![0i8; queries.len()];
+                let scales = queries
+                    .chunks_exact(dim)
+                    .zip(values.chunks_exact_mut(dim))
+                    .map(|(q, out)| quantize_i8(q, out))
+                    .collect();
+                Encoded::I8 { values, scales }
+            }
+        }
+    }
+}
+
+impl FlatView<'_> {
+    fn check_queries(&self, queries: &[f32], what: &'static str) -> Result<usize, VectorError> {
+        let dim = self.dim();
+        if !queries.len().is_multiple_of(dim) {
+            return Err(VectorError::DimensionMismatch {
+                what,
+                expected: dim,
+                found: queries.len(),
+            });
+        }
+        for (i, q) in queries.chunks_exact(dim).enumerate() {
+            check_vector(what, i, dim, q)?;
+        }
+        Ok(queries.len() / dim)
+    }
+
+    fn hits(&self, top: TopK) -> Vec<Hit> {
+        top.into_sorted()
+            .into_iter()
+            .map(|Scored { score, row }| Hit {
+                row,
+                id: self.ids[row as usize],
+                score,
+            })
+            .collect()
+    }
+
+    /// The `k` rows with the highest dot product with `query` among the rows not in `deleted`
+    /// that pass `filter`, best first, ties by ascending row. Returns exactly
+    /// `min(k, matching rows)` hits. The query is encoded to the block's precision first.
+    pub fn search(
+        &self,
+        deleted: &RoaringBitmap,
+        query: &[f32],
+        k: usize,
+        filter: &Filter,
+    ) -> Result<Vec<Hit>, VectorError> {
+        if query.len() != self.dim() {
+            return Err(VectorError::DimensionMismatch {
+                what: "query",
+                expected: self.dim(),
+                found: query.len(),
+            });
+        }
+        self.check_queries(query, "query")?;
+        let mut top = TopK::new(k);
+        if k == 0 {
+            return Ok(Vec::new());
+        }
+        let candidates = filter.candidates(self.len(), deleted);
+        let (dim, stride) = (self.dim(), self.layout.stride_values());
+        match (self.vectors, Encoded::new(self.precision(), dim, query)) {
+            (Vectors::F32(v), Encoded::F32(q)) => candidates.for_each(self, filter, |row| {
+                let at = row * stride;
+                top.push(dot_f32(&q, &v[at..at + dim]), row as u32);
+            }),
+            (Vectors::F16(v), Encoded::F16 { halves: q, .. }) => {
+                candidates.for_each(self, filter, |row| {
+                    let at = row * stride;
+                    top.push(dot_f16(&q, &v[at..at + dim]), row as u32);
+                });
+            }
+            (Vectors::I8(v), Encoded::I8 { values: q, scales }) => {
+                let query_scale = scales.first().copied().unwrap_or(0.0);
+                candidates.for_each(self, filter, |row| {
+                    let at = row * stride;
+                    let dot = dot_i8(&q, &v[at..at + dim]);
+                    top.push(score_i8(dot, query_scale, self.scales[row]), row as u32);
+                });
+            }
+            // `Encoded::new` follows the block's precision, so the pairs above are the only ones.
+            _ => {}
+        }
+        Ok(self.hits(top))
+    }
+
+    /// [`FlatView::search`] for `queries.len() / dim` queries stored back to back, sharing one
+    /// filter, on `threads` threads (0: one per available core). Result `i` is query `i`'s hits.
+    ///
+    /// f32 and f16 blocks are scored with the tiled kernel, whose rounding differs from the
+    /// single-query kernel's in the last bits, so near-ties may order differently than in
+    /// [`FlatView::search`]; i8 scores are identical.
+    pub fn search_batch(
+        &self,
+        deleted: &RoaringBitmap,
+        queries: &[f32],
+        k: usize,
+        filter: &Filter,
+        threads: usize,
+    ) -> Result<Vec<Vec<Hit>>, VectorError> {
+        let n_queries = self.check_queries(queries, "query batch")?;
+        if k == 0 || n_queries == 0 {
+            return Ok(vec![Vec::new(); n_queries]);
+        }
+        let threads = match threads {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        }
+        .min(n_queries);
+        let rows = filter
+            .candidates(self.len(), deleted)
+            .materialize(self, filter);
+        let rows = match &rows {
+            Some(list) => RowList::Listed(list),
+            None => RowList::All(self.len()),
+        };
+        let encoded = Encoded::new(self.precision(), self.dim(), queries);
+        let per_thread = n_queries.div_ceil(threads);
+        let mut tops: Vec<TopK> = Vec::with_capacity(n_queries);
+        std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..n_queries)
+                .step_by(per_thread)
+                .map(|first| {
+                    let share = first..(first + per_thread).min(n_queries);
+                    let (encoded, rows) = (&encoded, &rows);
+                    scope.spawn(move || self.scan_batch(encoded, share, rows, k))
+                })
+                .collect();
+            for worker in workers {
+                // A worker only panics if the scan has a bug; re-raise it on this thread.
+                match worker.join() {
+                    Ok(share) => tops.extend(share),
+                    Err(panic) => std::panic::resume_unwind(panic),
+                }
+            }
+        });
+        Ok(tops.into_iter().map(|top| self.hits(top)).collect())
+    }
+
+    /// Scores the queries `share` against `rows` block by block; one heap per query.
+    fn scan_batch(
+        &self,
+        encoded: &Encoded,
+        share: std::ops::Range<usize>,
+        rows: &RowList<'_>,
+        k: usize,
+    ) -> Vec<TopK> {
+        let (dim, stride) = (self.dim(), self.layout.stride_values());
+        let mut tops: Vec<TopK> = share.clone().map(|_| TopK::new(k)).collect();
+        let block_rows = (ROW_BLOCK_BYTES / self.layout.stride).max(TILE_ROWS);
+        let mut block: Vec<u32> = Vec::with_capacity(block_rows);
+        let mut scratch: Vec<f32> = Vec::new();
+        for tile_start in share.clone().step_by(QUERY_TILE) {
+            let tile = tile_start..(tile_start + QUERY_TILE).min(share.end);
+            let heaps = &mut tops[tile.start - share.start..tile.end - share.start];
+            let mut next = 0;
+            while rows.fill(&mut block, &mut next, block_rows) {
+                match (self.vectors, encoded) {
+                    (Vectors::F32(v), Encoded::F32(q)) => {
+                        let row = |r: u32| &v[r as usize * stride..r as usize * stride + dim];
+                        score_tiles(q, dim, tile.clone(), &block, row, heaps);
+                    }
+                    (Vectors::F16(v), Encoded::F16 { widened, .. }) => {
+                        scratch.clear();
+                        for &r in &block {
+                            let at = r as usize * stride;
+                            scratch.extend(
+                                v[at..at + dim]
+                                    .iter()
+                                    .map(|h| half::f16::from_bits(h.0).to_f32()),
+                            );
+                        }
+                        let by_row: Vec<u32> = (0..block.len() as u32).collect();
+                        let row = |i: u32| &scratch[i as usize * dim..(i as usize + 1) * dim];
+                        score_tiles_mapped(widened, dim, tile.clone(), &by_row, &block, row, heaps);
+                    }
+                    (Vectors::I8(v), Encoded::I8 { values, scales }) => {
+                        for (heap, qi) in heaps.iter_mut().zip(tile.clone()) {
+                            let q = &values[qi * dim..(qi + 1) * dim];
+                            for &r in &block {
+                                let at = r as usize * stride;
+                                let dot = dot_i8(q, &v[at..at + dim]);
+                                heap.push(score_i8(dot, scales[qi], self.scales[r as usize]), r);
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        tops
+    }
+}
+
+/// The candidate rows of a batched scan.
+enum RowList<'a> {
+    /// Rows `0..n`.
+    All(usize),
+    /// Exactly these rows, ascending.
+    Listed(&'a [u32]),
+}
+
+impl RowList<'_> {
+    /// Refills `block` with up to `max` rows starting at position `*next`; false when done.
+    fn fill(&self, block: &mut Vec<u32>, next: &mut usize, max: usize) -> bool {
+        block.clear();
+        match self {
+            RowList::All(n) => {
+                let end = (*next + max).min(*n);
+                block.extend(*next as u32..end as u32);
+                *next = end;
+            }
+            RowList::Listed(rows) => {
+                let end = (*next + max).min(rows.len());
+                block.extend_from_slice(&rows[*next..end]);
+                *next = end;
+            }
+        }
+        !block.is_empty()
+    }
+}
+
+/// Scores the queries `tile` (in `queries`, `dim` values each) against the rows in `block`
+/// with the tiled kernel and offers each score to the query's heap.
+fn score_tiles<'v>(
+    queries: &[f32],
+    dim: usize,
+    tile: std::ops::Range<usize>,
+    block: &[u32],
+    row: impl Fn(u32) -> &'v [f32],
+    heaps: &mut [TopK],
+) {
+    score_tiles_mapped(queries, dim, tile, block, block, row, heaps);
+}
+
+/// [`score_tiles`] where the kernel reads row `fetch[i]` and the heaps record row `report[i]`.
+fn score_tiles_mapped<'v>(
+    queries: &[f32],
+    dim: usize,
+    tile: std::ops::Range<usize>,
+    fetch: &[u32],
+    report: &[u32],
+    row: impl Fn(u32) -> &'v [f32],
+    heaps: &mut [TopK],
+) {
+    let query = |qi: usize| &queries[qi * dim..(qi + 1) * dim];
+    let n_rows = fetch.len();
+    for group in (tile.start..tile.end).step_by(TILE_QUERIES) {
+        let in_group = (tile.end - group).min(TILE_QUERIES);
+        let qs: [&[f32]; TILE_QUERIES] =
+            std::array::from_fn(|i| query(group + i.min(in_group - 1)));
+        for first in (0..n_rows).step_by(TILE_ROWS) {
+            let in_rows = (n_rows - first).min(TILE_ROWS);
+            let rs: [&[f32]; TILE_ROWS] =
+                std::array::from_fn(|j| row(fetch[first + j.min(in_rows - 1)]));
+            let scores = dot_tile_f32(qs, rs);
+            for (i, scores_q) in scores.iter().enumerate().take(in_group) {
+                let heap = &mut heaps[group - tile.start + i];
+                for (j, &score) in scores_q.iter().enumerate().take(in_rows) {
+                    heap.push(score, report[first + j]);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,491 @@
+//! Dot-product kernels for the stored precisions, their scalar references, and the encoders
+//! that turn an f32 vector into a stored row.
+//!
+//! The SIMD kernels are simsimd's (`SpatialSimilarity::dot`, which picks the best backend for
+//! the CPU once, at the first call). Each has a plain scalar reference here, and the tests at the
+//! bottom check one against the other on random lengths (0, 1, 383, 384, 385, ...) and unaligned
+//! slices.
+//!
+//! **i8 is scalar quantization with one scale per vector**: a row x is stored as
+//! `q_i = round(x_i / s_x)` with `s_x = max_i |x_i| / 127`, so `x ≈ s_x·q` and
+//! `dot(a, x) ≈ s_a·s_x·Σ a_i q_i`, an exact integer dot (simsimd's VNNI / `pmaddubsw` kernels)
+//! followed by one multiply per row. The scale is per vector rather than per block because
+//! (1) every vector then uses the full 8-bit range: embeddings differ in their largest component,
+//! and a block-wide scale is set by the block's most extreme vector, wasting bits on the rest;
+//! (2) a row's bytes depend on that row alone, so compaction can drop, move or append rows
+//! without re-quantizing its neighbours; (3) the cost is 4 bytes per row (1% at d = 384).
+//! Per-dimension scales would cost nothing in space but break the integer dot product (each
+//! product would need its own multiply). The quantizer never emits -128, so values are
+//! symmetric.
+//!
+//! **f16** rows are IEEE binary16 bits (converted with the `half` crate, round to nearest even),
+//! scored by simsimd's f16 kernel, which widens to f32 before multiplying.
+//!
+//! The batched scan uses [`dot_tile_f32`], a register-tiled kernel that scores a few queries
+//! against a few rows per pass over the dimension, so every loaded value feeds several
+//! multiply-adds; it is plain Rust that the compiler vectorizes, compiled once more with AVX2 + FMA
+//! and with AVX-512 (F, VL) enabled, the build picked at run time. All builds do the same 8-lane
+//! fused arithmetic, so their scores agree bit for bit (tested). i8 has no tiled kernel yet: the
+//! compiler does not turn the portable form into `vpmaddwd`/`vpdpbusd`, so batched i8 scans call
+//! simsimd per pair.
+
+use simsimd::SpatialSimilarity;
+
+/// simsimd's half-precision type: `#[repr(transparent)]` over the IEEE binary16 bits.
+pub(crate) type F16 = simsimd::f16;
+
+/// The element type of stored vectors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+#[non_exhaustive]
+pub enum Precision {
+    /// 32-bit IEEE floats, 4 bytes per value.
+    F32 = 1,
+    /// 16-bit IEEE floats, 2 bytes per value.
+    F16 = 2,
+    /// 8-bit integers with one f32 scale per vector, 1 byte per value.
+    I8 = 3,
+}
+
+impl Precision {
+    /// The code stored in a block header.
+    pub(crate) fn code(self) -> u8 {
+        self as u8
+    }
+
+    /// The precision a header code names, if any.
+    pub(crate) fn try_from_code(code: u8) -> Option<Self> {
+        match code {
+            1 => Some(Self::F32),
+            2 => Some(Self::F16),
+            3 => Some(Self::I8),
+            _ => None,
+        }
+    }
+
+    /// Bytes per stored value.
+    pub fn bytes_per_value(self) -> usize {
+        match self {
+            Self::F32 => 4,
+            Self::F16 => 2,
+            Self::I8 => 1,
+        }
+    }
+}
+
+impl std::fmt::Display for Precision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::F32 => "f32",
+            Self::F16 => "f16",
+            Self::I8 => "i8",
+        })
+    }
+}
+
+/// Dot product of two f32 vectors of equal length (simsimd).
+///
+/// Slices of different lengths are a caller bug; they score NaN rather than panic.
+#[inline]
+pub(crate) fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
+    debug_assert_eq!(a.len(), b.len());
+    f32::dot(a, b).map_or(f32::NAN, |d| d as f32)
+}
+
+/// Dot product of two f16 vectors of equal length (simsimd), accumulated in f32 or wider.
+#[inline]
+pub(crate) fn dot_f16(a: &[F16], b: &[F16]) -> f32 {
+    debug_assert_eq!(a.len(), b.len());
+    F16::dot(a, b).map_or(f32::NAN, |d| d as f32)
+}
+
+/// Exact integer dot product of two i8 vectors of equal length (simsimd).
+///
+/// Exact while `len * 127 * 127` fits in an i32 (len < 133,000), far above any embedding size.
+#[inline]
+pub(crate) fn dot_i8(a: &[i8], b: &[i8]) -> f32 {
+    debug_assert_eq!(a.len(), b.len());
+    i8::dot(a, b).map_or(f32::NAN, |d| d as f32)
+}
+
+/// Score of an i8 row against an i8 query: `s_q·s_x·Σ q_i x_i`.
+///
+/// The one place the product is formed, so single, batched and reference scans agree bit for bit.
+#[inline]
+pub(crate) fn score_i8(integer_dot: f32, query_scale: f32, row_scale: f32) -> f32 {
+    integer_dot * (query_scale * row_scale)
+}
+
+#[cfg(test)]
+/// Scalar reference for [`dot_f32`], accumulated in f64.
+pub(crate) fn dot_f32_scalar(a: &[f32], b: &[f32]) -> f64 {
+    a.iter()
+        .zip(b)
+        .map(|(&x, &y)| f64::from(x) * f64::from(y))
+        .sum()
+}
+
+#[cfg(test)]
+/// Scalar reference for [`dot_f16`]: decode with `half`, accumulate in f64.
+pub(crate) fn dot_f16_scalar(a: &[F16], b: &[F16]) -> f64 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| f64::from(half::f16::from_bits(x.0)) * f64::from(half::f16::from_bits(y.0)))
+        .sum()
+}
+
+#[cfg(test)]
+/// Scalar reference for [`dot_i8`], exact in i64.
+pub(crate) fn dot_i8_scalar(a: &[i8], b: &[i8]) -> i64 {
+    a.iter()
+        .zip(b)
+        .map(|(&x, &y)| i64::from(x) * i64::from(y))
+        .sum()
+}
+
+/// Encodes one f32 value as f16 (round to nearest even; out of range becomes ±infinity).
+#[inline]
+pub(crate) fn f16_from_f32(value: f32) -> F16 {
+    simsimd::f16(half::f16::from_f32(value).to_bits())
+}
+
+/// Encodes `x` into `out` (same length) as f16 values.
+pub(crate) fn encode_f16(x: &[f32], out: &mut [F16]) {
+    for (o, &v) in out.iter_mut().zip(x) {
+        *o = f16_from_f32(v);
+    }
+}
+
+/// Quantizes `x` into `out` (same length) and returns the scale `s` with `x ≈ s·out`.
+///
+/// `s = max |x_i| / 127`; an all-zero vector gets scale 0. Values land in -127..=127.
+pub(crate) fn quantize_i8(x: &[f32], out: &mut [i8]) -> f32 {
+    let max = x.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+    if max == 0.0 || !max.is_finite() {
+        out.fill(0);
+        return 0.0;
+    }
+    let inverse = 127.0 / max;
+    for (o, &v) in out.iter_mut().zip(x) {
+        *o = (v * inverse).round().clamp(-127.0, 127.0) as i8;
+    }
+    max / 127.0
+}
+
+/// Views f16 bit patterns as simsimd's f16 type.
+#[allow(unsafe_code)]
+pub(crate) fn f16_from_bits(bits: &[u16]) -> &[F16] {
+    // SAFETY: `simsimd::f16` is `#[repr(transparent)]` over `u16` (simsimd 6.5, rust/lib.rs), so
+    // it has u16's size and alignment and every u16 bit pattern is a valid value; the new slice
+    // covers exactly the same bytes and borrows `bits` for the same lifetime. The test
+    // `f16_bits_view_matches_values` checks the layout assumption and the values read back.
+    unsafe { std::slice::from_raw_parts(bits.as_ptr().cast::<F16>(), bits.len()) }
+}
+
+const _: () = assert!(std::mem::size_of::<F16>() == std::mem::size_of::<u16>());
+const _: () = assert!(std::mem::align_of::<F16>() == std::mem::align_of::<u16>());
+
+/// Queries per tile of [`dot_tile_f32`].
+pub(crate) const TILE_QUERIES: usize = 4;
+/// Rows per tile of [`dot_tile_f32`].
+pub(crate) const TILE_ROWS: usize = 4;
+/// Lanes of one accumulator: 8 f32 = one AVX2 register.
+const LANES: usize = 8;
+
+/// Scores `TILE_QUERIES` queries against `TILE_ROWS` rows: `out[q][r] = dot(queries[q], rows[r])`.
+///
+/// Every slice must have the same length. The accumulation order depends only on the length
+/// (8 lanes, then a fixed pairwise reduction, then the scalar tail), never on where a pair sits in
+/// the tile, so [`dot_lanes_f32`] gives every pair's score bit for bit.
+#[inline]
+pub(crate) fn dot_tile_f32(
+    queries: [&[f32]; TILE_QUERIES],
+    rows: [&[f32]; TILE_ROWS],
+) -> [[f32; TILE_ROWS]; TILE_QUERIES] {
+    #[cfg(target_arch = "x86_64")]
+    if has_avx512() {
+        #[allow(unsafe_code)]
+        // SAFETY: `dot_tile_f32_avx512` only requires AVX-512 F and VL and FMA, which
+        // `has_avx512` has just checked at run time (std's cached CPUID detection).
+        return unsafe { dot_tile_f32_avx512(queries, rows) };
+    }
+    #[cfg(target_arch = "x86_64")]
+    if has_avx2_fma() {
+        #[allow(unsafe_code)]
+        // SAFETY: `dot_tile_f32_avx2` only requires the CPU to support AVX2 and FMA, which
+        // `has_avx2_fma` has just checked at run time (std's cached CPUID detection).
+        return unsafe { dot_tile_f32_avx2(queries, rows) };
+    }
+    dot_tile_f32_portable(queries, rows)
+}
+
+/// Whether this CPU runs the AVX2 + FMA build of the tiled kernel.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn has_avx2_fma() -> bool {
+    std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+}
+
+/// Whether this CPU runs the AVX-512 build of the tiled kernel (same 8-lane arithmetic, but 32
+/// vector registers, so a 4 × 4 tile's 16 accumulators never spill).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn has_avx512() -> bool {
+    std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512vl")
+        && std::arch::is_x86_feature_detected!("fma")
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vl,fma")]
+fn dot_tile_f32_avx512(
+    queries: [&[f32]; TILE_QUERIES],
+    rows: [&[f32]; TILE_ROWS],
+) -> [[f32; TILE_ROWS]; TILE_QUERIES] {
+    dot_tile_generic(queries, rows)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn dot_tile_f32_avx2(
+    queries: [&[f32]; TILE_QUERIES],
+    rows: [&[f32]; TILE_ROWS],
+) -> [[f32; TILE_ROWS]; TILE_QUERIES] {
+    dot_tile_generic(queries, rows)
+}
+
+fn dot_tile_f32_portable(
+    queries: [&[f32]; TILE_QUERIES],
+    rows: [&[f32]; TILE_ROWS],
+) -> [[f32; TILE_ROWS]; TILE_QUERIES] {
+    dot_tile_generic(queries, rows)
+}
+
+#[cfg(test)]
+/// The score [`dot_tile_f32`] gives one pair, computed alone (a 1 × 1 tile).
+pub(crate) fn dot_lanes_f32(query: &[f32], row: &[f32]) -> f32 {
+    let tile = dot_tile_f32([query; TILE_QUERIES], [row; TILE_ROWS]);
+    tile[0][0]
+}
+
+/// The tiled kernel's body, inlined into each target-feature build.
+///
+/// Products are fused multiply-adds (`mul_add`); with FMA enabled they are one instruction, and
+/// without it the same IEEE result comes from the libm fallback, so both builds agree bit for bit.
+#[inline(always)]
+fn dot_tile_generic<const Q: usize, const R: usize>(
+    queries: [&[f32]; Q],
+    rows: [&[f32]; R],
+) -> [[f32; R]; Q] {
+    let len = queries
+        .iter()
+        .chain(rows.iter())
+        .map(|s| s.len())
+        .min()
+        .unwrap_or(0);
+    let body = len - len % LANES;
+    let chunks = body / LANES;
+    // Cut every input to exactly `chunks` chunks of LANES values up front, so the loop below
+    // indexes slices of a known common length and carries no bounds checks.
+    let qc: [&[[f32; LANES]]; Q] =
+        std::array::from_fn(|i| &queries[i][..body].as_chunks().0[..chunks]);
+    let rc: [&[[f32; LANES]]; R] =
+        std::array::from_fn(|j| &rows[j][..body].as_chunks().0[..chunks]);
+    let mut acc = [[[0.0f32; LANES]; R]; Q];
+    for c in 0..chunks {
+        let x: [[f32; LANES]; R] = std::array::from_fn(|j| rc[j][c]);
+        for (acc_q, query) in acc.iter_mut().zip(qc.iter()) {
+            let q = query[c];
+            for (acc_qr, xr) in acc_q.iter_mut().zip(x.iter()) {
+                for lane in 0..LANES {
+                    acc_qr[lane] = q[lane].mul_add(xr[lane], acc_qr[lane]);
+                }
+            }
+        }
+    }
+    let mut out = [[0.0f32; R]; Q];
+    for (qi, (out_q, acc_q)) in out.iter_mut().zip(acc.iter()).enumerate() {
+        for (ri, (o, a)) in out_q.iter_mut().zip(acc_q.iter()).enumerate() {
+            let s4 = [a[0] + a[4], a[1] + a[5], a[2] + a[6], a[3] + a[7]];
+            let mut sum = (s4[0] + s4[2]) + (s4[1] + s4[3]);
+            for i in body..len {
+                sum = queries[qi][i].mul_add(rows[ri][i], sum);
+            }
+            *o = sum;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Lengths that cover the empty vector, one value, and both sides of 384 (the all-MiniLM
+    /// dimension) and of the 8/16/32/64-lane SIMD widths.
+    fn length() -> impl Strategy<Value = usize> {
+        prop_oneof![
+            Just(0usize),
+            Just(1),
+            Just(383),
+            Just(384),
+            Just(385),
+            Just(768),
+            0usize..200,
+        ]
+    }
+
+    /// Two random vectors of one random length, each embedded at a random offset (0..4 values)
+    /// in a larger buffer, so kernels also see slices that do not start on a vector boundary.
+    fn pair<T: std::fmt::Debug + Clone>(
+        value: impl Strategy<Value = T> + Clone,
+    ) -> impl Strategy<Value = (Vec<T>, usize, Vec<T>, usize, usize)> {
+        (length(), 0usize..4, 0usize..4).prop_flat_map(move |(len, oa, ob)| {
+            (
+                proptest::collection::vec(value.clone(), len + oa),
+                Just(oa),
+                proptest::collection::vec(value.clone(), len + ob),
+                Just(ob),
+                Just(len),
+            )
+        })
+    }
+
+    /// Bound on the f32 rounding error of an accumulated dot product: relative to Σ|a_i·b_i|.
+    fn tolerance(a: &[f32], b: &[f32]) -> f64 {
+        let magnitude: f64 = a
+            .iter()
+            .zip(b)
+            .map(|(&x, &y)| (f64::from(x) * f64::from(y)).abs())
+            .sum();
+        1e-5 * magnitude + 1e-6
+    }
+
+    proptest! {
+        #[test]
+        fn f32_kernel_matches_scalar((a, oa, b, ob, len) in pair(-1.0f32..1.0)) {
+            let (a, b) = (&a[oa..oa + len], &b[ob..ob + len]);
+            let got = f64::from(dot_f32(a, b));
+            let want = dot_f32_scalar(a, b);
+            prop_assert!((got - want).abs() <= tolerance(a, b), "len {len}: {got} vs {want}");
+        }
+
+        #[test]
+        fn f16_kernel_matches_scalar((a, oa, b, ob, len) in pair(-1.0f32..1.0)) {
+            let (a, b) = (&a[oa..oa + len], &b[ob..ob + len]);
+            let mut ha = vec![F16::ZERO; len];
+            let mut hb = vec![F16::ZERO; len];
+            encode_f16(a, &mut ha);
+            encode_f16(b, &mut hb);
+            let got = f64::from(dot_f16(&ha, &hb));
+            let want = dot_f16_scalar(&ha, &hb);
+            prop_assert!((got - want).abs() <= tolerance(a, b), "len {len}: {got} vs {want}");
+        }
+
+        #[test]
+        fn i8_kernel_is_exact((a, oa, b, ob, len) in pair(-127i8..=127)) {
+            let (a, b) = (&a[oa..oa + len], &b[ob..ob + len]);
+            let got = dot_i8(a, b);
+            let want = dot_i8_scalar(a, b);
+            prop_assert_eq!(f64::from(got), want as f64, "len {}", len);
+        }
+
+        #[test]
+        fn i8_quantized_dot_approximates_f32((a, oa, b, ob, len) in pair(-1.0f32..1.0)) {
+            let (a, b) = (&a[oa..oa + len], &b[ob..ob + len]);
+            let mut qa = vec![0i8; len];
+            let mut qb = vec![0i8; len];
+            let sa = quantize_i8(a, &mut qa);
+            let sb = quantize_i8(b, &mut qb);
+            prop_assert!(qa.iter().chain(&qb).all(|&v| v != i8::MIN));
+            let got = f64::from(score_i8(dot_i8(&qa, &qb), sa, sb));
+            let want = dot_f32_scalar(a, b);
+            // Each value is off by at most half a step (s/2); the dot by at most
+            // Σ (|a_i|·s_b + |b_i|·s_a)/2 + n·s_a·s_b/4.
+            let bound: f64 = a.iter().zip(b).map(|(&x, &y)| {
+                (f64::from(x.abs()) * f64::from(sb) + f64::from(y.abs()) * f64::from(sa)) / 2.0
+                    + f64::from(sa) * f64::from(sb) / 4.0
+            }).sum::<f64>() * 1.001 + 1e-6;
+            prop_assert!((got - want).abs() <= bound, "len {len}: {got} vs {want}, bound {bound}");
+        }
+
+        #[test]
+        fn tiled_kernel_matches_scalar_and_lanes(
+            len in length(),
+            seed in proptest::collection::vec(-1.0f32..1.0, 8 * 800),
+            offset in 0usize..4,
+        ) {
+            let len = len.min(790);
+            let slice = |i: usize| &seed[offset + i * 790..offset + i * 790 + len];
+            let queries = [slice(0), slice(1), slice(2), slice(3)];
+            let rows = [slice(4), slice(5), slice(6), slice(7)];
+            let tile = dot_tile_f32(queries, rows);
+            let portable = dot_tile_f32_portable(queries, rows);
+            for q in 0..TILE_QUERIES {
+                for r in 0..TILE_ROWS {
+                    let want = dot_f32_scalar(queries[q], rows[r]);
+                    let got = tile[q][r];
+                    prop_assert!((f64::from(got) - want).abs() <= tolerance(queries[q], rows[r]),
+                        "len {len} q{q} r{r}: {got} vs {want}");
+                    prop_assert_eq!(got.to_bits(), dot_lanes_f32(queries[q], rows[r]).to_bits());
+                    prop_assert_eq!(got.to_bits(), portable[q][r].to_bits());
+                    #[cfg(target_arch = "x86_64")]
+                    if has_avx2_fma() {
+                        #[allow(unsafe_code)]
+                        // SAFETY: AVX2 and FMA were detected on this CPU just above.
+                        let avx2 = unsafe { dot_tile_f32_avx2(queries, rows) };
+                        prop_assert_eq!(got.to_bits(), avx2[q][r].to_bits());
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn i8_kernel_handles_extremes() {
+        for len in [0usize, 1, 63, 64, 65, 383, 384, 385, 1024] {
+            let a = vec![-127i8; len];
+            let b = vec![127i8; len];
+            assert_eq!(f64::from(dot_i8(&a, &b)), dot_i8_scalar(&a, &b) as f64);
+            let c = vec![-127i8; len];
+            assert_eq!(f64::from(dot_i8(&a, &c)), dot_i8_scalar(&a, &c) as f64);
+        }
+    }
+
+    #[test]
+    fn quantize_zero_and_unit() {
+        let mut out = [5i8; 3];
+        assert_eq!(quantize_i8(&[0.0, 0.0, 0.0], &mut out), 0.0);
+        assert_eq!(out, [0, 0, 0]);
+        let scale = quantize_i8(&[1.0, -0.5, 0.0], &mut out);
+        assert_eq!(out, [127, -64, 0]);
+        assert!((scale - 1.0 / 127.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn f16_bits_view_matches_values() {
+        let values = [0.0f32, 1.0, -2.5, 65504.0, 1e-5];
+        let bits: Vec<u16> = values
+            .iter()
+            .map(|&v| half::f16::from_f32(v).to_bits())
+            .collect();
+        let view = f16_from_bits(&bits);
+        assert_eq!(view.len(), bits.len());
+        assert_eq!(view.as_ptr().cast::<u16>(), bits.as_ptr());
+        for (h, &v) in view.iter().zip(&values) {
+            assert_eq!(h.to_f32(), half::f16::from_f32(v).to_f32());
+        }
+        // Unaligned start within a larger buffer keeps the same element mapping.
+        assert_eq!(f16_from_bits(&bits[1..])[0].to_f32(), 1.0);
+    }
+
+    #[test]
+    fn precision_codes_round_trip() {
+        for p in [Precision::F32, Precision::F16, Precision::I8] {
+            assert_eq!(Precision::try_from_code(p.code()), Some(p));
+        }
+        assert_eq!(Precision::try_from_code(0), None);
+        assert_eq!(Precision::try_from_code(4), None);
+    }
+}

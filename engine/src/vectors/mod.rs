@@ -1,0 +1,41 @@
+//! Exact vector search: flat (brute-force) indices of f32, f16 or i8 vectors, scored by dot
+//! product with SIMD kernels, with filters applied during the scan.
+//!
+//! Code map:
+//! - [`kernels`]: the dot-product kernels (simsimd) with their scalar references, the f32 → f16
+//!   and f32 → i8 encoders, and the register-tiled kernel used by batched search.
+//! - [`layout`]: the byte layout of one flat-index block (header, vectors, columns) and the
+//!   64-byte-aligned buffer that owns it; [`FlatView`] reads a block straight from `&[u8]`.
+//! - [`filter`]: [`Filter`] (row allow-list, time range, sources) and the candidate-row walk.
+//! - [`topk`]: the bounded top-k heap and its deterministic order (score, then row number).
+//! - [`index`]: [`FlatIndexWriter`], [`FlatIndex`] and the single and batched scans.
+//!
+//! **Invariant:** a flat search returns exactly `min(k, rows that match the filter and are not
+//! deleted)` hits, best first; equal scores are ordered by ascending row number, so results
+//! never depend on thread count, block size or the order of the candidate walk.
+//!
+//! This module is self-contained: blocks are built and searched in memory. Storing them in
+//! segment files (the bytes are already the on-disk form) is a later step.
+
+mod error;
+mod filter;
+mod hnsw;
+mod index;
+mod kernels;
+pub(crate) mod layout;
+mod refine;
+mod topk;
+
+#[cfg(test)]
+mod tests;
+
+pub use error::VectorError;
+pub use filter::Filter;
+pub use hnsw::{
+    FLAT_BELOW_MATCH_FRACTION, FLAT_BELOW_ROWS, HnswIndex, HnswParams, Route, Traversal,
+};
+pub use index::{FlatIndex, FlatIndexWriter};
+pub use kernels::Precision;
+pub use layout::FlatView;
+pub use refine::{DEFAULT_REFINE_FACTOR, RefinedFlatIndex};
+pub use topk::Hit;
