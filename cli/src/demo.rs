@@ -7,7 +7,9 @@
 
 use std::path::{Path, PathBuf};
 
-use memdb::{CompactOptions, KeepEverything, Options, ScanFilter, Source, Store, Victims};
+use memdb::{
+    CompactOptions, KeepEverything, Options, ScanFilter, Source, Store, VectorScope, Victims,
+};
 
 use crate::output::{Out, check_text, compact_text, item_table, list_table, stats_table};
 use crate::{ImportFormat, import};
@@ -35,7 +37,7 @@ pub(crate) fn run(
     std::fs::remove_file(&sample_path).map_err(|e| format!("{}: {e}", sample_path.display()))?;
     let step = |title: &str, body: String| {
         if !out.json {
-            println!("\n== {title}\n{body}");
+            crate::output::say(&format!("\n== {title}\n{body}"));
         }
     };
     step(&format!("store {}", dir.display()), summary.text());
@@ -109,66 +111,32 @@ pub(crate) fn run(
     Ok(())
 }
 
-/// What the encoder reads of an item: date, who, and every text field.
-fn item_text(item: &memdb::Item) -> String {
-    let f = &item.fields;
-    let date = f.time.to_rfc3339();
-    let who = f
-        .speaker
-        .as_deref()
-        .or(f.from.as_deref())
-        .map(|w| format!(" {w}:"))
-        .unwrap_or_default();
-    let parts: Vec<&str> = [&f.summary, &f.body, &f.caption, &f.ocr]
-        .into_iter()
-        .filter_map(|p| p.as_deref())
-        .collect();
-    format!("[{}]{who} {}", &date[..10], parts.join(" "))
-}
-
-/// Encodes every item on the device and answers a few questions by exact cosine similarity.
-/// (Vectors are not stored yet: the vector index is a later capability.)
 fn semantic_lookups(store: &Store, out: &Out, step: &dyn Fn(&str, String)) -> Result<(), String> {
-    use memdb_encode::{Encoder, EncoderOptions, MiniLm};
-    let model_dir = crate::model::ensure_installed(!out.json)?;
-    let started = std::time::Instant::now();
-    let encoder = MiniLm::load(&model_dir, EncoderOptions::default()).map_err(|e| e.to_string())?;
-    store
-        .bind_model(&encoder.model_id().to_string())
-        .map_err(|e| e.to_string())?;
-    let items = store
-        .snapshot()
-        .and_then(|s| s.scan(&ScanFilter::default()))
-        .map_err(|e| e.to_string())?;
-    let texts: Vec<String> = items.iter().map(item_text).collect();
-    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-    let vectors = encoder.encode(&refs).map_err(|e| e.to_string())?;
-    let mut body = format!(
-        "encoded {} items with {} on {} thread(s) in {:.1} s",
-        items.len(),
-        encoder.model_id(),
-        encoder.threads(),
-        started.elapsed().as_secs_f64()
-    );
-    for question in [
-        "where did I stay in Lisbon?",
-        "what did I give Mila for her birthday?",
-    ] {
-        let q = encoder.encode(&[question]).map_err(|e| e.to_string())?;
-        let mut scored: Vec<(f32, &memdb::Item)> = vectors
-            .iter()
-            .zip(&items)
-            .map(|(v, item)| (v.iter().zip(&q[0]).map(|(a, b)| a * b).sum(), item))
-            .collect();
-        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
-        body.push_str(&format!("\n\n\"{question}\""));
-        for (score, item) in scored.iter().take(3) {
+    let encoder = crate::embed::encoder_for(store, !out.json)?;
+    let report = crate::embed::embed_missing(store, &encoder, !out.json)?;
+    let mut body = report.text();
+    let searches = [
+        ("where did I stay in Lisbon?", VectorScope::all(), ""),
+        (
+            "what did I give Mila for her birthday?",
+            VectorScope::all(),
+            "",
+        ),
+        (
+            "how much did it cost?",
+            VectorScope::all().with_source(Source::Email.code()),
+            " (mail only)",
+        ),
+    ];
+    for (question, scope, note) in searches {
+        body.push_str(&format!("\n\n\"{question}\"{note}"));
+        for (hit, item) in crate::embed::similar(store, &encoder, question, 3, &scope)? {
             let ext = item.fields.external_id.as_deref().unwrap_or("");
-            body.push_str(&format!("\n  {score:.3}  {ext}"));
+            body.push_str(&format!("\n  {:.3}  {ext}", hit.score));
         }
     }
     step(
-        "semantic recall on the device (exact cosine, all-MiniLM-L6-v2)",
+        "memdb embed, then memdb similar (exact cosine over the stored item vectors)",
         body,
     );
     Ok(())

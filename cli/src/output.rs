@@ -12,10 +12,24 @@ pub(crate) struct Out {
 impl Out {
     pub(crate) fn emit(&self, json: Value, text: impl FnOnce() -> String) {
         if self.json {
-            println!("{json}");
+            say(&json.to_string());
         } else {
-            println!("{}", text());
+            say(&text());
         }
+    }
+}
+
+/// Prints a line on stdout. A closed stdout (`memdb ls … | head`) ends the process quietly
+/// instead of panicking, as Unix tools do; the store is already consistent, since every
+/// command prints only after its work is committed or read.
+pub(crate) fn say(line: &str) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    if writeln!(stdout, "{line}")
+        .and_then(|()| stdout.flush())
+        .is_err()
+    {
+        std::process::exit(0);
     }
 }
 

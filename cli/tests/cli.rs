@@ -183,3 +183,136 @@ fn all_locomo_files_import_with_counts_equal_to_turns() {
         true
     );
 }
+
+/// Whether the encoder's weights are installed; in CI they must be (scripts/test.sh installs
+/// them), elsewhere a test that needs them is skipped loudly.
+fn model_installed() -> bool {
+    let installed = json(&memdb(&["model", "path", "--json"]))["installed"] == true;
+    if !installed {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must have the encoder model installed (scripts/install-model.sh)"
+        );
+        eprintln!("SKIPPED: the encoder model is not installed (run `memdb model install`)");
+    }
+    installed
+}
+
+#[test]
+fn embed_is_incremental_and_similar_finds_by_meaning_within_filters() {
+    if !model_installed() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let store = store.to_str().unwrap();
+    let file = dir.path().join("items.jsonl");
+    std::fs::write(
+        &file,
+        concat!(
+            "{\"external_id\":\"hotel\",\"source\":\"email\",\"time\":\"2024-03-05\",\"body\":\"Your booking at Hotel Alfama in Lisbon is confirmed for three nights.\"}\n",
+            "{\"external_id\":\"gift\",\"source\":\"chat\",\"time\":\"2024-04-20\",\"body\":\"I gave Mila a red bicycle for her seventh birthday.\"}\n",
+            "{\"external_id\":\"dentist\",\"source\":\"email\",\"time\":\"2024-04-02\",\"body\":\"Reminder: dental check-up on Tuesday at 9:30.\"}\n",
+        ),
+    )
+    .unwrap();
+    json(&memdb(&[
+        "import",
+        "jsonl",
+        store,
+        file.to_str().unwrap(),
+        "--json",
+    ]));
+    let first = json(&memdb(&["embed", store, "--json"]));
+    assert_eq!(first["encoded"], 3);
+    let second = json(&memdb(&["embed", store, "--json"]));
+    assert_eq!(
+        (
+            second["encoded"].clone(),
+            second["already_embedded"].clone()
+        ),
+        (0.into(), 3.into())
+    );
+
+    let ext = |hits: &serde_json::Value| -> Vec<String> {
+        hits.as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["item"]["external_id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let hits = json(&memdb(&[
+        "similar",
+        store,
+        "where did I stay in Lisbon?",
+        "-k",
+        "1",
+        "--json",
+    ]));
+    assert_eq!(ext(&hits), vec!["hotel"]);
+    let hits = json(&memdb(&[
+        "similar",
+        store,
+        "a present for a child",
+        "-k",
+        "1",
+        "--json",
+    ]));
+    assert_eq!(ext(&hits), vec!["gift"]);
+    // The filter runs inside the search: asking for the gift among e-mails returns e-mails only,
+    // and exactly as many as asked for.
+    let hits = json(&memdb(&[
+        "similar",
+        store,
+        "a present for a child",
+        "-k",
+        "2",
+        "--source",
+        "email",
+        "--json",
+    ]));
+    let mut found = ext(&hits);
+    found.sort();
+    assert_eq!(found, vec!["dentist", "hotel"]);
+    let hits = json(&memdb(&[
+        "similar",
+        store,
+        "Lisbon",
+        "--from",
+        "2024-04-01",
+        "--json",
+    ]));
+    assert!(!ext(&hits).contains(&"hotel".to_owned()));
+
+    // Vectors survive compaction and stay consistent.
+    json(&memdb(&["compact", store, "--all", "--json"]));
+    let hits = json(&memdb(&[
+        "similar",
+        store,
+        "where did I stay in Lisbon?",
+        "-k",
+        "1",
+        "--json",
+    ]));
+    assert_eq!(ext(&hits), vec!["hotel"]);
+    assert!(memdb(&["check", store]).status.success());
+}
+
+#[test]
+fn a_closed_stdout_ends_the_command_quietly() {
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    assert!(memdb(&["init", store.to_str().unwrap()]).status.success());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_memdb"))
+        .args(["stats", store.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}

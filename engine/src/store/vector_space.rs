@@ -607,6 +607,23 @@ impl Snapshot {
         }))
     }
 
+    /// Keys with a live vector in `space` (empty if the space does not exist).
+    pub fn vector_keys(&self, space: &str) -> Result<RoaringTreemap> {
+        let keys = match self.txn().open_table(catalog::VECTOR_KEYS) {
+            Ok(table) => table,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(RoaringTreemap::new()),
+            Err(e) => return Err(Error::catalog("open vector_keys")(e.into())),
+        };
+        let mut set = RoaringTreemap::new();
+        for row in keys
+            .range((space, 0u64)..=(space, u64::MAX))
+            .ctx("scan vector_keys")?
+        {
+            set.insert(row.ctx("scan vector_keys")?.0.value().1);
+        }
+        Ok(set)
+    }
+
     /// Names of the store's vector spaces.
     pub fn vector_spaces(&self) -> Result<Vec<String>> {
         let spaces = match self.txn().open_table(catalog::VECTOR_SPACES) {

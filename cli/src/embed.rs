@@ -1,0 +1,176 @@
+//! `memdb embed` and `memdb similar`: item embeddings with the on-device encoder, stored in the
+//! store's item vector space, and exact semantic search over them.
+//!
+//! Embedding is incremental (only items without a vector are encoded), bounded in memory (a
+//! window of items at a time, one commit per window, so an interrupted run keeps what it
+//! committed) and bound to one model: the store records the encoder's id and weights hash and
+//! refuses vectors of another model.
+
+use std::time::Instant;
+
+use memdb::{ITEM_VECTORS, Item, Store, VectorHit, VectorScope};
+use memdb_encode::{Encoder, EncoderOptions, MiniLm};
+
+/// Items encoded and committed together.
+const WINDOW: usize = 256;
+
+/// What the encoder reads of an item: date, who, and every text field.
+pub(crate) fn item_text(item: &Item) -> String {
+    let f = &item.fields;
+    let date = f.time.to_rfc3339();
+    let who = f
+        .speaker
+        .as_deref()
+        .or(f.from.as_deref())
+        .map(|w| format!(" {w}:"))
+        .unwrap_or_default();
+    let parts: Vec<&str> = [&f.summary, &f.body, &f.caption, &f.ocr]
+        .into_iter()
+        .filter_map(|p| p.as_deref())
+        .collect();
+    format!(
+        "[{}]{who} {}",
+        date.get(..10).unwrap_or(&date),
+        parts.join(" ")
+    )
+}
+
+/// Loads the encoder (installing the model first if needed) and binds the store to it.
+pub(crate) fn encoder_for(store: &Store, verbose: bool) -> Result<MiniLm, String> {
+    let model_dir = crate::model::ensure_installed(verbose)?;
+    let encoder = MiniLm::load(&model_dir, EncoderOptions::default()).map_err(|e| e.to_string())?;
+    store
+        .bind_model(&encoder.model_id().to_string())
+        .map_err(|e| e.to_string())?;
+    Ok(encoder)
+}
+
+/// What `embed_missing` did.
+pub(crate) struct EmbedReport {
+    pub(crate) encoded: usize,
+    pub(crate) already: u64,
+    pub(crate) seconds: f64,
+    pub(crate) model: String,
+    pub(crate) threads: usize,
+}
+
+impl EmbedReport {
+    pub(crate) fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "encoded": self.encoded,
+            "already_embedded": self.already,
+            "seconds": self.seconds,
+            "model": self.model,
+            "threads": self.threads,
+        })
+    }
+
+    pub(crate) fn text(&self) -> String {
+        let rate = if self.seconds > 0.0 {
+            self.encoded as f64 / self.seconds
+        } else {
+            0.0
+        };
+        format!(
+            "encoded {} items ({} already had a vector) with {} on {} thread(s) in {:.1} s ({rate:.0} items/s)",
+            self.encoded, self.already, self.model, self.threads, self.seconds
+        )
+    }
+}
+
+/// Encodes every item of `store` that has no vector yet and stores the vectors, a window of
+/// items per commit.
+pub(crate) fn embed_missing(
+    store: &Store,
+    encoder: &MiniLm,
+    progress: bool,
+) -> Result<EmbedReport, String> {
+    let started = Instant::now();
+    let snapshot = store.snapshot().map_err(|e| e.to_string())?;
+    let done = snapshot
+        .vector_keys(ITEM_VECTORS)
+        .map_err(|e| e.to_string())?;
+    let todo: Vec<u64> = snapshot
+        .item_ids()
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .filter(|id| !done.contains(*id))
+        .collect();
+    let bar = progress.then(|| {
+        let bar = indicatif::ProgressBar::new(todo.len() as u64);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "embedding {bar:40} {pos}/{len} items, {per_sec}, eta {eta}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar
+    });
+    let mut encoded = 0;
+    for window in todo.chunks(WINDOW) {
+        let mut items = Vec::with_capacity(window.len());
+        for id in window {
+            // An item deleted since the snapshot is simply skipped.
+            if let Some(item) = snapshot.get(*id).map_err(|e| e.to_string())? {
+                items.push(item);
+            }
+        }
+        let texts: Vec<String> = items.iter().map(item_text).collect();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let vectors = encoder.encode(&refs).map_err(|e| e.to_string())?;
+        let mut batch = store.batch();
+        for (item, vector) in items.iter().zip(vectors) {
+            batch.put_vector(
+                ITEM_VECTORS,
+                item.id,
+                item.fields.time.unix_ms,
+                item.fields.source.code(),
+                vector,
+            );
+        }
+        batch.commit().map_err(|e| e.to_string())?;
+        encoded += items.len();
+        if let Some(bar) = &bar {
+            bar.inc(window.len() as u64);
+        }
+    }
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    Ok(EmbedReport {
+        encoded,
+        already: done.len(),
+        seconds: started.elapsed().as_secs_f64(),
+        model: encoder.model_id().to_string(),
+        threads: encoder.threads(),
+    })
+}
+
+/// The `k` items nearest to `text` within `scope`, with their scores.
+pub(crate) fn similar(
+    store: &Store,
+    encoder: &MiniLm,
+    text: &str,
+    k: usize,
+    scope: &VectorScope,
+) -> Result<Vec<(VectorHit, Item)>, String> {
+    let query = encoder
+        .encode(&[text])
+        .map_err(|e| e.to_string())?
+        .pop()
+        .ok_or("the encoder returned no vector")?;
+    let snapshot = store.snapshot().map_err(|e| e.to_string())?;
+    let Some(vectors) = snapshot.vectors(ITEM_VECTORS).map_err(|e| e.to_string())? else {
+        return Err("the store has no item vectors yet: run `memdb embed` first".into());
+    };
+    let mut found = Vec::new();
+    for hit in vectors
+        .search(&query, k, scope)
+        .map_err(|e| e.to_string())?
+    {
+        if let Some(item) = snapshot.get(hit.key).map_err(|e| e.to_string())? {
+            found.push((hit, item));
+        }
+    }
+    Ok(found)
+}
