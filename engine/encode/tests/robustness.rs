@@ -1,0 +1,65 @@
+//! Arbitrary text never breaks the encoder: any string (control characters, lone combining
+//! marks, mixed scripts, very long input) gives `[CLS] … [SEP]` framing within the 256-token
+//! limit and one finite unit vector. Needs the installed model, like the parity test.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::OnceLock;
+
+use memdb_encode::{Encoder, EncoderOptions, MiniLm, model};
+use proptest::prelude::*;
+
+const CLS: u32 = 101;
+const SEP: u32 = 102;
+const MAX_TOKENS: usize = 256;
+
+fn encoder() -> Option<&'static MiniLm> {
+    static ENCODER: OnceLock<Option<MiniLm>> = OnceLock::new();
+    ENCODER
+        .get_or_init(|| match model::locate() {
+            Ok(dir) => Some(MiniLm::load(&dir, EncoderOptions::default()).unwrap()),
+            Err(e) => {
+                assert!(
+                    std::env::var_os("CI").is_none(),
+                    "CI must have the encoder model installed: {e}"
+                );
+                eprintln!("\n*** SKIPPED: encoder robustness test not run: {e} ***\n");
+                None
+            }
+        })
+        .as_ref()
+}
+
+fn text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        any::<String>(),
+        "\\PC{0,40}",
+        // Long runs: truncation must hold for any content.
+        proptest::collection::vec(any::<char>(), 200..3000).prop_map(|c| c.into_iter().collect()),
+        "([a-z]{1,12} ){100,400}",
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn any_text_is_framed_truncated_and_embedded(texts in proptest::collection::vec(text(), 1..5)) {
+        let Some(encoder) = encoder() else { return Ok(()) };
+        for t in &texts {
+            let ids = encoder.token_ids(t).unwrap();
+            prop_assert!(ids.len() >= 2 && ids.len() <= MAX_TOKENS, "{} ids", ids.len());
+            prop_assert_eq!(ids[0], CLS);
+            prop_assert_eq!(*ids.last().unwrap(), SEP);
+        }
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let vectors = encoder.encode(&refs).unwrap();
+        prop_assert_eq!(vectors.len(), texts.len());
+        for v in &vectors {
+            prop_assert_eq!(v.len(), encoder.dimension());
+            prop_assert!(v.iter().all(|x| x.is_finite()));
+            let norm: f32 = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+            prop_assert!((norm - 1.0).abs() < 1e-3, "norm {}", norm);
+        }
+    }
+}
