@@ -40,9 +40,10 @@ pub(crate) const KEY_ENCODER_MODEL: &str = "encoder_model";
 /// §5.1). Format version 2.
 pub(crate) const VECTOR_SPACES: TableDefinition<&str, (u32, u8)> =
     TableDefinition::new("vector_spaces");
-/// (space, blob id of a vector block) → (rows, the block's deleted rows as a serialized roaring
-/// bitmap; empty: none). Format version 2.
-pub(crate) const VECTOR_BLOCKS: TableDefinition<(&str, u64), (u32, &[u8])> =
+/// (space, blob id of a vector block) → (rows, block kind, the block's deleted rows as a
+/// serialized roaring bitmap; empty: none). Kind 0: a flat block; 1: an HNSW graph with its flat
+/// block inside. Format version 2.
+pub(crate) const VECTOR_BLOCKS: TableDefinition<(&str, u64), (u32, u8, &[u8])> =
     TableDefinition::new("vector_blocks");
 /// (space, key) → (blob id of the vector block, row): where the live vector of a key is.
 /// Format version 2.

@@ -94,6 +94,8 @@ pub(crate) struct StoreInner {
     damaged: BTreeMap<u64, String>,
     /// Segments dropped from the catalog whose files live on while snapshots map them.
     retiring: Mutex<BTreeMap<u64, std::sync::Weak<SegmentFile>>>,
+    /// Approximate-search graphs loaded from their blobs, shared by every snapshot.
+    graphs: Arc<vector_space::GraphCache>,
     _lock: StoreLock,
 }
 
@@ -304,6 +306,7 @@ impl Store {
                 }),
                 damaged,
                 retiring: Mutex::new(BTreeMap::new()),
+                graphs: Arc::new(vector_space::GraphCache::default()),
                 _lock: lock,
             }),
         })
@@ -335,7 +338,7 @@ impl Store {
         let segments = Arc::clone(&guard);
         let txn = self.inner.db.begin_read().ctx("begin read")?;
         drop(guard);
-        Ok(Snapshot::new(txn, segments))
+        Ok(Snapshot::new(txn, segments, Arc::clone(&self.inner.graphs)))
     }
 
     /// A new, empty write batch.

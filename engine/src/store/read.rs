@@ -23,6 +23,7 @@ use crate::error::{CatalogResult, Error, Result};
 pub struct Snapshot {
     txn: redb::ReadTransaction,
     segments: Arc<SegmentSet>,
+    graphs: Arc<super::vector_space::GraphCache>,
 }
 
 impl std::fmt::Debug for Snapshot {
@@ -90,8 +91,20 @@ impl std::fmt::Debug for Blob {
 }
 
 impl Snapshot {
-    pub(crate) fn new(txn: redb::ReadTransaction, segments: Arc<SegmentSet>) -> Snapshot {
-        Snapshot { txn, segments }
+    pub(crate) fn new(
+        txn: redb::ReadTransaction,
+        segments: Arc<SegmentSet>,
+        graphs: Arc<super::vector_space::GraphCache>,
+    ) -> Snapshot {
+        Snapshot {
+            txn,
+            segments,
+            graphs,
+        }
+    }
+
+    pub(crate) fn graphs(&self) -> &super::vector_space::GraphCache {
+        &self.graphs
     }
 
     /// The item with store id `id`.

@@ -430,3 +430,100 @@ proptest! {
         prop_assert!(store.check().unwrap().is_clean());
     }
 }
+
+/// Low-rank vectors (8 latent dimensions in 32, plus noise), from a fixed seed: neighbourhoods
+/// like real embeddings', unlike isotropic noise.
+fn lowrank(n: usize, seed: u64) -> Vec<Vec<f32>> {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        // Sum of uniforms: close enough to a Gaussian for this purpose.
+        (0..4)
+            .map(|i| ((state.rotate_left(i * 16) >> 40) as f32 / (1u64 << 24) as f32) - 0.5)
+            .sum::<f32>()
+    };
+    let basis: Vec<Vec<f32>> = (0..8).map(|_| (0..32).map(|_| next()).collect()).collect();
+    (0..n)
+        .map(|_| {
+            let z: Vec<f32> = (0..8).map(|_| next()).collect();
+            let v: Vec<f32> = (0..32)
+                .map(|d| z.iter().zip(&basis).map(|(zi, b)| zi * b[d]).sum::<f32>() + 0.05 * next())
+                .collect();
+            unit(&v)
+        })
+        .collect()
+}
+
+#[test]
+fn a_large_space_gets_a_persisted_graph_that_respects_deletes_and_filters() {
+    let n = vector_space::GRAPH_MIN_ROWS + 1000;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s");
+    let store = Store::create(&path, Options::default()).unwrap();
+    let data = lowrank(n, 7);
+    for chunk in (0..n).collect::<Vec<_>>().chunks(2000) {
+        run(&store, |b| {
+            for &i in chunk {
+                b.put_vector("big", i as u64, i as i64, (i % 4) as u8, data[i].clone());
+            }
+        })
+        .unwrap();
+    }
+    let space = || store.snapshot().unwrap().vectors("big").unwrap().unwrap();
+    assert_eq!(space().graph_blocks(), 0);
+    assert_eq!(
+        store.compact_vectors(false).unwrap(),
+        vec!["big".to_owned()]
+    );
+    assert_eq!((space().blocks(), space().graph_blocks()), (1, 1));
+
+    let deleted: Vec<u64> = (0..n as u64).step_by(7).collect();
+    run(&store, |b| {
+        for key in &deleted {
+            b.delete_vector("big", *key);
+        }
+    })
+    .unwrap();
+    let queries = lowrank(60, 99);
+    let exact = |q: &[f32], allowed: &dyn Fn(u64) -> bool| -> Vec<u64> {
+        let mut scored: Vec<(f32, u64)> = (0..n as u64)
+            .filter(|k| k % 7 != 0 && allowed(*k))
+            .map(|k| (data[k as usize].iter().zip(q).map(|(a, b)| a * b).sum(), k))
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        scored.into_iter().take(10).map(|s| s.1).collect()
+    };
+    let check = |space: &StoredVectors| -> f64 {
+        let mut found = 0;
+        for q in &queries {
+            let hits = keys(&space.search(q, 10, &VectorScope::all()).unwrap());
+            assert_eq!(hits.len(), 10);
+            assert!(hits.iter().all(|k| k % 7 != 0), "a deleted key came back");
+            let truth = exact(q, &|_| true);
+            found += hits.iter().filter(|k| truth.contains(k)).count();
+            // A filter keeps exactly what it allows, and as many as asked for.
+            let scope = VectorScope::all()
+                .with_source(1)
+                .with_time(0..(n as i64 / 2));
+            let hits = keys(&space.search(q, 10, &scope).unwrap());
+            assert_eq!(hits.len(), 10);
+            assert!(
+                hits.iter()
+                    .all(|k| k % 4 == 1 && (*k as usize) < n / 2 && k % 7 != 0)
+            );
+        }
+        found as f64 / (queries.len() * 10) as f64
+    };
+    let recall = check(&space());
+    assert!(recall >= 0.9, "recall@10 {recall}");
+    drop(store);
+
+    // Reopened, the graph is read back from its blob and gives the same answers.
+    let store = Store::open(&path, Options::default()).unwrap();
+    let reopened = store.snapshot().unwrap().vectors("big").unwrap().unwrap();
+    assert_eq!(reopened.graph_blocks(), 1);
+    assert_eq!(check(&reopened), recall);
+    assert!(store.check().unwrap().is_clean());
+}

@@ -298,7 +298,7 @@ pub(super) struct Tables<'t> {
     pub(super) blobs: redb::Table<'t, u64, (u64, u64, u64, u8, u64)>,
     pub(super) oplog: redb::Table<'t, u64, (u8, u64, i64)>,
     pub(super) vector_spaces: redb::Table<'t, &'static str, (u32, u8)>,
-    pub(super) vector_blocks: redb::Table<'t, (&'static str, u64), (u32, &'static [u8])>,
+    pub(super) vector_blocks: redb::Table<'t, (&'static str, u64), (u32, u8, &'static [u8])>,
     pub(super) vector_keys: redb::Table<'t, (&'static str, u64), (u64, u32)>,
     /// Counters read once per transaction and written back by `flush_counters`.
     counters: HashMap<&'static str, u64>,
@@ -491,6 +491,9 @@ fn commit_locked(store: &Store, writer: &mut Writer, ops: Vec<BatchOp>) -> Resul
         vectors: StagedVectors::new(),
     };
     let mut new_segments = Vec::new();
+    // Graphs built by this batch, cached once (and only if) it commits: a failed commit's blob
+    // ids are handed out again.
+    let mut new_graphs = Vec::new();
     {
         let mut t = Tables::open(&txn)?;
         for (index, op) in ops.into_iter().enumerate() {
@@ -595,7 +598,15 @@ fn commit_locked(store: &Store, writer: &mut Writer, ops: Vec<BatchOp>) -> Resul
             }
         }
 
-        for block in vector_space::stage(&mut t, &segments, std::mem::take(&mut staged.vectors))? {
+        for block in vector_space::stage(
+            &mut t,
+            &segments,
+            &inner.graphs,
+            std::mem::take(&mut staged.vectors),
+        )? {
+            if let Some(graph) = block.graph {
+                new_graphs.push((block.blob_id, graph));
+            }
             staged.blobs.push(Some(StagedBlob {
                 id: block.blob_id,
                 kind: BlobKind::Vectors,
@@ -690,6 +701,9 @@ fn commit_locked(store: &Store, writer: &mut Writer, ops: Vec<BatchOp>) -> Resul
     }
     if let Some(active) = writer.active.as_mut() {
         active.mark_committed();
+    }
+    for (blob_id, graph) in new_graphs {
+        inner.graphs.insert(blob_id, graph);
     }
     Ok(receipt)
 }

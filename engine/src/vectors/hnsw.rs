@@ -33,7 +33,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering as AtomicOrdering};
 
 use roaring::RoaringBitmap;
 
@@ -58,6 +58,9 @@ pub const FLAT_BELOW_MATCH_FRACTION: f64 = 0.03;
 /// A filtered walk that has visited this fraction of the rows without collecting `ef` matches
 /// stops; with fewer than `k` matches it falls back to the flat scan.
 pub(crate) const FILTERED_VISIT_BUDGET: f64 = 0.25;
+
+/// Largest `ef` a build or a persisted index may carry (a search may ask for more).
+const MAX_EF: usize = 1 << 16;
 
 /// Highest layer a node can have (the level draw is capped here).
 const MAX_LEVEL: u8 = 16;
@@ -340,35 +343,34 @@ impl Graph {
         self.levels.len() + (self.layer0.len() + self.upper_at.len() + self.upper.len()) * 4
     }
 
-    /// Lays out the build-time lists.
-    fn freeze(m: usize, levels: Vec<u8>, lists: Vec<Vec<Vec<u32>>>, entry: u32) -> Self {
-        let m0 = 2 * m;
+    /// Assembles the frozen graph from the layer-0 slots (`count` then `2·M` ids per node) and
+    /// each node's upper lists (layers `1..=level`, at most `M` ids each).
+    fn freeze(
+        m: usize,
+        levels: Vec<u8>,
+        layer0: Vec<u32>,
+        upper_lists: Vec<Vec<Vec<u32>>>,
+        entry: u32,
+    ) -> Self {
         let n = levels.len();
-        let mut layer0 = vec![0u32; n * (m0 + 1)];
         let mut upper_at = vec![u32::MAX; n];
         let mut upper = Vec::new();
-        for (node, node_lists) in lists.into_iter().enumerate() {
-            for (layer, list) in node_lists.iter().enumerate() {
-                let (slots, cap) = if layer == 0 {
-                    let at = node * (m0 + 1);
-                    (&mut layer0[at..at + m0 + 1], m0)
-                } else {
-                    if layer == 1 {
-                        upper_at[node] = upper.len() as u32;
-                    }
-                    let at = upper.len();
-                    upper.resize(at + m + 1, 0);
-                    (&mut upper[at..at + m + 1], m)
-                };
-                let count = list.len().min(cap);
-                slots[0] = count as u32;
-                slots[1..1 + count].copy_from_slice(&list[..count]);
+        for (node, lists) in upper_lists.into_iter().enumerate() {
+            if lists.is_empty() {
+                continue;
+            }
+            upper_at[node] = upper.len() as u32;
+            for list in lists {
+                let count = list.len().min(m);
+                upper.push(count as u32);
+                upper.extend_from_slice(&list[..count]);
+                upper.resize(upper.len() + m - count, 0);
             }
         }
         let max_level = levels.get(entry as usize).copied().unwrap_or(0);
         Self {
             m,
-            m0,
+            m0: 2 * m,
             levels,
             layer0,
             upper_at,
@@ -445,22 +447,69 @@ fn select_neighbours(
 }
 
 /// Build-time state shared by the insert threads.
+///
+/// Layer-0 lists live in one array of atomics (`count` then `2·M` slots per node), read without
+/// a lock: a writer (holding the node's `writers` mutex) stores the ids before the count
+/// (release), so a reader (acquire) sees only ids that were written, and every id ever written is
+/// a valid row; a reader racing a rewrite may see a mix of the old and new list, which only
+/// changes which valid neighbours one walk explores. Upper-layer lists (one node in 16) stay
+/// behind a mutex.
 struct Builder<'a> {
     space: Space<'a>,
     m: usize,
     ef_construction: usize,
     levels: &'a [u8],
-    lists: Vec<Mutex<Vec<Vec<u32>>>>,
+    layer0: Vec<AtomicU32>,
+    writers: Vec<Mutex<()>>,
+    /// Per node, its lists on layers `1..=level`.
+    upper: Vec<Mutex<Vec<Vec<u32>>>>,
     /// Entry node and the top level.
     entry: Mutex<(u32, u8)>,
 }
 
 impl Builder<'_> {
+    fn slots(&self, node: u32) -> &[AtomicU32] {
+        let at = node as usize * (2 * self.m + 1);
+        &self.layer0[at..at + 2 * self.m + 1]
+    }
+
     fn copy_links(&self, node: u32, layer: u8, out: &mut Vec<u32>) {
         out.clear();
-        let lists = lock(&self.lists[node as usize]);
-        if let Some(list) = lists.get(usize::from(layer)) {
-            out.extend_from_slice(list);
+        if layer == 0 {
+            let slots = self.slots(node);
+            let count = (slots[0].load(AtomicOrdering::Acquire) as usize).min(2 * self.m);
+            out.extend(
+                slots[1..1 + count]
+                    .iter()
+                    .map(|id| id.load(AtomicOrdering::Relaxed)),
+            );
+        } else {
+            let lists = lock(&self.upper[node as usize]);
+            if let Some(list) = lists.get(usize::from(layer) - 1) {
+                out.extend_from_slice(list);
+            }
+        }
+    }
+
+    /// Replaces `node`'s layer-0 list; the caller holds `writers[node]`.
+    fn store_layer0(&self, node: u32, list: &[u32]) {
+        let slots = self.slots(node);
+        let count = list.len().min(2 * self.m);
+        for (slot, &id) in slots[1..].iter().zip(&list[..count]) {
+            slot.store(id, AtomicOrdering::Relaxed);
+        }
+        slots[0].store(count as u32, AtomicOrdering::Release);
+    }
+
+    /// Sets `node`'s own list on `layer`.
+    fn set_links(&self, node: u32, layer: u8, list: &[u32]) {
+        if layer == 0 {
+            let _writer = lock(&self.writers[node as usize]);
+            self.store_layer0(node, list);
+        } else if let Some(slot) = lock(&self.upper[node as usize]).get_mut(usize::from(layer) - 1)
+        {
+            slot.clear();
+            slot.extend_from_slice(list);
         }
     }
 
@@ -516,8 +565,35 @@ impl Builder<'_> {
     /// Adds `node` to `target`'s list on `layer`, re-selecting when the list overflows.
     fn connect(&self, target: u32, node: u32, score: f32, layer: u8) {
         let max = if layer == 0 { 2 * self.m } else { self.m };
-        let mut lists = lock(&self.lists[target as usize]);
-        let Some(list) = lists.get_mut(usize::from(layer)) else {
+        let reselect = |list: &[u32]| {
+            let mut candidates: Vec<Scored> = list
+                .iter()
+                .map(|&x| Scored {
+                    score: self.space.pair(target, x),
+                    row: x,
+                })
+                .collect();
+            candidates.push(Scored { score, row: node });
+            candidates.sort_by(|a, b| b.cmp(a));
+            select_neighbours(&candidates, max, |a, b| self.space.pair(a, b))
+        };
+        if layer == 0 {
+            let _writer = lock(&self.writers[target as usize]);
+            let mut list = Vec::with_capacity(max + 1);
+            self.copy_links(target, 0, &mut list);
+            if list.contains(&node) {
+                return;
+            }
+            if list.len() < max {
+                list.push(node);
+                self.store_layer0(target, &list);
+            } else {
+                self.store_layer0(target, &reselect(&list));
+            }
+            return;
+        }
+        let mut lists = lock(&self.upper[target as usize]);
+        let Some(list) = lists.get_mut(usize::from(layer) - 1) else {
             return;
         };
         if list.contains(&node) {
@@ -525,18 +601,9 @@ impl Builder<'_> {
         }
         if list.len() < max {
             list.push(node);
-            return;
+        } else {
+            *list = reselect(list);
         }
-        let mut candidates: Vec<Scored> = list
-            .iter()
-            .map(|&x| Scored {
-                score: self.space.pair(target, x),
-                row: x,
-            })
-            .collect();
-        candidates.push(Scored { score, row: node });
-        candidates.sort_by(|a, b| b.cmp(a));
-        *list = select_neighbours(&candidates, max, |a, b| self.space.pair(a, b));
     }
 
     fn insert(&self, node: u32, visited: &mut Visited, links: &mut Vec<u32>) {
@@ -578,12 +645,7 @@ impl Builder<'_> {
             let found =
                 self.search_layer(node, current, self.ef_construction, layer, visited, links);
             let chosen = select_neighbours(&found, self.m, |a, b| self.space.pair(a, b));
-            {
-                let mut lists = lock(&self.lists[node as usize]);
-                if let Some(list) = lists.get_mut(usize::from(layer)) {
-                    list.clone_from(&chosen);
-                }
-            }
+            self.set_links(node, layer, &chosen);
             for &target in &chosen {
                 let score = found
                     .iter()
@@ -647,12 +709,17 @@ impl HnswIndex {
                 why: "must be 2..=256",
             });
         }
-        if params.ef_construction == 0 || params.ef_search == 0 {
-            return Err(VectorError::BadParameter {
-                name: "ef",
-                value: 0,
-                why: "ef_construction and ef_search must be at least 1",
-            });
+        for (name, ef) in [
+            ("ef_construction", params.ef_construction),
+            ("ef_search", params.ef_search),
+        ] {
+            if !(1..=MAX_EF).contains(&ef) {
+                return Err(VectorError::BadParameter {
+                    name,
+                    value: ef as u64,
+                    why: "must be 1..=65536",
+                });
+            }
         }
         let view = flat.view()?;
         let (rows, stride) = f32_rows(&view)?;
@@ -679,9 +746,13 @@ impl HnswIndex {
                 m: params.m,
                 ef_construction: params.ef_construction,
                 levels: &levels,
-                lists: levels
+                layer0: (0..n * (2 * params.m + 1))
+                    .map(|_| AtomicU32::new(0))
+                    .collect(),
+                writers: (0..n).map(|_| Mutex::new(())).collect(),
+                upper: levels
                     .iter()
-                    .map(|&l| Mutex::new(vec![Vec::new(); usize::from(l) + 1]))
+                    .map(|&l| Mutex::new(vec![Vec::new(); usize::from(l)]))
                     .collect(),
                 entry: Mutex::new((0, levels[0])),
             };
@@ -715,15 +786,20 @@ impl HnswIndex {
                 }
             });
             let (entry, _) = *lock(&builder.entry);
-            let lists = builder
-                .lists
+            let layer0 = builder
+                .layer0
+                .into_iter()
+                .map(AtomicU32::into_inner)
+                .collect();
+            let upper = builder
+                .upper
                 .into_iter()
                 .map(|m| {
                     m.into_inner()
                         .unwrap_or_else(std::sync::PoisonError::into_inner)
                 })
                 .collect();
-            Graph::freeze(params.m, levels, lists, entry)
+            Graph::freeze(params.m, levels, layer0, upper, entry)
         };
         Ok(Self {
             flat,
@@ -733,6 +809,12 @@ impl HnswIndex {
             pool: Mutex::new(Vec::new()),
             prefetch: true,
         })
+    }
+
+    /// Turns neighbour prefetching on or off (the test that it changes nothing but timing).
+    #[cfg(test)]
+    pub(crate) fn set_prefetch(&mut self, on: bool) {
+        self.prefetch = on;
     }
 
     /// Rows indexed, deleted ones included.
@@ -940,9 +1022,10 @@ impl HnswIndex {
         visited.reset();
         visited.insert(current.row);
         let mut visits = 1usize;
-        let mut candidates = BinaryHeap::with_capacity(ef * 4);
+        let mut candidates = BinaryHeap::with_capacity(ef.min(g.levels.len()) * 4);
         candidates.push(current);
-        let mut results: BinaryHeap<Reverse<Scored>> = BinaryHeap::with_capacity(ef + 1);
+        let mut results: BinaryHeap<Reverse<Scored>> =
+            BinaryHeap::with_capacity(ef.min(g.levels.len()) + 1);
         let accepts = |r: u32| accept.is_none_or(|a| a(r));
         if accepts(current.row) {
             results.push(Reverse(current));
@@ -1098,7 +1181,7 @@ const WHAT: &str = "HNSW index bytes";
 /// 64-bit checksum of `bytes`: per 8-byte word `h = rotl((h ^ w) · P, 29)`, a bijection of `h` for
 /// each word and injective in the word for each `h`, so any change confined to one word is
 /// always detected; the length is mixed in last.
-fn checksum(bytes: &[u8]) -> u64 {
+pub(crate) fn checksum(bytes: &[u8]) -> u64 {
     const P: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut h: u64 = 0x6a09_e667_f3bc_c908;
     let (words, tail) = bytes.as_chunks::<8>();
@@ -1275,12 +1358,13 @@ impl HnswIndex {
         if max_level > MAX_LEVEL {
             return Err(bad("top level", u64::from(max_level), "at most 16"));
         }
-        if ef_construction == 0 || ef_search == 0 {
-            return Err(bad(
-                "ef",
-                0,
-                "ef_construction and ef_search must be at least 1",
-            ));
+        for (field, ef) in [
+            ("ef_construction", ef_construction),
+            ("ef_search", ef_search),
+        ] {
+            if !(1..=MAX_EF).contains(&ef) {
+                return Err(bad(field, ef as u64, "must be 1..=65536"));
+            }
         }
         let mut reader = Reader {
             bytes: &bytes[..body_len],
@@ -1385,11 +1469,13 @@ fn parse_graph(
             ));
         }
     }
-    let mut lists: Vec<Vec<Vec<u32>>> = Vec::with_capacity(n);
+    let m0 = 2 * m;
+    let mut layer0 = vec![0u32; n * (m0 + 1)];
+    let mut upper: Vec<Vec<Vec<u32>>> = Vec::with_capacity(n);
     for (node, &level) in levels.iter().enumerate() {
-        let mut node_lists = Vec::with_capacity(usize::from(level) + 1);
+        let mut node_upper = Vec::with_capacity(usize::from(level));
         for layer in 0..=level {
-            let cap = if layer == 0 { 2 * m } else { m };
+            let cap = if layer == 0 { m0 } else { m };
             let count = usize::from(reader.u16("graph links")?);
             if count > cap {
                 return Err(bad(
@@ -1420,9 +1506,15 @@ fn parse_graph(
                 }
                 list.push(id);
             }
-            node_lists.push(list);
+            if layer == 0 {
+                let at = node * (m0 + 1);
+                layer0[at] = count as u32;
+                layer0[at + 1..at + 1 + count].copy_from_slice(&list);
+            } else {
+                node_upper.push(list);
+            }
         }
-        lists.push(node_lists);
+        upper.push(node_upper);
     }
     if reader.at != bytes.len() {
         return Err(bad(
@@ -1432,7 +1524,7 @@ fn parse_graph(
             (bytes.len() - reader.at) as u64,
         ));
     }
-    let mut graph = Graph::freeze(m, levels, lists, entry);
+    let mut graph = Graph::freeze(m, levels, layer0, upper, entry);
     graph.max_level = max_level;
     Ok(graph)
 }

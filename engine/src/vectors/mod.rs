@@ -27,6 +27,8 @@ mod refine;
 mod topk;
 
 #[cfg(test)]
+mod hnsw_tests;
+#[cfg(test)]
 mod tests;
 
 pub use error::VectorError;
