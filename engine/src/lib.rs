@@ -34,5 +34,7 @@ pub use store::{
     VectorHit, VectorScope, Victims, WriteBatch,
 };
 pub use vectors::{
-    Filter as VectorFilter, FlatIndex, FlatIndexWriter, FlatView, Hit, Precision, VectorError,
+    DEFAULT_REFINE_FACTOR, FLAT_BELOW_MATCH_FRACTION, FLAT_BELOW_ROWS, Filter as VectorFilter,
+    FlatIndex, FlatIndexWriter, FlatView, Hit, HnswIndex, HnswParams, Precision, RefinedFlatIndex,
+    Route, Traversal, VectorError,
 };

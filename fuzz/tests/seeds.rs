@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
+use memdb::{FlatIndexWriter, HnswIndex, HnswParams, Precision};
 use memdb_formats::item::{
     EventTime, GeoPoint, ItemFields, ItemRecord, Location, Source, encode_record, put_framed,
 };
@@ -14,7 +15,13 @@ use memdb_formats::segment::{
     TRAILER_BYTES, Trailer, encode_entry, encode_footer,
 };
 
-const TARGETS: [&str; 4] = ["segment_entry", "item_record", "jsonl_line", "locomo_file"];
+const TARGETS: [&str; 5] = [
+    "segment_entry",
+    "item_record",
+    "jsonl_line",
+    "locomo_file",
+    "vector_block",
+];
 const MAX_CORPUS_BYTES: u64 = 50 * 1024;
 
 fn seeds_dir(target: &str) -> PathBuf {
@@ -157,6 +164,45 @@ fn generated() -> Vec<(&'static str, String, Vec<u8>)> {
         "trailer.bin".into(),
         trailer[..TRAILER_BYTES].to_vec(),
     ));
+    out.extend(vector_blocks());
+    out
+}
+
+/// Flat blocks of each precision and a small HNSW graph block (one build thread, so the graph
+/// is a pure function of the rows), with one row deleted.
+fn vector_blocks() -> Vec<(&'static str, String, Vec<u8>)> {
+    let rows: Vec<[f32; 4]> = (0..12u8)
+        .map(|i| {
+            let a = f32::from(i) * 0.5;
+            [a.cos(), a.sin(), 0.25 * f32::from(i % 3), -0.5]
+        })
+        .collect();
+    let block = |precision: Precision| {
+        let mut writer = FlatIndexWriter::new(precision, 4).unwrap();
+        for (i, row) in rows.iter().enumerate() {
+            writer.push(100 + i as u64, 1_700_000_000_000 + i as i64, (i % 3) as u8, row).unwrap();
+        }
+        writer.finish().unwrap()
+    };
+    let mut out = Vec::new();
+    for (precision, name) in [
+        (Precision::F32, "flat_f32.bin"),
+        (Precision::F16, "flat_f16.bin"),
+        (Precision::I8, "flat_i8.bin"),
+    ] {
+        out.push(("vector_block", name.to_string(), block(precision).as_bytes().to_vec()));
+    }
+    let params = HnswParams {
+        m: 2,
+        ef_construction: 8,
+        ef_search: 4,
+        threads: 1,
+        ..HnswParams::default()
+    };
+    let mut graph = HnswIndex::build(block(Precision::F32), params).unwrap();
+    out.push(("vector_block", "hnsw_m2.bin".into(), graph.to_bytes()));
+    graph.delete_row(5);
+    out.push(("vector_block", "hnsw_m2_deleted.bin".into(), graph.to_bytes()));
     out
 }
 

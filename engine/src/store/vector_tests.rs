@@ -226,7 +226,6 @@ fn compact_vectors_rewrites_live_rows_into_one_block_and_compaction_reclaims_the
     }
     let options = CompactOptions {
         victims: Victims::All,
-        ..CompactOptions::default()
     };
     store.compact(&options, &mut DropBlobs).unwrap();
     let stats = store.stats().unwrap();

@@ -151,14 +151,14 @@ pub enum VectorError {
         have: usize,
     },
     /// Persisted index bytes do not match their checksum (bit rot or a torn write).
-    #[error("{what}: checksum mismatch (stored {stored:#018x}, computed {computed:#018x})")]
+    #[error("{what}: checksum mismatch (stored {stored:#010x}, computed {computed:#010x})")]
     ChecksumMismatch {
         /// Which persisted form.
         what: &'static str,
         /// Checksum in the trailer.
-        stored: u64,
+        stored: u32,
         /// Checksum of the bytes.
-        computed: u64,
+        computed: u32,
     },
     /// A persisted graph is structurally invalid.
     #[error("HNSW graph node {node}, layer {layer}: {why} (value {value})")]

@@ -343,7 +343,7 @@ proptest! {
         }
         if fix_checksum {
             // Re-seal the edited body so the structural checks, not the checksum, must catch it.
-            let body = b.len() - 8;
+            let body = b.len() - 4;
             let sum = super::hnsw::checksum(&b[..body]);
             b[body..].copy_from_slice(&sum.to_le_bytes());
         }
@@ -418,7 +418,7 @@ fn every_truncation_and_bit_flip_is_an_error() {
 fn structural_errors_are_typed() {
     let bytes = small_index_bytes();
     let reseal = |mut b: Vec<u8>| {
-        let body = b.len() - 8;
+        let body = b.len() - 4;
         let sum = super::hnsw::checksum(&b[..body]);
         b[body..].copy_from_slice(&sum.to_le_bytes());
         HnswIndex::from_bytes(&b).map(|_| ())

@@ -229,10 +229,13 @@ pub(crate) struct AlignedBuf {
 impl AlignedBuf {
     /// `len` zero bytes.
     pub(crate) fn zeroed(len: usize) -> Self {
-        Self {
-            lines: vec![Line([0; ALIGN]); len.div_ceil(ALIGN)],
-            len,
-        }
+        // Advise before the first write: a large allocation arrives as untouched pages, and
+        // only pages first touched after the advice are faulted in as huge pages.
+        let count = len.div_ceil(ALIGN);
+        let mut lines: Vec<Line> = Vec::with_capacity(count);
+        advise_huge_pages(lines.spare_capacity_mut().as_ptr() as usize, count * ALIGN);
+        lines.resize(count, Line::zeroed());
+        Self { lines, len }
     }
 
     /// The bytes.
@@ -244,6 +247,40 @@ impl AlignedBuf {
     pub(crate) fn as_bytes_mut(&mut self) -> &mut [u8] {
         &mut bytemuck::cast_slice_mut::<Line, u8>(&mut self.lines)[..self.len]
     }
+}
+
+/// Buffers at least this large ask for transparent huge pages.
+const HUGE_PAGE_MIN_BYTES: usize = 4 << 20;
+const HUGE_PAGE_BYTES: usize = 2 << 20;
+
+/// Asks the kernel to back the 2 MiB-aligned interior of a large allocation (`len` bytes at
+/// address `start`) with transparent huge
+/// pages. A flat scan streams the whole buffer for every query: with 4 KiB pages a 1.5 GB block
+/// costs ~375,000 TLB misses per query, with 2 MiB pages ~750. (numpy gives its large arrays the
+/// same advice, so faiss's peer rows in the bench already have it.) Only advice: where THP is
+/// off or the call fails, nothing changes but speed.
+fn advise_huge_pages(start: usize, len: usize) {
+    #[cfg(target_os = "linux")]
+    {
+        if len < HUGE_PAGE_MIN_BYTES {
+            return;
+        }
+        let first = start.next_multiple_of(HUGE_PAGE_BYTES);
+        let end = (start + len) / HUGE_PAGE_BYTES * HUGE_PAGE_BYTES;
+        if end <= first {
+            return;
+        }
+        #[allow(unsafe_code)]
+        // SAFETY: `[first, end)` lies inside the caller's live allocation and starts on a
+        // page boundary; MADV_HUGEPAGE changes only how the kernel backs those pages, never their
+        // contents or validity, so no Rust reference observes a difference. The result is
+        // ignored on purpose (advice).
+        unsafe {
+            libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_HUGEPAGE);
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (start, len);
 }
 
 /// The stored vectors of a block, typed.
@@ -348,6 +385,33 @@ impl<'a> FlatView<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn huge_page_advice_keeps_a_large_buffer_zeroed_aligned_and_writable() {
+        for len in [
+            0,
+            1,
+            63,
+            65,
+            HUGE_PAGE_MIN_BYTES - 1,
+            3 * HUGE_PAGE_BYTES + 100,
+        ] {
+            let mut buf = AlignedBuf::zeroed(len);
+            assert_eq!(buf.as_bytes().len(), len);
+            assert_eq!(buf.as_bytes().as_ptr() as usize % ALIGN, 0);
+            assert!(buf.as_bytes().iter().all(|&b| b == 0), "len {len}");
+            for (i, b) in buf.as_bytes_mut().iter_mut().enumerate() {
+                *b = (i % 251) as u8;
+            }
+            assert!(
+                buf.as_bytes()
+                    .iter()
+                    .enumerate()
+                    .all(|(i, &b)| b == (i % 251) as u8),
+                "len {len}"
+            );
+        }
+    }
 
     #[test]
     fn header_offsets_match_the_documented_layout() {

@@ -9,6 +9,10 @@
 //! - [`filter`]: [`Filter`] (row allow-list, time range, sources) and the candidate-row walk.
 //! - [`topk`]: the bounded top-k heap and its deterministic order (score, then row number).
 //! - [`index`]: [`FlatIndexWriter`], [`FlatIndex`] and the single and batched scans.
+//! - [`refine`]: [`RefinedFlatIndex`], an i8 (or f16) scan of `k × factor` candidates reranked
+//!   with exact f32 rows.
+//! - [`hnsw`]: [`HnswIndex`], the approximate (HNSW) index over an f32 block: i8-code traversal,
+//!   f32 rerank, filtered search with a flat fallback, parallel build, persisted form.
 //!
 //! **Invariant:** a flat search returns exactly `min(k, rows that match the filter and are not
 //! deleted)` hits, best first; equal scores are ordered by ascending row number, so results
