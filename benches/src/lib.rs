@@ -1,6 +1,7 @@
 //! Shared helpers of the benchmark programs in `src/bin/`.
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use serde_json::Value;
 
@@ -29,6 +30,14 @@ pub fn shared_dir() -> PathBuf {
 /// DESIGN.md §6 gives an item's text: `[<session date_time>] <speaker>: <text>`, plus
 /// ` [image: <blip_caption>]` when the turn has one.
 pub fn locomo_texts(file: &Path) -> Result<Vec<String>, String> {
+    Ok(locomo_turns(file)?
+        .into_iter()
+        .map(|(_, text)| text)
+        .collect())
+}
+
+/// Like [`locomo_texts`], each text with its turn's `dia_id`.
+pub fn locomo_turns(file: &Path) -> Result<Vec<(String, String)>, String> {
     let bad = |why: &str| format!("{}: {why}", file.display());
     let bytes = std::fs::read(file).map_err(|e| bad(&e.to_string()))?;
     let object: Value = serde_json::from_slice(&bytes).map_err(|e| bad(&e.to_string()))?;
@@ -48,17 +57,20 @@ pub fn locomo_texts(file: &Path) -> Result<Vec<String>, String> {
             .and_then(Value::as_str)
             .ok_or_else(|| bad(&format!("session {n} has no date_time")))?;
         for turn in turns {
-            let (Some(speaker), Some(text)) = (
+            let (Some(speaker), Some(text), Some(dia_id)) = (
                 turn.get("speaker").and_then(Value::as_str),
                 turn.get("text").and_then(Value::as_str),
+                turn.get("dia_id").and_then(Value::as_str),
             ) else {
-                return Err(bad(&format!("a turn of session {n} lacks speaker or text")));
+                return Err(bad(&format!(
+                    "a turn of session {n} lacks speaker, text or dia_id"
+                )));
             };
             let mut item = format!("[{date}] {speaker}: {text}");
             if let Some(caption) = turn.get("blip_caption").and_then(Value::as_str) {
                 item.push_str(&format!(" [image: {caption}]"));
             }
-            texts.push(item);
+            texts.push((dia_id.to_owned(), item));
         }
     }
     Ok(texts)
@@ -79,4 +91,22 @@ pub fn proc_status_kib(field: &str) -> u64 {
 /// Resets VmHWM to the current RSS (Linux ≥ 4.0), so the next peak is that of what follows.
 pub fn reset_peak_rss() -> bool {
     std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+/// Runs a peer script (`command` already holds the interpreter, script and arguments) and parses
+/// the JSON document it prints last on stdout; its stderr goes into the error when it fails.
+pub fn run_peer_json(mut command: Command, script: &Path) -> Result<Value, String> {
+    let out = command
+        .output()
+        .map_err(|e| format!("running {}: {e}", script.display()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "peer failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let last = stdout.lines().last().ok_or("the peer printed nothing")?;
+    serde_json::from_str(last).map_err(|e| format!("peer output is not JSON ({e}): {last:.200}"))
 }

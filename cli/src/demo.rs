@@ -139,6 +139,42 @@ fn semantic_lookups(store: &Store, out: &Out, step: &dyn Fn(&str, String)) -> Re
         "memdb embed, then memdb similar (exact cosine over the stored item vectors)",
         body,
     );
+
+    // Full recall: dense + BM25 + memory-graph path overlap, each hit explained.
+    let question = "what did I give Mila for her birthday?";
+    let (recall, items) = crate::embed::recall(
+        store,
+        &encoder,
+        question,
+        &memdb::RecallOptions {
+            k: 3,
+            ..memdb::RecallOptions::default()
+        },
+    )?;
+    let mut body = format!(
+        "\"{question}\"  query nodes: {}",
+        recall.query_nodes.join(", ")
+    );
+    for (hit, item) in recall.hits.iter().zip(&items) {
+        let ext = item.fields.external_id.as_deref().unwrap_or("");
+        let rank = |r: Option<usize>| r.map_or("-".to_owned(), |r| r.to_string());
+        body.push_str(&format!(
+            "\n  {ext}  dense #{} lexical #{} graph #{}  nodes: {}",
+            rank(hit.explanation.dense_rank),
+            rank(hit.explanation.lexical_rank),
+            rank(hit.explanation.graph_rank),
+            hit.explanation.nodes.join(", ")
+        ));
+    }
+    body.push_str(&format!(
+        "\n  (search {:.2} ms, encoding {:.2} ms)",
+        recall.timings.search_us() as f64 / 1000.0,
+        recall.timings.encode_us as f64 / 1000.0
+    ));
+    step(
+        "memdb recall (dense + BM25 + memory graph, explained)",
+        body,
+    );
     Ok(())
 }
 

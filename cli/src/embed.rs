@@ -8,32 +8,13 @@
 
 use std::time::Instant;
 
-use memdb::{ITEM_VECTORS, Item, Store, VectorHit, VectorScope};
+use memdb::{
+    GraphOptions, GraphReport, ITEM_VECTORS, Item, Store, VectorHit, VectorScope, item_text,
+};
 use memdb_encode::{Encoder, EncoderOptions, MiniLm};
 
 /// Items encoded and committed together.
 const WINDOW: usize = 256;
-
-/// What the encoder reads of an item: date, who, and every text field.
-pub(crate) fn item_text(item: &Item) -> String {
-    let f = &item.fields;
-    let date = f.time.to_rfc3339();
-    let who = f
-        .speaker
-        .as_deref()
-        .or(f.from.as_deref())
-        .map(|w| format!(" {w}:"))
-        .unwrap_or_default();
-    let parts: Vec<&str> = [&f.summary, &f.body, &f.caption, &f.ocr]
-        .into_iter()
-        .filter_map(|p| p.as_deref())
-        .collect();
-    format!(
-        "[{}]{who} {}",
-        date.get(..10).unwrap_or(&date),
-        parts.join(" ")
-    )
-}
 
 /// Loads the encoder (installing the model first if needed) and binds the store to it.
 pub(crate) fn encoder_for(store: &Store, verbose: bool) -> Result<MiniLm, String> {
@@ -52,12 +33,17 @@ pub(crate) struct EmbedReport {
     pub(crate) seconds: f64,
     pub(crate) model: String,
     pub(crate) threads: usize,
+    pub(crate) graph: GraphReport,
 }
 
 impl EmbedReport {
     pub(crate) fn json(&self) -> serde_json::Value {
         serde_json::json!({
             "encoded": self.encoded,
+            "graph": {
+                "items": self.graph.items, "new_nodes": self.graph.new_nodes,
+                "merged_phrases": self.graph.merged, "new_paths": self.graph.new_paths,
+            },
             "already_embedded": self.already,
             "seconds": self.seconds,
             "model": self.model,
@@ -72,8 +58,17 @@ impl EmbedReport {
             0.0
         };
         format!(
-            "encoded {} items ({} already had a vector) with {} on {} thread(s) in {:.1} s ({rate:.0} items/s)",
-            self.encoded, self.already, self.model, self.threads, self.seconds
+            "encoded {} items ({} already had a vector) with {} on {} thread(s) in {:.1} s ({rate:.0} items/s)\n\
+             memory graph: {} items added, {} new nodes, {} phrases merged into existing nodes, {} new paths",
+            self.encoded,
+            self.already,
+            self.model,
+            self.threads,
+            self.seconds,
+            self.graph.items,
+            self.graph.new_nodes,
+            self.graph.merged,
+            self.graph.new_paths
         )
     }
 }
@@ -137,7 +132,30 @@ pub(crate) fn embed_missing(
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
+    // The EM-Graph takes the items it has not seen (nodes, merges, paths, Q-matrix).
+    let graph_bar = progress.then(|| {
+        let bar = indicatif::ProgressBar::new(0);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "memory graph {bar:40} {pos}/{len} items, eta {eta}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar
+    });
+    let graph = store
+        .update_graph(encoder, &GraphOptions::default(), &mut |done, total| {
+            if let Some(bar) = &graph_bar {
+                bar.set_length(total);
+                bar.set_position(done);
+            }
+        })
+        .map_err(|e| e.to_string())?;
+    if let Some(bar) = graph_bar {
+        bar.finish_and_clear();
+    }
     Ok(EmbedReport {
+        graph,
         encoded,
         already: done.len(),
         seconds: started.elapsed().as_secs_f64(),
@@ -173,4 +191,25 @@ pub(crate) fn similar(
         }
     }
     Ok(found)
+}
+
+/// `memdb recall`: the items that answer `question` (dense, lexical and graph signals fused),
+/// each with its item and explanation.
+pub(crate) fn recall(
+    store: &Store,
+    encoder: &MiniLm,
+    question: &str,
+    options: &memdb::RecallOptions,
+) -> Result<(memdb::Recall, Vec<Item>), String> {
+    let recall = store
+        .recall(question, options, encoder)
+        .map_err(|e| e.to_string())?;
+    let snapshot = store.snapshot().map_err(|e| e.to_string())?;
+    let mut items = Vec::new();
+    for hit in &recall.hits {
+        if let Some(item) = snapshot.get(hit.item).map_err(|e| e.to_string())? {
+            items.push(item);
+        }
+    }
+    Ok((recall, items))
 }

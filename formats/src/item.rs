@@ -24,6 +24,22 @@ pub const RECORD_FRAME_BYTES: usize = 8;
 /// Largest UTC offset accepted, in minutes (±18 h, as RFC 9557 / ISO 8601 allow).
 pub const MAX_OFFSET_MINUTES: i16 = 18 * 60;
 
+/// English month names, lowercase, January first: what importers and node extraction read.
+pub const MONTH_NAMES: [&str; 12] = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+];
+
 /// Where a memory came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]

@@ -19,10 +19,10 @@ use std::process::Command;
 use std::time::Instant;
 
 use memdb_benches::{
-    PEER_PYTHON_ENV, locomo_texts, peer_python, proc_status_kib, reset_peak_rss, shared_dir,
+    PEER_PYTHON_ENV, locomo_texts, peer_python, proc_status_kib, reset_peak_rss, run_peer_json,
+    shared_dir,
 };
 use memdb_encode::{Encoder, EncoderOptions, MiniLm, cosine, encode_stream, model};
-use serde_json::Value;
 
 const BATCH_SIZES: [usize; 2] = [32, 128];
 const WARMUP: usize = 64;
@@ -106,7 +106,8 @@ fn run_peer(texts: &[String], model_dir: &Path, threads: usize) -> Result<Peer, 
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("peers/encode_peer.py");
     let vectors_file = dir.path().join("vectors.f32");
     let sizes: Vec<String> = BATCH_SIZES.iter().map(ToString::to_string).collect();
-    let out = Command::new(&python)
+    let mut command = Command::new(&python);
+    command
         .arg(&script)
         .arg("--texts")
         .arg(&texts_file)
@@ -115,18 +116,8 @@ fn run_peer(texts: &[String], model_dir: &Path, threads: usize) -> Result<Peer, 
         .args(["--threads", &threads.to_string()])
         .args(["--batch-sizes", &sizes.join(",")])
         .arg("--vectors-out")
-        .arg(&vectors_file)
-        .output()
-        .map_err(|e| format!("running {}: {e}", script.display()))?;
-    if !out.status.success() {
-        return Err(format!(
-            "peer failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    let report: Value =
-        serde_json::from_slice(&out.stdout).map_err(|e| format!("peer output is not JSON: {e}"))?;
+        .arg(&vectors_file);
+    let report = run_peer_json(command, &script)?;
     let per_batch = report["runs"]
         .as_array()
         .unwrap()

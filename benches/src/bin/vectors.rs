@@ -41,7 +41,8 @@ use memdb::{
     Precision, RefinedFlatIndex, Route, Traversal, VectorFilter,
 };
 use memdb_benches::{
-    PEER_PYTHON_ENV, locomo_texts, peer_python, proc_status_kib, reset_peak_rss, shared_dir,
+    PEER_PYTHON_ENV, locomo_texts, peer_python, proc_status_kib, reset_peak_rss, run_peer_json,
+    shared_dir,
 };
 use serde_json::Value;
 
@@ -822,7 +823,8 @@ fn run_peer(a: &Args, out: &Path, data: &Path, queries: &Path) -> Result<Value, 
     }
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/vectors_peer.py");
     eprintln!("running peer: {python} {}", script.display());
-    let output = Command::new(&python)
+    let mut command = Command::new(&python);
+    command
         .arg(&script)
         .args([
             "--data",
@@ -832,13 +834,6 @@ fn run_peer(a: &Args, out: &Path, data: &Path, queries: &Path) -> Result<Value, 
         ])
         .args(["--k", &a.k.to_string(), "--out", &out.display().to_string()])
         .args(["--hnswlib-max", &a.hnswlib_max.to_string()])
-        .stderr(std::process::Stdio::inherit())
-        .output()
-        .map_err(|e| format!("running {}: {e}", script.display()))?;
-    if !output.status.success() {
-        return Err(format!("peer failed ({})", output.status));
-    }
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let line = stdout.lines().last().ok_or("peer printed nothing")?;
-    serde_json::from_str(line).map_err(|e| format!("peer output {line:?}: {e}"))
+        .stderr(std::process::Stdio::inherit());
+    run_peer_json(command, &script)
 }

@@ -290,3 +290,9 @@ impl Encoder for MiniLm {
 fn available_cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
+
+impl memdb::Embedder for MiniLm {
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+        self.encode(texts).map_err(|e| e.to_string())
+    }
+}

@@ -49,6 +49,24 @@ pub(crate) const VECTOR_BLOCKS: TableDefinition<(&str, u64), (u32, u8, &[u8])> =
 /// Format version 2.
 pub(crate) const VECTOR_KEYS: TableDefinition<(&str, u64), (u64, u32)> =
     TableDefinition::new("vector_keys");
+/// EM-Graph nodes (SPEC.md §5.3): node id → (canonical phrase, kind code, aliases joined by
+/// U+001F). Format version 3, like every `graph_*` table.
+pub(crate) const GRAPH_NODES: TableDefinition<u64, (&str, u8, &str)> =
+    TableDefinition::new("graph_nodes");
+/// Phrase (canonical or alias) → node id.
+pub(crate) const GRAPH_ALIASES: TableDefinition<&str, u64> = TableDefinition::new("graph_aliases");
+/// EM-Path id → (page key, node ids in order as u64 LE, evidence item ids as u64 LE).
+pub(crate) const GRAPH_PATHS: TableDefinition<u64, (&str, &[u8], &[u8])> =
+    TableDefinition::new("graph_paths");
+/// Q-matrix by node: node id → the paths holding it, a portable roaring bitmap.
+pub(crate) const GRAPH_NODE_PATHS: TableDefinition<u64, &[u8]> =
+    TableDefinition::new("graph_node_paths");
+/// Q-matrix by path: path id → the nodes it holds, a portable roaring bitmap.
+pub(crate) const GRAPH_PATH_NODES: TableDefinition<u64, &[u8]> =
+    TableDefinition::new("graph_path_nodes");
+/// item id → (path id, the item's node ids as u64 LE): which items the graph has seen.
+pub(crate) const GRAPH_ITEMS: TableDefinition<u64, (u64, &[u8])> =
+    TableDefinition::new("graph_items");
 /// op sequence number → (op code, item id, commit time ms).
 pub(crate) const OPLOG: TableDefinition<u64, (u8, u64, i64)> = TableDefinition::new("oplog");
 
@@ -58,11 +76,14 @@ pub(crate) const KEY_NEXT_BLOB: &str = "next_blob_id";
 pub(crate) const KEY_NEXT_SEGMENT: &str = "next_segment_id";
 pub(crate) const KEY_NEXT_OP: &str = "next_op_seq";
 pub(crate) const KEY_CREATED: &str = "created_unix_ms";
+pub(crate) const KEY_NEXT_NODE: &str = "next_graph_node_id";
+pub(crate) const KEY_NEXT_PATH: &str = "next_graph_path_id";
 
 /// Version of the store layout (catalog tables + segment format), bumped on any change.
 /// Version 2 added the vector tables; a version-1 store is read as one without vectors and
-/// becomes version 2 at its first write.
-pub(crate) const STORE_FORMAT_VERSION: u64 = 2;
+/// becomes version 2 at its first write. Version 3 added the `graph_*` tables (the EM-Graph);
+/// an older store is read as one without a graph and becomes version 3 at its first write.
+pub(crate) const STORE_FORMAT_VERSION: u64 = 3;
 /// The oldest version this build opens.
 pub(crate) const OLDEST_FORMAT_VERSION: u64 = 1;
 
@@ -257,6 +278,20 @@ pub(crate) fn initialise(txn: &redb::WriteTransaction, now_ms: i64) -> Result<()
     txn.open_table(VECTOR_SPACES).ctx("create vector_spaces")?;
     txn.open_table(VECTOR_BLOCKS).ctx("create vector_blocks")?;
     txn.open_table(VECTOR_KEYS).ctx("create vector_keys")?;
+    create_graph_tables(txn)
+}
+
+/// Creates the `graph_*` tables (a no-op where they exist): at creation, and at the first write
+/// to a store older than format version 3.
+pub(crate) fn create_graph_tables(txn: &redb::WriteTransaction) -> Result<()> {
+    txn.open_table(GRAPH_NODES).ctx("create graph_nodes")?;
+    txn.open_table(GRAPH_ALIASES).ctx("create graph_aliases")?;
+    txn.open_table(GRAPH_PATHS).ctx("create graph_paths")?;
+    txn.open_table(GRAPH_NODE_PATHS)
+        .ctx("create graph_node_paths")?;
+    txn.open_table(GRAPH_PATH_NODES)
+        .ctx("create graph_path_nodes")?;
+    txn.open_table(GRAPH_ITEMS).ctx("create graph_items")?;
     Ok(())
 }
 

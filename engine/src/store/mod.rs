@@ -14,7 +14,7 @@
 //!    snapshot holds it;
 //! 5. every byte read back from a segment is checked against a CRC32C before it is used.
 
-mod catalog;
+pub(crate) mod catalog;
 mod check;
 mod compact;
 mod dir;
@@ -96,6 +96,10 @@ pub(crate) struct StoreInner {
     retiring: Mutex<BTreeMap<u64, std::sync::Weak<SegmentFile>>>,
     /// Approximate-search graphs loaded from their blobs, shared by every snapshot.
     graphs: Arc<vector_space::GraphCache>,
+    /// Serialises EM-Graph updates, which read the graph, then commit what they derived.
+    graph_update: Mutex<()>,
+    /// Recall's lexical index of the newest snapshot.
+    recall: crate::recall::RecallCache,
     _lock: StoreLock,
 }
 
@@ -307,6 +311,8 @@ impl Store {
                 damaged,
                 retiring: Mutex::new(BTreeMap::new()),
                 graphs: Arc::new(vector_space::GraphCache::default()),
+                graph_update: Mutex::new(()),
+                recall: crate::recall::RecallCache::default(),
                 _lock: lock,
             }),
         })
@@ -386,6 +392,17 @@ impl Store {
             .get(catalog::KEY_ENCODER_MODEL)
             .ctx("read settings")?
             .map(|v| v.value().to_owned()))
+    }
+
+    pub(crate) fn recall_cache(&self) -> &crate::recall::RecallCache {
+        &self.inner.recall
+    }
+
+    pub(crate) fn lock_graph(&self) -> Result<MutexGuard<'_, ()>> {
+        self.inner
+            .graph_update
+            .lock()
+            .map_err(|_| Error::WriterPoisoned("a graph update thread panicked".into()))
     }
 
     fn lock_writer(&self) -> Result<MutexGuard<'_, Writer>> {

@@ -107,6 +107,12 @@ impl Snapshot {
         &self.graphs
     }
 
+    /// The op sequence number of this snapshot: it changes with every committed put or delete.
+    pub(crate) fn op_seq(&self) -> Result<u64> {
+        let meta = self.txn.open_table(catalog::META).ctx("open meta")?;
+        catalog::meta_get(&meta, catalog::KEY_NEXT_OP)
+    }
+
     /// The item with store id `id`.
     pub fn get(&self, id: u64) -> Result<Option<ItemRecord>> {
         let items = self.txn.open_table(catalog::ITEMS).ctx("open items")?;

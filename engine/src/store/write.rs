@@ -96,6 +96,8 @@ enum BatchOp {
     DeleteBlob {
         id: u64,
     },
+    /// A row of the EM-Graph tables, written as computed by `Store::update_graph`.
+    Graph(crate::graph::GraphWrite),
 }
 
 /// Puts and deletes that commit together. Build it with [`Store::batch`], then
@@ -235,6 +237,12 @@ impl<'s> WriteBatch<'s> {
         self
     }
 
+    /// Stages a write to the graph tables (crate-internal: the graph update computes them).
+    pub(crate) fn graph_write(&mut self, write: crate::graph::GraphWrite) -> &mut Self {
+        self.ops.push(BatchOp::Graph(write));
+        self
+    }
+
     /// Number of operations in the batch.
     pub fn len(&self) -> usize {
         self.ops.len()
@@ -307,10 +315,12 @@ pub(super) struct Tables<'t> {
 impl<'t> Tables<'t> {
     pub(super) fn open(txn: &'t redb::WriteTransaction) -> Result<Tables<'t>> {
         let mut meta = txn.open_table(catalog::META).ctx("open meta")?;
-        // Opening the vector tables creates them in a format-1 store, which makes it format 2.
+        // Opening the vector tables creates them in a format-1 store; the graph tables are
+        // created here. Either way the store is then of the current format.
         if catalog::meta_get(&meta, catalog::KEY_FORMAT_VERSION)? < catalog::STORE_FORMAT_VERSION {
             meta.insert(catalog::KEY_FORMAT_VERSION, catalog::STORE_FORMAT_VERSION)
                 .ctx("upgrade format version")?;
+            catalog::create_graph_tables(txn)?;
         }
         Ok(Tables {
             meta,
@@ -595,6 +605,7 @@ fn commit_locked(store: &Store, writer: &mut Writer, ops: Vec<BatchOp>) -> Resul
                         )),
                     }
                 }
+                BatchOp::Graph(write) => crate::graph::apply(&txn, &mut t.meta, write)?,
             }
         }
 

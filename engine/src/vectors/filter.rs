@@ -148,6 +148,15 @@ impl Candidates {
         }
     }
 
+    /// `Some(n)` when all `n` rows pass (no row list, no column test), so a scan may walk
+    /// `0..n` without asking per row.
+    pub(crate) fn every_row(&self, filter: &Filter) -> Option<usize> {
+        match self {
+            Candidates::All(n) if !filter.tests_columns() => Some(*n as usize),
+            _ => None,
+        }
+    }
+
     /// The passing rows as a list, for scans that visit them many times (batched search);
     /// `None` when every row passes (the scan then walks `0..n` directly).
     pub(crate) fn materialize(&self, view: &FlatView<'_>, filter: &Filter) -> Option<Vec<u32>> {

@@ -100,6 +100,63 @@ pub(crate) fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
     dot_f32_simsimd(a, b)
 }
 
+/// Scores `out.len()` consecutive rows of a row-major f32 block, starting at row `first`: row
+/// `r` is `vectors[r * stride..r * stride + query.len()]`, and `out[i]` gets exactly what
+/// [`dot_f32`] gives for row `first + i` (same kernel, so a scan over rows and one row by row
+/// agree to the bit).
+///
+/// Why it exists: a `#[target_feature]` kernel cannot be inlined into a caller without the
+/// feature, so scoring a million rows one [`dot_f32`] call at a time pays a call and a feature
+/// check per row. Here the loop runs inside the AVX-512 function and the kernel inlines into it.
+/// Rows past the end of `vectors` score NaN (a caller bug, never a panic).
+pub(crate) fn dot_f32_rows(
+    query: &[f32],
+    vectors: &[f32],
+    stride: usize,
+    first: usize,
+    out: &mut [f32],
+) {
+    #[cfg(target_arch = "x86_64")]
+    if has_avx512f() {
+        #[allow(unsafe_code)]
+        // SAFETY: `dot_f32_rows_avx512` only requires AVX-512 F, checked just now at run time.
+        unsafe {
+            dot_f32_rows_avx512(query, vectors, stride, first, out)
+        };
+        return;
+    }
+    for (i, score) in out.iter_mut().enumerate() {
+        *score = row(vectors, stride, first + i, query.len())
+            .map_or(f32::NAN, |r| dot_f32_simsimd(query, r));
+    }
+}
+
+/// Row `r` of a row-major block, if it lies inside it.
+#[inline]
+fn row(vectors: &[f32], stride: usize, r: usize, dim: usize) -> Option<&[f32]> {
+    let at = r.checked_mul(stride)?;
+    vectors.get(at..at.checked_add(dim)?)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn dot_f32_rows_avx512(
+    query: &[f32],
+    vectors: &[f32],
+    stride: usize,
+    first: usize,
+    out: &mut [f32],
+) {
+    // Software prefetch a few rows ahead was measured and did not help (15.2 vs 16.2 QPS at
+    // 1M × 384): the hardware prefetcher already follows this sequential stream.
+    for (i, score) in out.iter_mut().enumerate() {
+        *score = match row(vectors, stride, first + i, query.len()) {
+            Some(r) => dot_f32_avx512(query, r),
+            None => f32::NAN,
+        };
+    }
+}
+
 /// simsimd's f32 dot product.
 #[inline]
 pub(crate) fn dot_f32_simsimd(a: &[f32], b: &[f32]) -> f32 {
@@ -525,6 +582,35 @@ mod tests {
             for got in [dot_f32(a, b), dot_f32_simsimd(a, b)] {
                 let got = f64::from(got);
                 prop_assert!((got - want).abs() <= tolerance(a, b), "len {len}: {got} vs {want}");
+            }
+        }
+
+        #[test]
+        fn row_scan_equals_row_by_row(
+            (dim, pad, rows, first) in (1usize..70, 0usize..5, 1usize..12, 0usize..14),
+            seed in any::<u64>(),
+        ) {
+            let stride = dim + pad;
+            let mut state = seed | 1;
+            let mut next = move || {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state % 2001) as f32 / 1000.0 - 1.0
+            };
+            let vectors: Vec<f32> = (0..rows * stride).map(|_| next()).collect();
+            let query: Vec<f32> = (0..dim).map(|_| next()).collect();
+            let mut out = vec![0f32; rows.saturating_sub(first.min(rows)) + 2];
+            dot_f32_rows(&query, &vectors, stride, first, &mut out);
+            for (i, got) in out.iter().enumerate() {
+                let r = first + i;
+                if r * stride + dim <= vectors.len() {
+                    let want = dot_f32(&query, &vectors[r * stride..r * stride + dim]);
+                    // Bit-identical to the one-row kernel: scans and lookups must agree.
+                    prop_assert_eq!(got.to_bits(), want.to_bits(), "row {}", r);
+                } else {
+                    prop_assert!(got.is_nan(), "row {} lies past the block", r);
+                }
             }
         }
 

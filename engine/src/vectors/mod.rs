@@ -25,7 +25,7 @@ mod error;
 mod filter;
 mod hnsw;
 mod index;
-mod kernels;
+pub(crate) mod kernels;
 pub(crate) mod layout;
 mod refine;
 mod topk;

@@ -438,21 +438,6 @@ fn invalid(field: &str, reason: String) -> ImportErrorKind {
     }
 }
 
-const MONTHS: [&str; 12] = [
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-];
-
 /// Parses a session date-time, `h:mm am|pm on D Month, YYYY` (`"1:56 pm on 8 May, 2023"`).
 ///
 /// The text has no zone; it is read as UTC (offset 0), which keeps the order of sessions and
@@ -485,7 +470,7 @@ pub(crate) fn parse_session_time(text: &str) -> Result<EventTime, String> {
     let month = month
         .strip_suffix(',')
         .ok_or_else(|| bad("no `,` after the month"))?;
-    let month = MONTHS
+    let month = crate::item::MONTH_NAMES
         .iter()
         .position(|m| {
             m.eq_ignore_ascii_case(month)

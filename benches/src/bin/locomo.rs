@@ -1,0 +1,525 @@
+//! Recall on LoCoMo, following DESIGN.md §6: one store per conversation, items = dialogue turns
+//! (external id = `dia_id`), item embeddings of `[<session date_time>] <speaker>: <text>` plus
+//! ` [image: <blip_caption>]`, queries = `qa` entries with evidence, Recall@k over evidence ids,
+//! overall and per category (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop,
+//! 5 adversarial).
+//!
+//! Rows: memdb flat dense (f32 and i8), lexical (BM25), path overlap alone, full recall (all
+//! three fused), and — when python3 has sentence-transformers and rank_bm25 — the peers on the
+//! same items and questions (benches/peers/locomo_peer.py): exact cosine, BM25Okapi and their
+//! reciprocal-rank fusion. Also: recall latency p50/p99 excluding query encoding (encoding
+//! reported separately), and ingest time per conversation (import, embed, graph).
+//!
+//! ```sh
+//! cargo run --release -p memdb-benches --bin locomo -- [DATA_DIR] [--json OUT] [--skip-peer]
+//!     [--weights DENSE,LEXICAL,GRAPH] [--full-only]
+//! ```
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use memdb::{ITEM_VECTORS, Options, RecallOptions, Signals, Store};
+use memdb_benches::{PEER_PYTHON_ENV, locomo_turns, peer_python, run_peer_json, shared_dir};
+use memdb_encode::{Encoder, EncoderOptions, MiniLm, model};
+use memdb_formats::import::locomo;
+use serde_json::{Value, json};
+
+const KS: [usize; 4] = [1, 5, 10, 20];
+const I8_SPACE: &str = "items.i8";
+
+/// Retriever → its ranking (external ids, best first) for each question, in question order.
+type Rankings = BTreeMap<String, Vec<Vec<String>>>;
+
+/// One question, with what each retriever returned (external ids, best first).
+struct Question {
+    text: String,
+    category: u8,
+    evidence: HashSet<String>,
+}
+
+struct Conversation {
+    name: String,
+    items: Vec<(String, String)>,
+    questions: Vec<Question>,
+    rankings: Rankings,
+    ingest_s: f64,
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let value = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
+    let data_dir = args
+        .first()
+        .filter(|a| !a.starts_with("--"))
+        .map_or_else(|| shared_dir().join("data/locomo"), PathBuf::from);
+    let json_out = value("--json").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/locomo.json"),
+        PathBuf::from,
+    );
+    let skip_peer = args.iter().any(|a| a == "--skip-peer");
+    let weights: [f64; 3] = value("--weights").map_or(RecallOptions::default().weights, |w| {
+        let v: Vec<f64> = w.split(',').map(|x| x.parse().unwrap()).collect();
+        [v[0], v[1], v[2]]
+    });
+
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&data_dir)
+        .unwrap_or_else(|e| panic!("{}: {e} (pass the LoCoMo folder)", data_dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    assert!(
+        !files.is_empty(),
+        "no .json files in {}",
+        data_dir.display()
+    );
+
+    let model_dir = model::locate().unwrap_or_else(|e| panic!("{e}"));
+    let encoder = MiniLm::load(
+        &model_dir,
+        EncoderOptions {
+            threads: Some(2),
+            ..EncoderOptions::default()
+        },
+    )
+    .unwrap();
+
+    let mut conversations = Vec::new();
+    let mut search_us: Vec<u64> = Vec::new();
+    let mut encode_us: Vec<u64> = Vec::new();
+    let mut graph_us: Vec<u64> = Vec::new();
+    for file in &files {
+        let conv = run_conversation(
+            file,
+            &encoder,
+            weights,
+            &mut search_us,
+            &mut encode_us,
+            &mut graph_us,
+        );
+        eprintln!(
+            "{}: {} items, {} questions, ingest {:.1} s",
+            conv.name,
+            conv.items.len(),
+            conv.questions.len(),
+            conv.ingest_s
+        );
+        conversations.push(conv);
+    }
+
+    if skip_peer {
+        eprintln!("peer skipped (--skip-peer)");
+    } else {
+        match run_peer(&conversations, &model_dir) {
+            Ok(peer) => {
+                for (conv, rankings) in conversations.iter_mut().zip(peer) {
+                    conv.rankings.extend(rankings);
+                }
+            }
+            Err(why) => eprintln!("peer not run: {why}"),
+        }
+    }
+
+    let report = report(&conversations, &search_us, &encode_us, &graph_us);
+    if let Some(parent) = json_out.parent() {
+        std::fs::create_dir_all(parent).ok();
+    }
+    std::fs::write(&json_out, serde_json::to_vec_pretty(&report).unwrap()).unwrap();
+    eprintln!("wrote {}", json_out.display());
+}
+
+fn run_conversation(
+    file: &Path,
+    encoder: &MiniLm,
+    weights: [f64; 3],
+    search_us: &mut Vec<u64>,
+    encode_us: &mut Vec<u64>,
+    graph_us: &mut Vec<u64>,
+) -> Conversation {
+    let name = locomo::conversation_id(file);
+    let bytes = std::fs::read(file).unwrap();
+    let imported = locomo::parse(file, &bytes).unwrap();
+    assert!(imported.errors.is_empty(), "{:?}", imported.errors);
+    let turns = locomo_turns(file).unwrap();
+    let text_of: HashMap<String, String> = turns
+        .iter()
+        .map(|(dia, text)| (locomo::external_id(&name, dia), text.clone()))
+        .collect();
+    let qa = locomo::parse_qa(file, &bytes).unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let store = Store::create(dir.path().join("store"), Options::default()).unwrap();
+    store.bind_model(&encoder.model_id().to_string()).unwrap();
+    let mut batch = store.batch();
+    for item in &imported.items {
+        batch.put(item.draft.clone());
+    }
+    let receipt = batch.commit().unwrap();
+    let mut items: Vec<(String, String)> = Vec::new();
+    let mut ext_of: HashMap<u64, String> = HashMap::new();
+    let mut batch = store.batch();
+    batch.define_vectors(I8_SPACE, memdb::Precision::I8);
+    let texts: Vec<&str> = imported
+        .items
+        .iter()
+        .map(|i| text_of[i.draft.fields.external_id.as_ref().unwrap()].as_str())
+        .collect();
+    let vectors = encoder.encode(&texts).unwrap();
+    for ((item, put), vector) in imported.items.iter().zip(&receipt.puts).zip(vectors) {
+        let ext = item.draft.fields.external_id.clone().unwrap();
+        let (time, source) = (
+            item.draft.fields.time.unix_ms,
+            item.draft.fields.source.code(),
+        );
+        batch.put_vector(ITEM_VECTORS, put.id, time, source, vector.clone());
+        batch.put_vector(I8_SPACE, put.id, time, source, vector);
+        items.push((ext.clone(), text_of[&ext].clone()));
+        ext_of.insert(put.id, ext);
+    }
+    batch.commit().unwrap();
+    store
+        .update_graph(encoder, &memdb::GraphOptions::default(), &mut |_, _| {})
+        .unwrap();
+    let ingest_s = started.elapsed().as_secs_f64();
+
+    let questions: Vec<Question> = qa
+        .into_iter()
+        .filter(|q| !q.evidence.is_empty())
+        .map(|q| Question {
+            text: q.question,
+            category: q.category,
+            evidence: q.evidence.into_iter().collect(),
+        })
+        .collect();
+
+    // Single signals run pure (no context spread); the last rows are ablations of the full
+    // recall, to show where its gain comes from.
+    let dense_only = Signals {
+        dense: true,
+        lexical: false,
+        graph: false,
+    };
+    let modes: [(&str, Signals, &str, f64); 7] = [
+        ("memdb flat f32", dense_only, ITEM_VECTORS, 0.0),
+        ("memdb flat i8", dense_only, I8_SPACE, 0.0),
+        (
+            "memdb lexical (BM25)",
+            Signals {
+                dense: false,
+                lexical: true,
+                graph: false,
+            },
+            ITEM_VECTORS,
+            0.0,
+        ),
+        (
+            "memdb path overlap",
+            Signals {
+                dense: false,
+                lexical: false,
+                graph: true,
+            },
+            ITEM_VECTORS,
+            0.0,
+        ),
+        (
+            "memdb full recall",
+            Signals::ALL,
+            ITEM_VECTORS,
+            RecallOptions::default().context_share,
+        ),
+        (
+            "ablation: full recall without context spread",
+            Signals::ALL,
+            ITEM_VECTORS,
+            0.0,
+        ),
+        (
+            "ablation: dense + BM25 + context spread, no graph",
+            Signals {
+                dense: true,
+                lexical: true,
+                graph: false,
+            },
+            ITEM_VECTORS,
+            RecallOptions::default().context_share,
+        ),
+    ];
+    let full_only = std::env::args().any(|a| a == "--full-only");
+    let mut rankings = BTreeMap::new();
+    for (label, signals, space, context_share) in modes {
+        let is_full = label == "memdb full recall";
+        if full_only && !is_full {
+            continue;
+        }
+        let options = RecallOptions {
+            k: 20,
+            signals,
+            context_share,
+            dense_space: space.to_owned(),
+            weights,
+            ..RecallOptions::default()
+        };
+        let mut per_question = Vec::new();
+        for q in &questions {
+            let recall = store.recall(&q.text, &options, encoder).unwrap();
+            if is_full {
+                search_us.push(recall.timings.search_us());
+                encode_us.push(recall.timings.encode_us);
+            }
+            if signals.graph && !signals.dense {
+                graph_us.push(recall.timings.graph_us);
+            }
+            per_question.push(
+                recall
+                    .hits
+                    .iter()
+                    .map(|h| ext_of[&h.item].clone())
+                    .collect(),
+            );
+        }
+        rankings.insert(label.to_owned(), per_question);
+    }
+    // The graph's size, for the record.
+    let snapshot = store.snapshot().unwrap();
+    let (nodes, paths) = snapshot.graph().counts().unwrap();
+    let node_vectors = snapshot
+        .vectors(memdb::graph::NODE_VECTORS)
+        .unwrap()
+        .map_or(0, |v| v.len());
+    eprintln!("{name}: graph {nodes} nodes ({node_vectors} vectors), {paths} paths");
+    Conversation {
+        name,
+        items,
+        questions,
+        rankings,
+        ingest_s,
+    }
+}
+
+fn run_peer(
+    conversations: &[Conversation],
+    model_dir: &model::ModelDir,
+) -> Result<Vec<Rankings>, String> {
+    let python = peer_python();
+    let probe = Command::new(&python)
+        .args(["-c", "import sentence_transformers, rank_bm25"])
+        .output();
+    if !probe.is_ok_and(|o| o.status.success()) {
+        return Err(format!(
+            "{python} cannot import sentence_transformers and rank_bm25; install them with \
+             `python3 -m pip install sentence-transformers rank_bm25`, or name a Python that \
+             has them in {PEER_PYTHON_ENV}"
+        ));
+    }
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let input = dir.path().join("input.json");
+    let payload = json!({
+        "conversations": conversations.iter().map(|c| json!({
+            "items": c.items,
+            "questions": c.questions.iter().map(|q| q.text.clone()).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>()
+    });
+    std::fs::write(&input, serde_json::to_vec(&payload).unwrap()).map_err(|e| e.to_string())?;
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("peers/locomo_peer.py");
+    eprintln!("running peer: {python} {}", script.display());
+    let mut command = Command::new(&python);
+    command
+        .arg(&script)
+        .arg("--input")
+        .arg(&input)
+        .arg("--model")
+        .arg(model_dir.path());
+    let report = run_peer_json(command, &script)?;
+    let convs = report["conversations"]
+        .as_array()
+        .ok_or("no conversations")?;
+    Ok(convs
+        .iter()
+        .map(|c| {
+            [
+                ("peer: MiniLM exact cosine (sentence-transformers)", "dense"),
+                ("peer: BM25Okapi (rank_bm25)", "bm25"),
+                ("peer: RRF of the two (k = 60)", "rrf"),
+            ]
+            .into_iter()
+            .map(|(label, key)| {
+                let lists = c[key]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|l| {
+                        l.as_array()
+                            .unwrap()
+                            .iter()
+                            .map(|x| x.as_str().unwrap().to_owned())
+                            .collect()
+                    })
+                    .collect();
+                (label.to_owned(), lists)
+            })
+            .collect()
+        })
+        .collect())
+}
+
+/// Recall@k of one ranking: the share of the evidence in its first k.
+fn recall_at(ranking: &[String], evidence: &HashSet<String>, k: usize) -> f64 {
+    let found = ranking
+        .iter()
+        .take(k)
+        .filter(|id| evidence.contains(*id))
+        .count();
+    found as f64 / evidence.len() as f64
+}
+
+fn percentile(values: &[u64], p: f64) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_unstable();
+    if v.is_empty() {
+        return 0.0;
+    }
+    let idx = ((p / 100.0) * (v.len() - 1) as f64).round() as usize;
+    v[idx] as f64 / 1000.0
+}
+
+fn report(
+    conversations: &[Conversation],
+    search_us: &[u64],
+    encode_us: &[u64],
+    graph_us: &[u64],
+) -> Value {
+    let retrievers: Vec<String> = conversations
+        .first()
+        .map(|c| c.rankings.keys().cloned().collect())
+        .unwrap_or_default();
+    // Peers first, then memdb, in a fixed order.
+    let mut retrievers = retrievers;
+    retrievers.sort_by_key(|r| (!r.starts_with("peer"), r.clone()));
+    let total: usize = conversations.iter().map(|c| c.questions.len()).sum();
+    println!(
+        "LoCoMo recall: {} conversations, {total} questions with evidence, Recall@k in %\n",
+        conversations.len()
+    );
+    println!(
+        "| retriever | R@1 | R@5 | R@10 | R@20 | R@10 cat 1 | cat 2 | cat 3 | cat 4 | cat 5 |"
+    );
+    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    let mut rows = Vec::new();
+    for r in &retrievers {
+        let mut overall = [0.0f64; 4];
+        let mut by_cat: BTreeMap<u8, (f64, usize)> = BTreeMap::new();
+        for conv in conversations {
+            let Some(lists) = conv.rankings.get(r) else {
+                continue;
+            };
+            for (q, list) in conv.questions.iter().zip(lists) {
+                for (slot, &k) in KS.iter().enumerate() {
+                    overall[slot] += recall_at(list, &q.evidence, k);
+                }
+                let e = by_cat.entry(q.category).or_default();
+                e.0 += recall_at(list, &q.evidence, 10);
+                e.1 += 1;
+            }
+        }
+        let overall: Vec<f64> = overall.iter().map(|s| 100.0 * s / total as f64).collect();
+        let cats: Vec<f64> = (1..=5)
+            .map(|c| by_cat.get(&c).map_or(0.0, |(s, n)| 100.0 * s / *n as f64))
+            .collect();
+        println!(
+            "| {r} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |",
+            overall[0],
+            overall[1],
+            overall[2],
+            overall[3],
+            cats[0],
+            cats[1],
+            cats[2],
+            cats[3],
+            cats[4]
+        );
+        rows.push(json!({
+            "retriever": r,
+            "recall_at": {"1": overall[0], "5": overall[1], "10": overall[2], "20": overall[3]},
+            "recall_at_10_by_category": {
+                "1": cats[0], "2": cats[1], "3": cats[2], "4": cats[3], "5": cats[4]
+            },
+        }));
+    }
+    let counts: Vec<usize> = (1..=5u8)
+        .map(|c| {
+            conversations
+                .iter()
+                .flat_map(|v| &v.questions)
+                .filter(|q| q.category == c)
+                .count()
+        })
+        .collect();
+    println!("\nquestions per category: {counts:?}");
+    let best_peer = rows
+        .iter()
+        .filter(|r| {
+            r["retriever"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("peer"))
+        })
+        .map(|r| r["recall_at"]["10"].as_f64().unwrap())
+        .fold(f64::NAN, f64::max);
+    let full = rows
+        .iter()
+        .find(|r| r["retriever"] == "memdb full recall")
+        .map(|r| r["recall_at"]["10"].as_f64().unwrap());
+    if let Some(full) = full
+        && best_peer.is_finite()
+    {
+        println!(
+            "full recall R@10 − best peer R@10: {:+.1} points",
+            full - best_peer
+        );
+    }
+    println!(
+        "\nrecall latency, excluding query encoding (full recall, {} queries): p50 {:.3} ms, p99 {:.3} ms",
+        search_us.len(),
+        percentile(search_us, 50.0),
+        percentile(search_us, 99.0)
+    );
+    println!(
+        "query encoding (question + its nodes, one encoder call): p50 {:.3} ms, p99 {:.3} ms",
+        percentile(encode_us, 50.0),
+        percentile(encode_us, 99.0)
+    );
+    println!(
+        "path overlap alone (node match + Q-matrix + item scoring): p50 {:.3} ms, p99 {:.3} ms",
+        percentile(graph_us, 50.0),
+        percentile(graph_us, 99.0)
+    );
+    println!("\n| conversation | items | questions | ingest s (import + embed + graph) |");
+    println!("| --- | ---: | ---: | ---: |");
+    for c in conversations {
+        println!(
+            "| {} | {} | {} | {:.2} |",
+            c.name,
+            c.items.len(),
+            c.questions.len(),
+            c.ingest_s
+        );
+    }
+    json!({
+        "questions": total,
+        "rows": rows,
+        "latency_ms": {
+            "search_p50": percentile(search_us, 50.0), "search_p99": percentile(search_us, 99.0),
+            "encode_p50": percentile(encode_us, 50.0), "encode_p99": percentile(encode_us, 99.0),
+            "path_overlap_p50": percentile(graph_us, 50.0), "path_overlap_p99": percentile(graph_us, 99.0),
+        },
+        "ingest_s": conversations.iter().map(|c| json!({"conversation": c.name, "seconds": c.ingest_s})).collect::<Vec<_>>(),
+    })
+}

@@ -1,0 +1,368 @@
+//! The EM-Graph (ScrapMem §4.2, Algorithm 1): canonical nodes with their aliases, EM-Paths (one
+//! per page and update: the ordered nodes of that day's new items, pointing at those items as
+//! evidence) and the Q-matrix, the node–path incidence kept as roaring bitmaps both ways.
+//!
+//! Everything lives in the store's `graph_*` catalog tables (SPEC.md §5.3) and node vectors in
+//! the vector space [`NODE_VECTORS`], so the graph commits with the store, is read lazily (a
+//! recall reads only the rows of the nodes and paths it touches) and grows incrementally:
+//! [`Store::update_graph`] takes the items the graph has not seen yet.
+//!
+//! Invariants (checked by tests): every phrase maps to exactly one node (canonical or alias);
+//! `node_paths[n]` holds `p` exactly when `path_nodes[p]` holds `n`; a node's vector is in
+//! [`NODE_VECTORS`] under its id; a new phrase joins the nearest existing node when their
+//! cosine is at least the merge threshold, found through the node vector index, never by a
+//! loop over all nodes.
+
+pub mod extract;
+mod update;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeSet;
+
+use redb::{ReadableTable, ReadableTableMetadata, TableDefinition};
+use roaring::RoaringBitmap;
+
+use crate::error::{CatalogResult, Error, Result};
+use crate::store::Snapshot;
+use crate::store::catalog::{
+    self, GRAPH_ALIASES, GRAPH_ITEMS, GRAPH_NODE_PATHS, GRAPH_NODES, GRAPH_PATH_NODES, GRAPH_PATHS,
+};
+
+pub use extract::{NodeDraft, NodeKind, item_nodes, query_nodes};
+pub use update::{GraphOptions, GraphReport};
+
+/// The vector space of node embeddings, keyed by node id.
+pub const NODE_VECTORS: &str = "graph.nodes";
+
+/// Default cosine at or above which a new phrase becomes an alias of an existing node.
+pub const DEFAULT_MERGE_THRESHOLD: f32 = 0.90;
+
+/// Turns texts into unit vectors: the store's encoder, seen from the engine (which does not
+/// link a model). `memdb-encode`'s encoders implement it.
+pub trait Embedder {
+    /// One unit-length vector per text, in order.
+    fn embed(&self, texts: &[&str]) -> std::result::Result<Vec<Vec<f32>>, String>;
+}
+
+/// Calls `embed` and checks it kept its promise of one vector per text.
+pub(crate) fn embed_checked(embedder: &dyn Embedder, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+    if texts.is_empty() {
+        return Ok(Vec::new());
+    }
+    let vectors = embedder.embed(texts).map_err(Error::Embed)?;
+    if vectors.len() != texts.len() {
+        return Err(Error::Embed(format!(
+            "the embedder returned {} vectors for {} texts",
+            vectors.len(),
+            texts.len()
+        )));
+    }
+    Ok(vectors)
+}
+
+/// A graph node as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GraphNode {
+    /// Node id.
+    pub id: u64,
+    /// The canonical phrase (the first one seen).
+    pub phrase: String,
+    /// What it names.
+    pub kind: NodeKind,
+    /// Other phrases merged into it.
+    pub aliases: Vec<String>,
+}
+
+/// An EM-Path as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GraphPath {
+    /// Path id.
+    pub id: u64,
+    /// The page it belongs to (a day, `YYYY-MM-DD`).
+    pub page: String,
+    /// Its nodes, in order of first mention.
+    pub nodes: Vec<u64>,
+    /// The items it points at as evidence.
+    pub items: Vec<u64>,
+}
+
+/// A write to the graph tables, computed by [`Store::update_graph`] and applied inside the
+/// batch's catalog transaction.
+#[derive(Debug, Clone)]
+pub(crate) enum GraphWrite {
+    Node(GraphNode),
+    Alias {
+        phrase: String,
+        node: u64,
+    },
+    Path(GraphPath),
+    NodePaths {
+        node: u64,
+        paths: RoaringBitmap,
+    },
+    PathNodes {
+        path: u64,
+        nodes: RoaringBitmap,
+    },
+    Item {
+        item: u64,
+        path: u64,
+        nodes: Vec<u64>,
+    },
+    Counters {
+        next_node: u64,
+        next_path: u64,
+    },
+}
+
+const ALIAS_SEPARATOR: char = '\u{1f}';
+
+/// Applies one graph write in the batch's transaction.
+pub(crate) fn apply(
+    txn: &redb::WriteTransaction,
+    meta: &mut redb::Table<'_, &'static str, u64>,
+    write: GraphWrite,
+) -> Result<()> {
+    match write {
+        GraphWrite::Node(node) => {
+            let aliases = node.aliases.join(&ALIAS_SEPARATOR.to_string());
+            txn.open_table(GRAPH_NODES)
+                .ctx("open graph_nodes")?
+                .insert(
+                    node.id,
+                    (node.phrase.as_str(), node.kind.code(), aliases.as_str()),
+                )
+                .ctx("write graph_nodes")?;
+        }
+        GraphWrite::Alias { phrase, node } => {
+            txn.open_table(GRAPH_ALIASES)
+                .ctx("open graph_aliases")?
+                .insert(phrase.as_str(), node)
+                .ctx("write graph_aliases")?;
+        }
+        GraphWrite::Path(path) => {
+            let nodes = u64s_to_bytes(&path.nodes);
+            let items = u64s_to_bytes(&path.items);
+            txn.open_table(GRAPH_PATHS)
+                .ctx("open graph_paths")?
+                .insert(
+                    path.id,
+                    (path.page.as_str(), nodes.as_slice(), items.as_slice()),
+                )
+                .ctx("write graph_paths")?;
+        }
+        GraphWrite::NodePaths { node, paths } => {
+            let bytes = bitmap_bytes(&paths)?;
+            txn.open_table(GRAPH_NODE_PATHS)
+                .ctx("open graph_node_paths")?
+                .insert(node, bytes.as_slice())
+                .ctx("write graph_node_paths")?;
+        }
+        GraphWrite::PathNodes { path, nodes } => {
+            let bytes = bitmap_bytes(&nodes)?;
+            txn.open_table(GRAPH_PATH_NODES)
+                .ctx("open graph_path_nodes")?
+                .insert(path, bytes.as_slice())
+                .ctx("write graph_path_nodes")?;
+        }
+        GraphWrite::Item { item, path, nodes } => {
+            let nodes = u64s_to_bytes(&nodes);
+            txn.open_table(GRAPH_ITEMS)
+                .ctx("open graph_items")?
+                .insert(item, (path, nodes.as_slice()))
+                .ctx("write graph_items")?;
+        }
+        GraphWrite::Counters {
+            next_node,
+            next_path,
+        } => {
+            meta.insert(catalog::KEY_NEXT_NODE, next_node)
+                .ctx("write meta")?;
+            meta.insert(catalog::KEY_NEXT_PATH, next_path)
+                .ctx("write meta")?;
+        }
+    }
+    Ok(())
+}
+
+fn bitmap_bytes(bitmap: &RoaringBitmap) -> Result<Vec<u8>> {
+    let mut bytes = Vec::with_capacity(bitmap.serialized_size());
+    bitmap
+        .serialize_into(&mut bytes)
+        .map_err(|e| Error::Inconsistent(format!("serialize a graph bitmap: {e}")))?;
+    Ok(bytes)
+}
+
+fn u64s_to_bytes(values: &[u64]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+fn bytes_to_u64s(bytes: &[u8], what: &str) -> Result<Vec<u64>> {
+    if !bytes.len().is_multiple_of(8) {
+        return Err(Error::Inconsistent(format!(
+            "{what}: {} bytes is not a list of u64",
+            bytes.len()
+        )));
+    }
+    Ok(bytes
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+        .collect())
+}
+
+/// A graph id that must fit the Q-matrix bitmaps (u32).
+pub(crate) fn bitmap_id(id: u64, what: &str) -> Result<u32> {
+    u32::try_from(id).map_err(|_| Error::Inconsistent(format!("{what} id {id} exceeds u32")))
+}
+
+/// Read access to the graph of one snapshot. Tables missing (a store older than format 3) read
+/// as an empty graph.
+pub struct GraphReader<'s> {
+    snapshot: &'s Snapshot,
+}
+
+impl Snapshot {
+    /// The EM-Graph as of this snapshot.
+    pub fn graph(&self) -> GraphReader<'_> {
+        GraphReader { snapshot: self }
+    }
+}
+
+impl GraphReader<'_> {
+    fn table<K: redb::Key + 'static, V: redb::Value + 'static>(
+        &self,
+        def: TableDefinition<'static, K, V>,
+    ) -> Result<Option<redb::ReadOnlyTable<K, V>>> {
+        match self.snapshot.txn().open_table(def) {
+            Ok(t) => Ok(Some(t)),
+            Err(redb::TableError::TableDoesNotExist(_)) => Ok(None),
+            Err(e) => Err(Error::catalog("open a graph table")(e.into())),
+        }
+    }
+
+    /// The node a phrase (canonical or alias) names.
+    pub fn lookup(&self, phrase: &str) -> Result<Option<u64>> {
+        let Some(t) = self.table(GRAPH_ALIASES)? else {
+            return Ok(None);
+        };
+        Ok(t.get(phrase).ctx("read graph_aliases")?.map(|v| v.value()))
+    }
+
+    /// Node `id`.
+    pub fn node(&self, id: u64) -> Result<Option<GraphNode>> {
+        let Some(t) = self.table(GRAPH_NODES)? else {
+            return Ok(None);
+        };
+        let Some(row) = t.get(id).ctx("read graph_nodes")? else {
+            return Ok(None);
+        };
+        let (phrase, kind, aliases) = row.value();
+        let kind = NodeKind::from_code(kind)
+            .ok_or_else(|| Error::Inconsistent(format!("graph node {id}: kind code {kind}")))?;
+        Ok(Some(GraphNode {
+            id,
+            phrase: phrase.to_owned(),
+            kind,
+            aliases: aliases
+                .split(ALIAS_SEPARATOR)
+                .filter(|a| !a.is_empty())
+                .map(str::to_owned)
+                .collect(),
+        }))
+    }
+
+    /// EM-Path `id`.
+    pub fn path(&self, id: u64) -> Result<Option<GraphPath>> {
+        let Some(t) = self.table(GRAPH_PATHS)? else {
+            return Ok(None);
+        };
+        let Some(row) = t.get(id).ctx("read graph_paths")? else {
+            return Ok(None);
+        };
+        let (page, nodes, items) = row.value();
+        Ok(Some(GraphPath {
+            id,
+            page: page.to_owned(),
+            nodes: bytes_to_u64s(nodes, "graph path nodes")?,
+            items: bytes_to_u64s(items, "graph path items")?,
+        }))
+    }
+
+    /// The paths holding node `id` (a row of the Q-matrix by node).
+    pub fn node_paths(&self, id: u64) -> Result<RoaringBitmap> {
+        self.bitmap(GRAPH_NODE_PATHS, id, "graph_node_paths")
+    }
+
+    /// The nodes of path `id` (a row of the Q-matrix by path).
+    pub fn path_nodes(&self, id: u64) -> Result<RoaringBitmap> {
+        self.bitmap(GRAPH_PATH_NODES, id, "graph_path_nodes")
+    }
+
+    fn bitmap(
+        &self,
+        def: TableDefinition<'static, u64, &'static [u8]>,
+        id: u64,
+        what: &'static str,
+    ) -> Result<RoaringBitmap> {
+        let Some(t) = self.table(def)? else {
+            return Ok(RoaringBitmap::new());
+        };
+        match t.get(id).ctx("read a graph bitmap")? {
+            None => Ok(RoaringBitmap::new()),
+            Some(raw) => RoaringBitmap::deserialize_from(raw.value())
+                .map_err(|e| Error::Inconsistent(format!("{what}[{id}]: {e}"))),
+        }
+    }
+
+    /// The path an item belongs to and its nodes, if the graph has seen it.
+    pub fn item(&self, item: u64) -> Result<Option<(u64, Vec<u64>)>> {
+        let Some(t) = self.table(GRAPH_ITEMS)? else {
+            return Ok(None);
+        };
+        let Some(row) = t.get(item).ctx("read graph_items")? else {
+            return Ok(None);
+        };
+        let (path, nodes) = row.value();
+        Ok(Some((path, bytes_to_u64s(nodes, "graph item nodes")?)))
+    }
+
+    /// The items the graph has seen.
+    pub(crate) fn seen_items(&self) -> Result<BTreeSet<u64>> {
+        let Some(t) = self.table(GRAPH_ITEMS)? else {
+            return Ok(BTreeSet::new());
+        };
+        let mut out = BTreeSet::new();
+        for row in t.iter().ctx("scan graph_items")? {
+            out.insert(row.ctx("scan graph_items")?.0.value());
+        }
+        Ok(out)
+    }
+
+    /// Number of nodes and of paths.
+    pub fn counts(&self) -> Result<(u64, u64)> {
+        let nodes = match self.table(GRAPH_NODES)? {
+            Some(t) => t.len().ctx("count graph_nodes")?,
+            None => 0,
+        };
+        let paths = match self.table(GRAPH_PATHS)? {
+            Some(t) => t.len().ctx("count graph_paths")?,
+            None => 0,
+        };
+        Ok((nodes, paths))
+    }
+
+    /// The next node and path ids to hand out.
+    pub(crate) fn next_ids(&self) -> Result<(u64, u64)> {
+        let meta = self
+            .snapshot
+            .txn()
+            .open_table(catalog::META)
+            .ctx("open meta")?;
+        let get = |key: &str| -> Result<u64> {
+            Ok(meta.get(key).ctx("read meta")?.map_or(1, |v| v.value()))
+        };
+        Ok((get(catalog::KEY_NEXT_NODE)?, get(catalog::KEY_NEXT_PATH)?))
+    }
+}

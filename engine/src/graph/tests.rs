@@ -1,0 +1,314 @@
+use memdb_formats::item::{EventTime, ItemDraft, ItemFields, Source};
+use roaring::RoaringBitmap;
+
+use super::*;
+use crate::recall::{RecallOptions, Signals};
+use crate::store::{Options, Store};
+
+/// A deterministic stand-in for the encoder: bag of words (a plural's `s`/`es` dropped, so plurals
+/// embed like singulars) hashed into 64 dimensions, normalised.
+struct HashEmbedder;
+
+impl Embedder for HashEmbedder {
+    fn embed(&self, texts: &[&str]) -> std::result::Result<Vec<Vec<f32>>, String> {
+        Ok(texts
+            .iter()
+            .map(|t| {
+                let mut v = vec![0f32; 64];
+                for w in crate::text::words(t) {
+                    let w = match w.strip_suffix("es") {
+                        Some(stem) => stem.to_owned(),
+                        None if !w.ends_with("ss") => w.strip_suffix('s').unwrap_or(&w).to_owned(),
+                        None => w,
+                    };
+                    let h = w.bytes().fold(1469598103934665603u64, |h, b| {
+                        (h ^ u64::from(b)).wrapping_mul(1099511628211)
+                    });
+                    v[(h % 64) as usize] += 1.0;
+                }
+                v[63] += 0.01; // never all zeros
+                let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+                v.iter().map(|x| x / n).collect()
+            })
+            .collect())
+    }
+}
+
+fn chat(day: &str, speaker: &str, body: &str, ext: &str) -> ItemDraft {
+    let mut f = ItemFields::new(
+        Source::Chat,
+        EventTime::parse(&format!("{day}T10:00:00+00:00")).unwrap(),
+    );
+    f.speaker = Some(speaker.into());
+    f.body = Some(body.into());
+    f.external_id = Some(ext.into());
+    ItemDraft {
+        fields: f,
+        supersedes: None,
+    }
+}
+
+fn store_with(items: &[ItemDraft]) -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::create(dir.path().join("s"), Options::default()).unwrap();
+    let mut batch = store.batch();
+    for i in items {
+        batch.put(i.clone());
+    }
+    batch.commit().unwrap();
+    (dir, store)
+}
+
+/// The Q-matrix rows agree both ways, and every item the graph saw points at a path that
+/// lists it.
+fn assert_consistent(store: &Store) {
+    let snap = store.snapshot().unwrap();
+    let g = snap.graph();
+    let (nodes, paths) = g.counts().unwrap();
+    assert!(nodes > 0 && paths > 0);
+    let mut by_path: Vec<(u32, RoaringBitmap)> = Vec::new();
+    for p in 1..=paths {
+        let path = g.path(p).unwrap().expect("path ids are dense");
+        let bitmap = g.path_nodes(p).unwrap();
+        let listed: RoaringBitmap = path.nodes.iter().map(|&n| n as u32).collect();
+        assert_eq!(bitmap, listed, "path {p}: bitmap and node list differ");
+        for &item in &path.items {
+            assert_eq!(g.item(item).unwrap().unwrap().0, p);
+        }
+        by_path.push((p as u32, bitmap));
+    }
+    for n in 1..=nodes {
+        let node = g.node(n).unwrap().expect("node ids are dense");
+        assert_eq!(g.lookup(&node.phrase).unwrap(), Some(n));
+        for alias in &node.aliases {
+            assert_eq!(g.lookup(alias).unwrap(), Some(n), "alias {alias}");
+        }
+        let node_paths = g.node_paths(n).unwrap();
+        for (p, nodes_of_p) in &by_path {
+            assert_eq!(
+                node_paths.contains(*p),
+                nodes_of_p.contains(n as u32),
+                "node {n} path {p}"
+            );
+        }
+        assert!(
+            snap.vectors(NODE_VECTORS)
+                .unwrap()
+                .unwrap()
+                .get(n)
+                .is_some(),
+            "node {n} has a vector"
+        );
+    }
+}
+
+#[test]
+fn update_builds_paths_per_day_merges_aliases_and_is_incremental() {
+    let (_dir, store) = store_with(&[
+        chat(
+            "2023-05-08",
+            "Caroline",
+            "I signed up for a pottery class at the Art Center.",
+            "a",
+        ),
+        chat(
+            "2023-05-08",
+            "Melanie",
+            "Pottery is so relaxing, I went camping with my kids.",
+            "b",
+        ),
+        chat(
+            "2023-06-01",
+            "Caroline",
+            "The pottery classes were fun; I also researched adoption agencies.",
+            "c",
+        ),
+    ]);
+    let report = store
+        .update_graph(&HashEmbedder, &GraphOptions::default(), &mut |_, _| {})
+        .unwrap();
+    assert_eq!(report.items, 3);
+    assert_eq!(report.new_paths, 2, "one path per day");
+    assert!(
+        report.merged >= 1,
+        "`pottery classes` joins `pottery class`: {report:?}"
+    );
+    let snap = store.snapshot().unwrap();
+    let class = snap.graph().lookup("pottery class").unwrap().unwrap();
+    assert_eq!(snap.graph().lookup("pottery classes").unwrap(), Some(class));
+    assert!(
+        snap.graph().node_paths(class).unwrap().len() == 2,
+        "both days hold the merged node"
+    );
+    drop(snap);
+    assert_consistent(&store);
+
+    // Nothing new: nothing changes.
+    let again = store
+        .update_graph(&HashEmbedder, &GraphOptions::default(), &mut |_, _| {})
+        .unwrap();
+    assert_eq!(again, GraphReport::default());
+
+    // A later item gets its own path; the earlier ones are untouched.
+    let mut batch = store.batch();
+    batch.put(chat(
+        "2023-07-02",
+        "Melanie",
+        "We went camping again at the lake.",
+        "d",
+    ));
+    batch.commit().unwrap();
+    let more = store
+        .update_graph(&HashEmbedder, &GraphOptions::default(), &mut |_, _| {})
+        .unwrap();
+    assert_eq!((more.items, more.new_paths), (1, 1));
+    assert_consistent(&store);
+
+    // The graph survives a reopen.
+    let path = _dir.path().join("s");
+    drop(store);
+    let store = Store::open(&path, Options::default()).unwrap();
+    assert_consistent(&store);
+}
+
+#[test]
+fn recall_finds_evidence_respects_filters_and_explains() {
+    let (_dir, store) = store_with(&[
+        chat(
+            "2023-05-08",
+            "Caroline",
+            "I signed up for a pottery class at the Art Center.",
+            "a",
+        ),
+        chat(
+            "2023-05-08",
+            "Melanie",
+            "I went camping with my kids at the lake.",
+            "b",
+        ),
+        chat(
+            "2023-06-01",
+            "Caroline",
+            "I researched adoption agencies this week.",
+            "c",
+        ),
+        chat("2023-06-01", "Melanie", "My kids loved the museum.", "d"),
+    ]);
+    store
+        .update_graph(&HashEmbedder, &GraphOptions::default(), &mut |_, _| {})
+        .unwrap();
+    // Dense vectors for the items too.
+    let snap = store.snapshot().unwrap();
+    let items = snap.scan(&crate::store::ScanFilter::default()).unwrap();
+    drop(snap);
+    let mut batch = store.batch();
+    for item in &items {
+        let v = HashEmbedder
+            .embed(&[&crate::recall::item_text(item)])
+            .unwrap()
+            .remove(0);
+        batch.put_vector(
+            crate::store::ITEM_VECTORS,
+            item.id,
+            item.fields.time.unix_ms,
+            item.fields.source.code(),
+            v,
+        );
+    }
+    batch.commit().unwrap();
+    let id_of = |ext: &str| {
+        items
+            .iter()
+            .find(|i| i.fields.external_id.as_deref() == Some(ext))
+            .unwrap()
+            .id
+    };
+
+    let question = "What did Caroline research about adoption agencies?";
+    for signals in [
+        Signals::ALL,
+        Signals {
+            dense: false,
+            lexical: true,
+            graph: false,
+        },
+        Signals {
+            dense: false,
+            lexical: false,
+            graph: true,
+        },
+        Signals {
+            dense: true,
+            lexical: false,
+            graph: false,
+        },
+    ] {
+        let options = RecallOptions {
+            k: 2,
+            signals,
+            ..RecallOptions::default()
+        };
+        let recall = store.recall(question, &options, &HashEmbedder).unwrap();
+        assert_eq!(
+            recall.hits.first().map(|h| h.item),
+            Some(id_of("c")),
+            "{signals:?}: {:?}",
+            recall.hits
+        );
+        assert!(recall.hits.len() <= 2);
+    }
+    let full = store
+        .recall(question, &RecallOptions::default(), &HashEmbedder)
+        .unwrap();
+    let top = &full.hits[0].explanation;
+    assert!(
+        top.dense_rank.is_some() && top.lexical_rank.is_some() && top.graph_rank.is_some(),
+        "{top:?}"
+    );
+    assert!(top.nodes.iter().any(|n| n.contains("adoption")), "{top:?}");
+    assert_eq!(top.path.as_ref().map(|p| p.1.as_str()), Some("2023-06-01"));
+    assert!(full.query_nodes.contains(&"caroline".to_owned()));
+
+    // A time filter applies inside every signal: only May items come back, however strong
+    // the June match.
+    let may = RecallOptions {
+        from_ms: Some(
+            EventTime::parse("2023-05-01T00:00:00+00:00")
+                .unwrap()
+                .unix_ms,
+        ),
+        to_ms: Some(
+            EventTime::parse("2023-06-01T00:00:00+00:00")
+                .unwrap()
+                .unix_ms,
+        ),
+        ..RecallOptions::default()
+    };
+    let hits = store.recall(question, &may, &HashEmbedder).unwrap().hits;
+    assert!(!hits.is_empty());
+    assert!(
+        hits.iter()
+            .all(|h| h.item == id_of("a") || h.item == id_of("b")),
+        "{hits:?}"
+    );
+}
+
+#[test]
+fn an_embedder_that_breaks_its_promise_is_an_error_not_a_panic() {
+    struct Short;
+    impl Embedder for Short {
+        fn embed(&self, _: &[&str]) -> std::result::Result<Vec<Vec<f32>>, String> {
+            Ok(Vec::new())
+        }
+    }
+    let (_dir, store) = store_with(&[chat("2023-05-08", "Caroline", "pottery class", "a")]);
+    let err = store
+        .update_graph(&Short, &GraphOptions::default(), &mut |_, _| {})
+        .unwrap_err();
+    assert!(err.to_string().contains("returned 0 vectors"), "{err}");
+    assert_eq!(
+        store.snapshot().unwrap().graph().counts().unwrap(),
+        (0, 0),
+        "nothing half-written"
+    );
+}
