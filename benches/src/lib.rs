@@ -110,3 +110,11 @@ pub fn run_peer_json(mut command: Command, script: &Path) -> Result<Value, Strin
     let last = stdout.lines().last().ok_or("the peer printed nothing")?;
     serde_json::from_str(last).map_err(|e| format!("peer output is not JSON ({e}): {last:.200}"))
 }
+
+/// The value after `flag` in `args` (`--flag VALUE`), if both are there.
+pub fn flag_value(args: &[String], flag: &str) -> Option<String> {
+    args.iter()
+        .position(|a| a == flag)
+        .and_then(|i| args.get(i + 1))
+        .cloned()
+}

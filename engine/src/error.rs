@@ -108,6 +108,9 @@ pub enum Error {
     /// The encoder failed to embed texts a graph update or a recall needed.
     #[error("embedding failed: {0}")]
     Embed(String),
+    /// The node extractor (a local model server) failed or answered something unusable.
+    #[error("node extractor: {0}")]
+    Extractor(String),
     /// A compaction hook refused to continue.
     #[error("compaction hook failed: {0}")]
     Hook(String),

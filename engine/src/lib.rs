@@ -28,7 +28,7 @@ mod text;
 mod vectors;
 
 pub use error::{Error, Result};
-pub use graph::{Embedder, GraphOptions, GraphReport};
+pub use graph::{Embedder, GraphOptions, GraphReport, LlmExtractor, NodeExtractor, RuleExtractor};
 pub use memdb_formats::item::{
     EventTime, GeoPoint, ItemDraft, ItemFields, ItemRecord as Item, Location, Source,
 };

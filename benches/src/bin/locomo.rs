@@ -21,7 +21,9 @@ use std::process::Command;
 use std::time::Instant;
 
 use memdb::{ITEM_VECTORS, Options, RecallOptions, Signals, Store};
-use memdb_benches::{PEER_PYTHON_ENV, locomo_turns, peer_python, run_peer_json, shared_dir};
+use memdb_benches::{
+    PEER_PYTHON_ENV, flag_value, locomo_turns, peer_python, run_peer_json, shared_dir,
+};
 use memdb_encode::{Encoder, EncoderOptions, MiniLm, model};
 use memdb_formats::import::locomo;
 use serde_json::{Value, json};
@@ -49,12 +51,7 @@ struct Conversation {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let value = |flag: &str| {
-        args.iter()
-            .position(|a| a == flag)
-            .and_then(|i| args.get(i + 1))
-            .cloned()
-    };
+    let value = |flag: &str| flag_value(&args, flag);
     let data_dir = args
         .first()
         .filter(|a| !a.starts_with("--"))
@@ -414,9 +411,10 @@ fn report(
     );
     println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     let mut rows = Vec::new();
+    let mut by_category: Vec<(String, Vec<[f64; 4]>)> = Vec::new();
     for r in &retrievers {
         let mut overall = [0.0f64; 4];
-        let mut by_cat: BTreeMap<u8, (f64, usize)> = BTreeMap::new();
+        let mut by_cat: BTreeMap<u8, ([f64; 4], usize)> = BTreeMap::new();
         for conv in conversations {
             let Some(lists) = conv.rankings.get(r) else {
                 continue;
@@ -426,14 +424,23 @@ fn report(
                     overall[slot] += recall_at(list, &q.evidence, k);
                 }
                 let e = by_cat.entry(q.category).or_default();
-                e.0 += recall_at(list, &q.evidence, 10);
+                for (slot, &k) in KS.iter().enumerate() {
+                    e.0[slot] += recall_at(list, &q.evidence, k);
+                }
                 e.1 += 1;
             }
         }
         let overall: Vec<f64> = overall.iter().map(|s| 100.0 * s / total as f64).collect();
-        let cats: Vec<f64> = (1..=5)
-            .map(|c| by_cat.get(&c).map_or(0.0, |(s, n)| 100.0 * s / *n as f64))
+        // category → Recall@1/5/10/20
+        let per_cat: Vec<[f64; 4]> = (1..=5)
+            .map(|c| {
+                by_cat
+                    .get(&c)
+                    .map_or([0.0; 4], |(s, n)| s.map(|v| 100.0 * v / *n as f64))
+            })
             .collect();
+        let cats: Vec<f64> = per_cat.iter().map(|r| r[2]).collect();
+        by_category.push((r.clone(), per_cat.clone()));
         println!(
             "| {r} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |",
             overall[0],
@@ -449,10 +456,23 @@ fn report(
         rows.push(json!({
             "retriever": r,
             "recall_at": {"1": overall[0], "5": overall[1], "10": overall[2], "20": overall[3]},
-            "recall_at_10_by_category": {
-                "1": cats[0], "2": cats[1], "3": cats[2], "4": cats[3], "5": cats[4]
-            },
+            "recall_at_by_category": (1..=5).map(|c| (c.to_string(), json!({
+                "1": per_cat[c - 1][0], "5": per_cat[c - 1][1],
+                "10": per_cat[c - 1][2], "20": per_cat[c - 1][3],
+            }))).collect::<serde_json::Map<_, _>>(),
         }));
+    }
+    println!("\nper category, R@1 / R@5 / R@10 / R@20:\n");
+    println!(
+        "| retriever | 1 multi-hop | 2 temporal | 3 open-domain | 4 single-hop | 5 adversarial |"
+    );
+    println!("| --- | --- | --- | --- | --- | --- |");
+    for (r, per_cat) in &by_category {
+        let cells: Vec<String> = per_cat
+            .iter()
+            .map(|v| format!("{:.1} / {:.1} / {:.1} / {:.1}", v[0], v[1], v[2], v[3]))
+            .collect();
+        println!("| {r} | {} |", cells.join(" | "));
     }
     let counts: Vec<usize> = (1..=5u8)
         .map(|c| {

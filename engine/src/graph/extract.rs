@@ -115,20 +115,20 @@ pub(crate) fn display_date(unix_ms: i64, offset_minutes: i16) -> String {
 }
 
 /// The calendar day an item happened on, in its own offset.
-fn local_date(fields: &ItemFields) -> Option<Date> {
+pub(crate) fn local_date(fields: &ItemFields) -> Option<Date> {
     let offset = Offset::from_seconds(i32::from(fields.time.offset_minutes) * 60).ok()?;
     let ts = jiff::Timestamp::from_millisecond(fields.time.unix_ms).ok()?;
     Some(offset.to_datetime(ts).date())
 }
 
 #[derive(Default)]
-struct Candidates {
+pub(crate) struct Candidates {
     seen: HashSet<String>,
     nodes: Vec<NodeDraft>,
 }
 
 impl Candidates {
-    fn push(&mut self, kind: NodeKind, phrase: &str) {
+    pub(crate) fn push(&mut self, kind: NodeKind, phrase: &str) {
         let phrase: String = phrase
             .trim()
             .to_lowercase()
@@ -144,7 +144,7 @@ impl Candidates {
     }
 
     /// The best `max` candidates: by kind, then first mention.
-    fn finish(mut self, max: usize) -> Vec<NodeDraft> {
+    pub(crate) fn finish(mut self, max: usize) -> Vec<NodeDraft> {
         // Stable: ties keep their order of first mention.
         self.nodes.sort_by_key(|n| n.kind);
         // Single words already inside a chosen phrase add nothing.

@@ -14,6 +14,8 @@
 //! loop over all nodes.
 
 pub mod extract;
+mod llm;
+mod overlap;
 mod update;
 
 #[cfg(test)]
@@ -31,6 +33,8 @@ use crate::store::catalog::{
 };
 
 pub use extract::{NodeDraft, NodeKind, item_nodes, query_nodes};
+pub use llm::LlmExtractor;
+pub use overlap::{CANDIDATE_CAP, PathMatch, PathOverlapStats, PathsMatched};
 pub use update::{GraphOptions, GraphReport};
 
 /// The vector space of node embeddings, keyed by node id.
@@ -44,6 +48,29 @@ pub const DEFAULT_MERGE_THRESHOLD: f32 = 0.90;
 pub trait Embedder {
     /// One unit-length vector per text, in order.
     fn embed(&self, texts: &[&str]) -> std::result::Result<Vec<Vec<f32>>, String>;
+}
+
+/// Turns items and questions into graph nodes. [`RuleExtractor`] is the default; an
+/// [`LlmExtractor`] asks a local model server.
+pub trait NodeExtractor: Send + Sync + std::fmt::Debug {
+    /// The nodes of an item.
+    fn item_nodes(&self, fields: &memdb_formats::item::ItemFields) -> Result<Vec<NodeDraft>>;
+    /// The nodes of a question.
+    fn query_nodes(&self, question: &str) -> Result<Vec<NodeDraft>>;
+}
+
+/// The deterministic on-device extractor of [`extract`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RuleExtractor;
+
+impl NodeExtractor for RuleExtractor {
+    fn item_nodes(&self, fields: &memdb_formats::item::ItemFields) -> Result<Vec<NodeDraft>> {
+        Ok(item_nodes(fields))
+    }
+
+    fn query_nodes(&self, question: &str) -> Result<Vec<NodeDraft>> {
+        Ok(query_nodes(question))
+    }
 }
 
 /// Calls `embed` and checks it kept its promise of one vector per text.

@@ -312,3 +312,71 @@ fn an_embedder_that_breaks_its_promise_is_an_error_not_a_panic() {
         "nothing half-written"
     );
 }
+
+/// Scores every path the slow way: the reference `paths_matching` must equal.
+fn brute_force(
+    store: &Store,
+    nodes: &[(u64, f64)],
+    min_overlap: u32,
+    top: usize,
+) -> Vec<(u64, u32)> {
+    let snap = store.snapshot().unwrap();
+    let g = snap.graph();
+    let (_, paths) = g.counts().unwrap();
+    let mut scored: Vec<(u64, f64, u32)> = Vec::new();
+    let weights = g.paths_matching(nodes, 1, 1).unwrap().node_weights;
+    for p in 1..=paths {
+        let held = g.path_nodes(p).unwrap();
+        let (mut score, mut overlap) = (0.0, 0);
+        for &(n, w) in &weights {
+            if held.contains(n as u32) {
+                score += w;
+                overlap += 1;
+            }
+        }
+        if overlap >= min_overlap && overlap > 0 {
+            scored.push((p, score, overlap));
+        }
+    }
+    scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    scored.truncate(top);
+    scored.into_iter().map(|(p, _, o)| (p, o)).collect()
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(12))]
+    /// Exact top-k path overlap, whether the candidate bound holds or the search falls back:
+    /// random days of words from a skewed vocabulary, random queries, tiny and large caps.
+    #[test]
+    fn paths_matching_equals_scoring_every_path(
+        days in proptest::collection::vec(proptest::collection::vec(0usize..40, 1..6), 5..40),
+        query in proptest::collection::vec(0usize..40, 1..6),
+        min_overlap in 1u32..3,
+        top in 1usize..6,
+        cap in proptest::prop_oneof![proptest::prelude::Just(1u64), proptest::prelude::Just(4), proptest::prelude::Just(1 << 20)],
+    ) {
+        // Skewed: word i appears about as often as 1/(i+1) (low ids are frequent).
+        let word = |i: usize| format!("word{}", i * i / 40);
+        let items: Vec<ItemDraft> = days
+            .iter()
+            .enumerate()
+            .map(|(d, words)| {
+                let body: Vec<String> = words.iter().map(|&w| word(w)).collect();
+                let day = format!("2023-{:02}-{:02}", 1 + d / 28, 1 + d % 28);
+                chat(&day, "Ann", &body.join(", "), &format!("e{d}"))
+            })
+            .collect();
+        let (_dir, store) = store_with(&items);
+        store.update_graph(&HashEmbedder, &GraphOptions::default(), &mut |_, _| {}).unwrap();
+        let snap = store.snapshot().unwrap();
+        let g = snap.graph();
+        let nodes: Vec<(u64, f64)> = query
+            .iter()
+            .filter_map(|&w| g.lookup(&word(w)).unwrap())
+            .map(|n| (n, 1.0))
+            .collect();
+        let got = g.paths_matching_capped(&nodes, min_overlap, top, cap).unwrap();
+        let got: Vec<(u64, u32)> = got.paths.iter().map(|m| (m.path, m.overlap)).collect();
+        proptest::prop_assert_eq!(got, brute_force(&store, &nodes, min_overlap, top));
+    }
+}

@@ -10,7 +10,7 @@ use roaring::RoaringBitmap;
 
 use super::{
     DEFAULT_MERGE_THRESHOLD, Embedder, GraphNode, GraphPath, GraphWrite, NODE_VECTORS, NodeDraft,
-    bitmap_id, embed_checked, item_nodes,
+    NodeExtractor, RuleExtractor, bitmap_id, embed_checked,
 };
 use crate::error::Result;
 use crate::store::{Store, VectorScope};
@@ -23,6 +23,8 @@ pub struct GraphOptions {
     pub merge_threshold: f32,
     /// Items per committed chunk.
     pub chunk_items: usize,
+    /// Where nodes come from (default: the rule extractor).
+    pub extractor: std::sync::Arc<dyn NodeExtractor>,
 }
 
 impl Default for GraphOptions {
@@ -30,6 +32,7 @@ impl Default for GraphOptions {
         GraphOptions {
             merge_threshold: DEFAULT_MERGE_THRESHOLD,
             chunk_items: 2_000,
+            extractor: std::sync::Arc::new(RuleExtractor),
         }
     }
 }
@@ -114,7 +117,7 @@ impl Store {
                 id,
                 time: fields.time.unix_ms,
                 source: fields.source.code(),
-                nodes: item_nodes(fields),
+                nodes: options.extractor.item_nodes(fields)?,
             });
         }
 

@@ -26,7 +26,7 @@ use memdb_formats::item::ItemRecord;
 use roaring::{RoaringBitmap, RoaringTreemap};
 
 use crate::error::Result;
-use crate::graph::{Embedder, NODE_VECTORS, embed_checked, query_nodes};
+use crate::graph::{Embedder, NODE_VECTORS, embed_checked};
 use crate::lexical::Bm25;
 use crate::store::{ITEM_VECTORS, ScanFilter, Snapshot, Store, VectorScope};
 
@@ -73,6 +73,8 @@ pub struct RecallOptions {
     pub node_match: f32,
     /// Share of a candidate's fused score given to the turns before and after it in its path.
     pub context_share: f64,
+    /// Where the question's nodes come from (default: the rule extractor).
+    pub extractor: Arc<dyn crate::graph::NodeExtractor>,
 }
 
 impl Default for RecallOptions {
@@ -90,6 +92,7 @@ impl Default for RecallOptions {
             depth: 100,
             node_match: 0.80,
             context_share: 0.45,
+            extractor: Arc::new(crate::graph::RuleExtractor),
         }
     }
 }
@@ -245,7 +248,11 @@ fn recall_in(
 ) -> Result<Recall> {
     let mut timings = RecallTimings::default();
     let depth = options.depth.max(options.k);
-    let nodes = query_nodes(question);
+    let nodes = if options.signals.graph {
+        options.extractor.query_nodes(question)?
+    } else {
+        Vec::new()
+    };
 
     // One encoder call: the question, then its nodes.
     let started = Instant::now();
@@ -421,7 +428,6 @@ pub(crate) fn path_overlap(
     allowed_keys: &Option<RoaringTreemap>,
 ) -> Result<PathOverlap> {
     let graph = snapshot.graph();
-    let (_, total_paths) = graph.counts()?;
     let node_space = snapshot.vectors(NODE_VECTORS)?;
     // node id → (similarity, phrase of the query node)
     let mut sims: HashMap<u64, f32> = HashMap::new();
@@ -438,27 +444,20 @@ pub(crate) fn path_overlap(
             }
         }
     }
+    let mut boosts: Vec<(u64, f64)> = sims.iter().map(|(&n, &s)| (n, f64::from(s))).collect();
+    // A fixed order, so equal weights always sum in the same order.
+    boosts.sort_by_key(|b| b.0);
+    let matched = graph.paths_matching(&boosts, 1, TOP_PATHS)?;
     let mut node_weights: HashMap<u64, (f64, String)> = HashMap::new();
-    let mut path_scores: HashMap<u32, f64> = HashMap::new();
-    for (&node, &sim) in &sims {
-        let paths = graph.node_paths(node)?;
-        if paths.is_empty() {
-            continue;
-        }
-        let idf = (1.0 + total_paths as f64 / paths.len() as f64).ln();
-        let weight = f64::from(sim) * idf;
+    for (node, weight) in matched.node_weights {
         let phrase = graph.node(node)?.map(|n| n.phrase).unwrap_or_default();
         node_weights.insert(node, (weight, phrase));
-        for p in &paths {
-            *path_scores.entry(p).or_default() += weight;
-        }
     }
-    let mut paths: Vec<(u32, f64)> = path_scores.into_iter().collect();
-    paths.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let paths: Vec<(u64, f64)> = matched.paths.iter().map(|p| (p.path, p.score)).collect();
     let top = paths.first().map_or(1.0, |p| p.1.max(f64::MIN_POSITIVE));
     let mut items: Vec<(u64, f64)> = Vec::new();
-    for &(path, score) in paths.iter().take(TOP_PATHS) {
-        let Some(row) = graph.path(u64::from(path))? else {
+    for &(path, score) in &paths {
+        let Some(row) = graph.path(path)? else {
             continue;
         };
         for item in row.items {
