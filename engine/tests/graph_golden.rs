@@ -30,7 +30,7 @@ impl Embedder for LetterEmbedder {
         Ok(texts
             .iter()
             .map(|t| {
-                let mut v = vec![0f32; 27];
+                let mut v = [0f32; 27];
                 for c in t.chars().filter(char::is_ascii_lowercase) {
                     v[(c as u8 - b'a') as usize] += 1.0;
                 }
