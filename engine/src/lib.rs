@@ -32,7 +32,10 @@ pub use graph::{Embedder, GraphOptions, GraphReport, LlmExtractor, NodeExtractor
 pub use memdb_formats::item::{
     EventTime, GeoPoint, ItemDraft, ItemFields, ItemRecord as Item, Location, Source,
 };
-pub use recall::{Recall, RecallHit, RecallOptions, Signals, item_text};
+pub use recall::{
+    Explanation, Recall, RecallCounts, RecallHit, RecallOptions, RecallTimings, Signals, item_text,
+};
+pub use roaring::RoaringTreemap;
 pub use store::{
     Blob, BlobInfo, BlobKind, BlobRewrite, CheckReport, CommitReceipt, CompactOptions,
     CompactReport, CompactionHook, ITEM_VECTORS, ItemRewrite, KeepEverything, Options, Problem,

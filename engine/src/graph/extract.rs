@@ -121,6 +121,16 @@ pub(crate) fn local_date(fields: &ItemFields) -> Option<Date> {
     Some(offset.to_datetime(ts).date())
 }
 
+/// The form a node phrase is stored in: lowercase, inner whitespace collapsed to one space.
+pub fn normalize_phrase(phrase: &str) -> String {
+    phrase
+        .trim()
+        .to_lowercase()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 #[derive(Default)]
 pub(crate) struct Candidates {
     seen: HashSet<String>,
@@ -129,12 +139,7 @@ pub(crate) struct Candidates {
 
 impl Candidates {
     pub(crate) fn push(&mut self, kind: NodeKind, phrase: &str) {
-        let phrase: String = phrase
-            .trim()
-            .to_lowercase()
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ");
+        let phrase = normalize_phrase(phrase);
         if phrase.is_empty() || phrase.chars().count() > MAX_NODE_CHARS {
             return;
         }

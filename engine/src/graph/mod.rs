@@ -277,6 +277,29 @@ impl GraphReader<'_> {
         Ok(t.get(phrase).ctx("read graph_aliases")?.map(|v| v.value()))
     }
 
+    /// The node `text` names after normalization ([`extract::normalize_phrase`]): how a
+    /// person's spelling (`'Lisbon '`) finds the stored phrase (`lisbon`).
+    pub fn find(&self, text: &str) -> Result<Option<u64>> {
+        self.lookup(&extract::normalize_phrase(text))
+    }
+
+    /// Up to `limit` stored phrases (canonical or alias) starting with `prefix`, in order.
+    pub fn phrases_with_prefix(&self, prefix: &str, limit: usize) -> Result<Vec<String>> {
+        let Some(t) = self.table(GRAPH_ALIASES)? else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        for row in t.range(prefix..).ctx("scan graph_aliases")? {
+            let (phrase, _) = row.ctx("scan graph_aliases")?;
+            let phrase = phrase.value();
+            if !phrase.starts_with(prefix) || out.len() >= limit {
+                break;
+            }
+            out.push(phrase.to_owned());
+        }
+        Ok(out)
+    }
+
     /// Node `id`.
     pub fn node(&self, id: u64) -> Result<Option<GraphNode>> {
         let Some(t) = self.table(GRAPH_NODES)? else {

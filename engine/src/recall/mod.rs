@@ -63,6 +63,9 @@ pub struct RecallOptions {
     pub to_ms: Option<i64>,
     /// Only items of this source code.
     pub source: Option<u8>,
+    /// Only these items (ids), on top of the time and source bounds: how a caller's own
+    /// filters (tags, places, …) are pushed into every signal's scan.
+    pub items: Option<RoaringTreemap>,
     /// The vector space of item embeddings.
     pub dense_space: String,
     /// Fusion weights of the dense, lexical and graph ranks.
@@ -85,6 +88,7 @@ impl Default for RecallOptions {
             from_ms: None,
             to_ms: None,
             source: None,
+            items: None,
             dense_space: ITEM_VECTORS.to_owned(),
             // Chosen on the five LoCoMo conversations of ../shared/data (the locomo bench), the
             // same for every store and conversation: BM25 carries names, which dense misses.
@@ -145,6 +149,25 @@ impl RecallTimings {
     }
 }
 
+/// Candidates per stage of one recall.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RecallCounts {
+    /// Items the filters allow (`None`: no filter, every item).
+    pub allowed: Option<u64>,
+    /// Items in the store's lexical index (every live item).
+    pub items: u64,
+    /// Candidates from dense search.
+    pub dense: u64,
+    /// Candidates from BM25.
+    pub lexical: u64,
+    /// Graph nodes matched to the question's nodes.
+    pub matched_nodes: u64,
+    /// Candidates from path overlap.
+    pub graph: u64,
+    /// Distinct items after fusion and conversation context, before the top k.
+    pub fused: u64,
+}
+
 /// What [`Store::recall`] returns.
 #[derive(Debug, Clone, Default)]
 pub struct Recall {
@@ -154,6 +177,8 @@ pub struct Recall {
     pub query_nodes: Vec<String>,
     /// Time per stage.
     pub timings: RecallTimings,
+    /// Candidates per stage.
+    pub counts: RecallCounts,
 }
 
 /// Per-snapshot derived data: the lexical index and each item's time and source.
@@ -266,13 +291,25 @@ fn recall_in(
     // Rows the filters allow (None: all).
     let allowed_rows: Option<RoaringBitmap> = (options.from_ms.is_some()
         || options.to_ms.is_some()
-        || options.source.is_some())
+        || options.source.is_some()
+        || options.items.is_some())
     .then(|| {
         (0..index.bm25.len())
             .filter(|&row| allowed(options, index.time_source[row]))
             .filter_map(|row| u32::try_from(row).ok())
+            .filter(|&row| {
+                options
+                    .items
+                    .as_ref()
+                    .is_none_or(|items| items.contains(index.bm25.key(row)))
+            })
             .collect()
     });
+    let mut counts = RecallCounts {
+        allowed: allowed_rows.as_ref().map(RoaringBitmap::len),
+        items: index.bm25.len() as u64,
+        ..RecallCounts::default()
+    };
     let allowed_keys: Option<RoaringTreemap> = allowed_rows
         .as_ref()
         .map(|rows| rows.iter().map(|r| index.bm25.key(r)).collect());
@@ -313,6 +350,10 @@ fn recall_in(
         ranked[2] = graph.items;
         matched_nodes = graph.node_weights;
     }
+    counts.dense = ranked[0].len() as u64;
+    counts.lexical = ranked[1].len() as u64;
+    counts.graph = ranked[2].len() as u64;
+    counts.matched_nodes = matched_nodes.len() as u64;
     timings.graph_us = micros(started);
 
     let started = Instant::now();
@@ -375,6 +416,7 @@ fn recall_in(
             explanation,
         })
         .collect();
+    counts.fused = hits.len() as u64;
     hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.item.cmp(&b.item)));
     hits.truncate(options.k);
     for hit in &mut hits {
@@ -391,6 +433,7 @@ fn recall_in(
         hits,
         query_nodes: nodes.into_iter().map(|n| n.phrase).collect(),
         timings,
+        counts,
     })
 }
 

@@ -206,6 +206,15 @@ impl Snapshot {
         items.len().ctx("count items")
     }
 
+    /// Event times (UTC ms) of the oldest and the newest live item, if any: what a query
+    /// planner scales its estimates by.
+    pub fn time_span(&self) -> Result<Option<(i64, i64)>> {
+        let table = self.txn.open_table(catalog::BY_TIME).ctx("open by_time")?;
+        let first = table.first().ctx("read by_time")?;
+        let last = table.last().ctx("read by_time")?;
+        Ok(first.zip(last).map(|(f, l)| (f.0.value().0, l.0.value().0)))
+    }
+
     /// All live item ids, ascending.
     pub fn item_ids(&self) -> Result<Vec<u64>> {
         let items = self.txn.open_table(catalog::ITEMS).ctx("open items")?;

@@ -1,0 +1,356 @@
+//! Every example statement of SPEC.md §9.4 runs against a store built from the fixture and
+//! ../shared/data/locomo/26.json, and its rows are checked against what the inputs say.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+const NOW: &str = "2022-05-10T00:00:00Z";
+
+fn memdb(args: &[&str]) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_memdb"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "memdb {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn shared() -> Option<PathBuf> {
+    let base = std::env::var_os("MEMDB_SHARED_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"));
+    let file = base.join("data/locomo/26.json");
+    let model = memdb(&["model", "path", "--json"])["installed"] == true;
+    if file.is_file() && model {
+        return Some(file);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI must have {} and the encoder model",
+        file.display()
+    );
+    eprintln!(
+        "SKIPPED: {} or the encoder model is missing",
+        file.display()
+    );
+    None
+}
+
+/// The statements in SPEC.md's ```query blocks.
+fn spec_examples() -> Vec<String> {
+    let spec =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../SPEC.md")).unwrap();
+    let mut out = Vec::new();
+    let mut inside = false;
+    for line in spec.lines() {
+        match (inside, line.trim()) {
+            (false, "```query") => inside = true,
+            (true, "```") => inside = false,
+            (true, text) if !text.is_empty() => out.push(text.to_owned()),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// What the LoCoMo file says: turns per session with their speaker, date and dia_id.
+struct Turn {
+    session: u32,
+    speaker: String,
+    dia_id: String,
+    text: String,
+}
+
+fn locomo_turns(file: &Path) -> Vec<Turn> {
+    let doc: Value = serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
+    let mut sessions: Vec<(u32, &Vec<Value>)> = doc
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter_map(|(k, v)| {
+            let n = k.strip_prefix("session_")?.parse().ok()?;
+            Some((n, v.as_array()?))
+        })
+        .collect();
+    sessions.sort_by_key(|s| s.0);
+    sessions
+        .into_iter()
+        .flat_map(|(n, turns)| {
+            turns.iter().map(move |t| Turn {
+                session: n,
+                speaker: t["speaker"].as_str().unwrap().to_owned(),
+                dia_id: t["dia_id"].as_str().unwrap().to_owned(),
+                text: t["text"].as_str().unwrap().to_owned(),
+            })
+        })
+        .collect()
+}
+
+fn ext_ids(doc: &Value) -> Vec<String> {
+    doc["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["external_id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn stage<'v>(doc: &'v Value, name: &str) -> &'v Value {
+    doc["plan"]["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["stage"] == name)
+        .unwrap_or_else(|| panic!("no stage {name} in {}", doc["plan"]))
+}
+
+#[test]
+fn every_spec_example_returns_the_right_rows() {
+    let Some(locomo) = shared() else { return };
+    let turns = locomo_turns(&locomo);
+    let conv = "26";
+    let ext = |dia: &str| format!("{conv}/{dia}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let store = store.to_str().unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/query-fixture.jsonl");
+    memdb(&[
+        "import",
+        "jsonl",
+        store,
+        fixture.to_str().unwrap(),
+        "--json",
+    ]);
+    memdb(&[
+        "import",
+        "locomo",
+        store,
+        locomo.to_str().unwrap(),
+        "--json",
+    ]);
+    memdb(&["embed", store, "--json"]);
+
+    type Check<'c> = Box<dyn Fn(&Value) + 'c>;
+    let mut checks: BTreeMap<&str, Check> = BTreeMap::new();
+    checks.insert(
+        "RECALL 'When did Caroline go to the LGBTQ support group?' WHERE source = chat TOP 5",
+        Box::new(|doc| {
+            let rows = doc["rows"].as_array().unwrap();
+            assert_eq!(rows.len(), 5);
+            assert!(rows.iter().all(|r| r["source"] == "chat"));
+            // LoCoMo's evidence for this question is D1:3.
+            assert!(ext_ids(doc).contains(&ext("D1:3")), "{:?}", ext_ids(doc));
+            let scores: Vec<f64> = rows.iter().map(|r| r["score"].as_f64().unwrap()).collect();
+            assert!(
+                scores.windows(2).all(|w| w[0] >= w[1]),
+                "best first: {scores:?}"
+            );
+        }),
+    );
+    checks.insert(
+        "RECALL 'photos of red roofs' WHERE NEAR(38.72, -9.14, 5km) TOP 3",
+        Box::new(|doc| {
+            // Two items lie within 5 km of that point: min(3, 2) rows, best match first.
+            assert_eq!(ext_ids(doc), ["graca", "lisbon-hotel"]);
+        }),
+    );
+    checks.insert(
+        "PATHS MATCHING ('lgbtq', 'support group', 'caroline') MIN OVERLAP 2 TOP 3",
+        Box::new(|doc| {
+            let rows = doc["rows"].as_array().unwrap();
+            assert_eq!(rows.len(), 3);
+            let wanted = ["lgbtq", "support group", "caroline"];
+            for row in rows {
+                let nodes: BTreeSet<&str> = row["nodes"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|n| n.as_str().unwrap())
+                    .collect();
+                let held = wanted.iter().filter(|w| nodes.contains(*w)).count() as u64;
+                assert_eq!(row["overlap"].as_u64(), Some(held), "{row}");
+                assert!(held >= 2);
+            }
+            // Session 1 (8 May 2023) talks about the support group and holds all three.
+            assert_eq!(rows[0]["overlap"], 3);
+            assert!(rows.iter().any(|r| r["page"] == "2023-05-08"));
+        }),
+    );
+    checks.insert(
+        "ITEMS WHERE source = email AND time BETWEEN 2022-05-01 AND 2022-06-01 AND NEAR(38.72, -9.14, 25km)",
+        Box::new(|doc| assert_eq!(ext_ids(doc), ["lisbon-hotel"])),
+    );
+    let caroline_s1: Vec<String> = turns
+        .iter()
+        .filter(|t| t.session == 1 && t.speaker == "Caroline")
+        .map(|t| ext(&t.dia_id))
+        .collect();
+    checks.insert(
+        "ITEMS WHERE entity = 'Caroline' AND time ON 2023-05-08 ORDER BY time DESC TOP 3",
+        Box::new(move |doc| {
+            // One timestamp for the whole session: newest first means highest id first.
+            let want: Vec<String> = caroline_s1.iter().rev().take(3).cloned().collect();
+            assert_eq!(ext_ids(doc), want);
+        }),
+    );
+    checks.insert(
+        "ITEMS WHERE source IN (image, email) AND tag = 'travel'",
+        Box::new(|doc| assert_eq!(ext_ids(doc), ["lisbon-hotel", "graca", "porto"])),
+    );
+    checks.insert(
+        "ITEMS WHERE time IN LAST 10 DAYS",
+        Box::new(|doc| assert_eq!(ext_ids(doc), ["lisbon-hotel", "graca", "porto"])),
+    );
+    checks.insert(
+        "ITEMS WHERE tag = 'plans' AND CURRENT",
+        Box::new(|doc| assert_eq!(ext_ids(doc), ["plan-v3"])),
+    );
+    checks.insert(
+        "ITEMS WHERE SUPERSEDES 1",
+        Box::new(|doc| assert_eq!(ext_ids(doc), ["plan-v2"])),
+    );
+    checks.insert(
+        "HISTORY OF 2",
+        Box::new(|doc| assert_eq!(ext_ids(doc), ["plan-v1", "plan-v2", "plan-v3"])),
+    );
+    let chat_turns = turns.len() as u64;
+    checks.insert(
+        "SHOW STATS",
+        Box::new(move |doc| {
+            assert_eq!(doc["items"], 6 + chat_turns);
+            let by = &doc["items_by_source"];
+            assert_eq!(
+                (&by["chat"], &by["image"], &by["email"], &by["note"]),
+                (&chat_turns.into(), &2.into(), &1.into(), &3.into())
+            );
+            assert_eq!(doc["vectors"]["items"], 6 + chat_turns);
+            assert!(doc["graph_paths"].as_u64().unwrap() > 0);
+        }),
+    );
+    checks.insert(
+        "SHOW ITEM 3",
+        Box::new(|doc| {
+            let item = &doc["item"];
+            assert_eq!(item["external_id"], "plan-v3");
+            assert_eq!(item["supersedes"], 2);
+            assert!(item["text"].as_str().unwrap().contains("back 10 May"));
+        }),
+    );
+    checks.insert(
+        "SHOW NODE 'Support Group'",
+        Box::new(|doc| {
+            assert_eq!(doc["node"]["phrase"], "support group");
+            let paths = doc["paths"].as_array().unwrap();
+            assert!(!paths.is_empty());
+            for p in paths {
+                assert!(
+                    p["nodes"]
+                        .as_array()
+                        .unwrap()
+                        .contains(&"support group".into())
+                );
+            }
+        }),
+    );
+    let store_path = store.to_owned();
+    checks.insert(
+        "SHOW PATH 1",
+        Box::new(move |doc| {
+            let page = doc["path"]["page"].as_str().unwrap().to_owned();
+            let rows = doc["rows"].as_array().unwrap();
+            assert!(!rows.is_empty());
+            // A path is one day: every item of it lies on its page.
+            for row in rows {
+                let id = row["id"].to_string();
+                let item = memdb(&["get", &store_path, &id, "--json"]);
+                assert!(
+                    item["time"].as_str().unwrap().starts_with(&page),
+                    "{} not on {page}",
+                    item["time"]
+                );
+            }
+        }),
+    );
+    let session_1: Vec<String> = turns
+        .iter()
+        .filter(|t| t.session == 1)
+        .map(|t| ext(&t.dia_id))
+        .collect();
+    checks.insert(
+        "SHOW PAGE 2023-05-08",
+        Box::new(move |doc| {
+            assert_eq!(ext_ids(doc), session_1);
+            assert!(
+                doc["paths"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .all(|p| p["page"] == "2023-05-08")
+            );
+        }),
+    );
+    let session_2 = turns.iter().filter(|t| t.session == 2).count() as u64;
+    checks.insert(
+        "EXPLAIN ITEMS WHERE source = chat AND tag = 'session_2'",
+        Box::new(move |doc| {
+            let scan = stage(doc, "scan");
+            assert!(scan["detail"].as_str().unwrap().contains("by_source"));
+            assert_eq!(scan["actual"], chat_turns);
+            assert!(scan["estimated"].is_u64());
+            assert_eq!(stage(doc, "filter")["actual"], session_2);
+            assert_eq!(doc["rows"].as_array().unwrap().len() as u64, session_2);
+        }),
+    );
+    let charity: BTreeSet<String> = turns
+        .iter()
+        .filter(|t| t.text.to_lowercase().contains("charity race"))
+        .map(|t| ext(&t.dia_id))
+        .collect();
+    checks.insert(
+        "EXPLAIN RECALL 'charity race for mental health' WHERE time ON 2023-05-25 TOP 2",
+        Box::new(move |doc| {
+            let rows = doc["rows"].as_array().unwrap();
+            assert_eq!(rows.len(), 2);
+            assert!(
+                rows.iter()
+                    .all(|r| r["time"].as_str().unwrap().starts_with("2023-05-25"))
+            );
+            assert!(charity.contains(&ext_ids(doc)[0]), "{:?}", ext_ids(doc));
+            assert!(
+                stage(doc, "dense")["detail"]
+                    .as_str()
+                    .unwrap()
+                    .contains("filtered")
+            );
+            for name in ["encode", "lexical", "graph", "fuse"] {
+                stage(doc, name);
+            }
+        }),
+    );
+
+    let examples = spec_examples();
+    let listed: BTreeSet<&str> = examples.iter().map(String::as_str).collect();
+    let checked: BTreeSet<&str> = checks.keys().copied().collect();
+    assert_eq!(
+        listed, checked,
+        "SPEC.md §9.4 examples and this test's checks differ"
+    );
+    for example in &examples {
+        let doc = memdb(&["query", store, example, "--now", NOW, "--json"]);
+        assert_eq!(
+            doc["statement"],
+            example.as_str(),
+            "examples are written canonically"
+        );
+        checks[example.as_str()](&doc);
+    }
+}

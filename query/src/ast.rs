@@ -1,0 +1,343 @@
+//! The syntax tree of a statement, and its canonical text.
+//!
+//! Invariant: `parse(&statement.to_string())` gives back `statement` (the round-trip property
+//! test in `tests/roundtrip.rs`): the printer writes keywords in upper case, strings quoted
+//! with `''` escapes, numbers in Rust's shortest round-trip form and instants in UTC.
+
+use std::fmt;
+
+use jiff::Timestamp;
+use jiff::civil::Date;
+use memdb::Source;
+
+/// One statement.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Statement {
+    /// Run a query and return its rows.
+    Query(Query),
+    /// Run a query and return its plan with the estimated and actual candidates and the time
+    /// of each stage (and its rows).
+    Explain(Query),
+    /// Show a part of the store.
+    Show(Show),
+}
+
+/// A statement that returns rows through a plan.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Query {
+    /// `RECALL 'question' [WHERE …] [TOP n]`: dense + lexical + path-overlap recall.
+    Recall(Recall),
+    /// `PATHS MATCHING ('a', 'b') [MIN OVERLAP n] [TOP n]`: EM-Paths by node overlap.
+    Paths(Paths),
+    /// `ITEMS [WHERE …] [ORDER BY time ASC|DESC] [TOP n]`: items by filters.
+    Items(Items),
+    /// `HISTORY OF n`: the versions of item `n` (what it supersedes, and what supersedes it).
+    History(u64),
+}
+
+/// `RECALL`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recall {
+    /// The question.
+    pub text: String,
+    /// Filters every signal's scan honours.
+    pub filters: Vec<Filter>,
+    /// Items to return (default 10).
+    pub top: Option<u64>,
+}
+
+/// `PATHS MATCHING`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Paths {
+    /// Node phrases (matched after lower-casing and collapsing spaces).
+    pub phrases: Vec<String>,
+    /// Fewest of the phrases' nodes a path must hold (default 1).
+    pub min_overlap: Option<u32>,
+    /// Paths to return (default 10).
+    pub top: Option<u64>,
+}
+
+/// `ITEMS`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Items {
+    /// All must hold.
+    pub filters: Vec<Filter>,
+    /// Event-time order (default ascending).
+    pub order: Option<Order>,
+    /// Items to return (default: all).
+    pub top: Option<u64>,
+}
+
+/// Event-time order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    /// Oldest first.
+    Asc,
+    /// Newest first.
+    Desc,
+}
+
+/// One condition of a `WHERE`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Filter {
+    /// `source = s` or `source IN (s, …)`.
+    Source(Vec<Source>),
+    /// `time …`.
+    Time(TimeFilter),
+    /// `tag = '…'` (exact, case-insensitive).
+    Tag(String),
+    /// `entity = '…'` (exact, case-insensitive; the speaker or sender counts).
+    Entity(String),
+    /// `NEAR(lat, lon, distance)`: items whose place lies within the distance.
+    Near {
+        /// Degrees north.
+        lat: f64,
+        /// Degrees east.
+        lon: f64,
+        /// Great-circle radius.
+        radius: Distance,
+    },
+    /// `SUPERSEDES n`: items that replace item `n`.
+    Supersedes(u64),
+    /// `CURRENT`: items no other item supersedes.
+    Current,
+}
+
+/// A time condition. Dates name whole UTC days.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TimeFilter {
+    /// `BETWEEN a AND b`: from the start of `a` to the end of `b`, both included.
+    Between(Instant, Instant),
+    /// `>= a`.
+    AtOrAfter(Instant),
+    /// `> a`: after the end of `a`.
+    After(Instant),
+    /// `< a`.
+    Before(Instant),
+    /// `<= a`: up to the end of `a`.
+    AtOrBefore(Instant),
+    /// `ON d`: that day.
+    On(Date),
+    /// `IN LAST n unit`: from `now − n units` up to now.
+    Last(u32, Unit),
+}
+
+/// A point or a day in time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Instant {
+    /// A whole UTC day.
+    Day(Date),
+    /// An instant.
+    At(Timestamp),
+}
+
+/// A unit of relative time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// 60 minutes.
+    Hours,
+    /// 24 hours.
+    Days,
+    /// 7 days.
+    Weeks,
+    /// A calendar month.
+    Months,
+    /// A calendar year.
+    Years,
+}
+
+impl Unit {
+    /// Every unit with its keyword (plural; the singular is accepted too).
+    pub(crate) const ALL: [(Unit, &'static str); 5] = [
+        (Unit::Hours, "HOURS"),
+        (Unit::Days, "DAYS"),
+        (Unit::Weeks, "WEEKS"),
+        (Unit::Months, "MONTHS"),
+        (Unit::Years, "YEARS"),
+    ];
+
+    fn keyword(self) -> &'static str {
+        Unit::ALL
+            .iter()
+            .find(|(u, _)| *u == self)
+            .map_or("DAYS", |(_, k)| k)
+    }
+}
+
+/// A distance.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Distance {
+    /// How many units.
+    pub value: f64,
+    /// Which unit.
+    pub unit: DistanceUnit,
+}
+
+/// A unit of distance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DistanceUnit {
+    /// Metres.
+    M,
+    /// Kilometres.
+    Km,
+    /// Statute miles.
+    Mi,
+}
+
+impl DistanceUnit {
+    pub(crate) const ALL: [(DistanceUnit, &'static str, f64); 3] = [
+        (DistanceUnit::M, "m", 1.0),
+        (DistanceUnit::Km, "km", 1000.0),
+        (DistanceUnit::Mi, "mi", 1609.344),
+    ];
+
+    fn entry(self) -> (&'static str, f64) {
+        DistanceUnit::ALL
+            .iter()
+            .find(|(u, ..)| *u == self)
+            .map_or(("m", 1.0), |(_, name, metres)| (name, *metres))
+    }
+}
+
+impl Distance {
+    /// The distance in metres.
+    pub fn metres(&self) -> f64 {
+        self.value * self.unit.entry().1
+    }
+}
+
+/// `SHOW`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Show {
+    /// `SHOW STATS`: counts and bytes.
+    Stats,
+    /// `SHOW ITEM n`: every field of an item, its path and nodes.
+    Item(u64),
+    /// `SHOW NODE 'phrase'`: a graph node, its aliases and paths.
+    Node(String),
+    /// `SHOW PATH n`: an EM-Path, its nodes and items.
+    Path(u64),
+    /// `SHOW PAGE d`: the day's paths and items.
+    Page(Date),
+}
+
+/// Writes `text` as a quoted string literal.
+pub(crate) fn quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
+impl fmt::Display for Statement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Statement::Query(q) => write!(f, "{q}"),
+            Statement::Explain(q) => write!(f, "EXPLAIN {q}"),
+            Statement::Show(s) => write!(f, "{s}"),
+        }
+    }
+}
+
+fn write_filters(f: &mut fmt::Formatter<'_>, filters: &[Filter]) -> fmt::Result {
+    for (i, filter) in filters.iter().enumerate() {
+        f.write_str(if i == 0 { " WHERE " } else { " AND " })?;
+        write!(f, "{filter}")?;
+    }
+    Ok(())
+}
+
+fn write_top(f: &mut fmt::Formatter<'_>, top: Option<u64>) -> fmt::Result {
+    match top {
+        Some(n) => write!(f, " TOP {n}"),
+        None => Ok(()),
+    }
+}
+
+impl fmt::Display for Query {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Query::Recall(r) => {
+                write!(f, "RECALL {}", quote(&r.text))?;
+                write_filters(f, &r.filters)?;
+                write_top(f, r.top)
+            }
+            Query::Paths(p) => {
+                let phrases: Vec<String> = p.phrases.iter().map(|s| quote(s)).collect();
+                write!(f, "PATHS MATCHING ({})", phrases.join(", "))?;
+                if let Some(n) = p.min_overlap {
+                    write!(f, " MIN OVERLAP {n}")?;
+                }
+                write_top(f, p.top)
+            }
+            Query::Items(i) => {
+                f.write_str("ITEMS")?;
+                write_filters(f, &i.filters)?;
+                match i.order {
+                    Some(Order::Asc) => f.write_str(" ORDER BY time ASC")?,
+                    Some(Order::Desc) => f.write_str(" ORDER BY time DESC")?,
+                    None => {}
+                }
+                write_top(f, i.top)
+            }
+            Query::History(id) => write!(f, "HISTORY OF {id}"),
+        }
+    }
+}
+
+impl fmt::Display for Filter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Filter::Source(sources) if sources.len() == 1 => write!(f, "source = {}", sources[0]),
+            Filter::Source(sources) => {
+                let names: Vec<&str> = sources.iter().map(|s| s.name()).collect();
+                write!(f, "source IN ({})", names.join(", "))
+            }
+            Filter::Time(t) => write!(f, "time {t}"),
+            Filter::Tag(t) => write!(f, "tag = {}", quote(t)),
+            Filter::Entity(e) => write!(f, "entity = {}", quote(e)),
+            Filter::Near { lat, lon, radius } => {
+                write!(
+                    f,
+                    "NEAR({lat}, {lon}, {}{})",
+                    radius.value,
+                    radius.unit.entry().0
+                )
+            }
+            Filter::Supersedes(id) => write!(f, "SUPERSEDES {id}"),
+            Filter::Current => f.write_str("CURRENT"),
+        }
+    }
+}
+
+impl fmt::Display for TimeFilter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TimeFilter::Between(a, b) => write!(f, "BETWEEN {a} AND {b}"),
+            TimeFilter::AtOrAfter(a) => write!(f, ">= {a}"),
+            TimeFilter::After(a) => write!(f, "> {a}"),
+            TimeFilter::Before(a) => write!(f, "< {a}"),
+            TimeFilter::AtOrBefore(a) => write!(f, "<= {a}"),
+            TimeFilter::On(d) => write!(f, "ON {d}"),
+            TimeFilter::Last(n, unit) => write!(f, "IN LAST {n} {}", unit.keyword()),
+        }
+    }
+}
+
+impl fmt::Display for Instant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Instant::Day(d) => write!(f, "{d}"),
+            Instant::At(t) => write!(f, "{t}"),
+        }
+    }
+}
+
+impl fmt::Display for Show {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Show::Stats => f.write_str("SHOW STATS"),
+            Show::Item(id) => write!(f, "SHOW ITEM {id}"),
+            Show::Node(n) => write!(f, "SHOW NODE {}", quote(n)),
+            Show::Path(id) => write!(f, "SHOW PATH {id}"),
+            Show::Page(d) => write!(f, "SHOW PAGE {d}"),
+        }
+    }
+}

@@ -1,0 +1,913 @@
+//! Planning and running statements over a store: filters pushed into the index scans, typed
+//! rows out, and a plan that records each stage's estimated and actual candidates and time.
+//!
+//! Invariants: a statement reads one snapshot (its rows come from one commit); a filtered query
+//! returns exactly the items that pass every filter — the index takes what it can (time range,
+//! one source) and the rest is applied to the index's candidates, never after a top-k cut.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Instant as Clock;
+
+use jiff::civil::Date;
+use jiff::tz::TimeZone;
+use jiff::{Span, Timestamp};
+use memdb::graph::{GraphNode, GraphPath};
+use memdb::{
+    Embedder, Explanation, Item, RecallOptions, RoaringTreemap, ScanFilter, Snapshot, Source,
+    Stats, Store,
+};
+
+use crate::ast::{
+    Filter, Instant, Items, Order, Paths, Query, Recall, Show, Statement, TimeFilter, Unit,
+};
+use crate::error::{QueryError, engine};
+
+type Result<T> = std::result::Result<T, QueryError>;
+
+/// What a statement runs with besides the store.
+#[derive(Clone, Default)]
+pub struct QueryContext<'a> {
+    /// The store's encoder; `RECALL` needs it.
+    pub embedder: Option<&'a dyn Embedder>,
+    /// "Now" for relative times (`IN LAST 30 DAYS`), UTC ms; `None`: the system clock.
+    pub now_ms: Option<i64>,
+    /// Base options of `RECALL` (fusion weights, extractor, …); the statement sets `k` and
+    /// the filters.
+    pub recall: RecallOptions,
+}
+
+impl std::fmt::Debug for QueryContext<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QueryContext")
+            .field("embedder", &self.embedder.is_some())
+            .field("now_ms", &self.now_ms)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One item in a result.
+#[derive(Debug, Clone)]
+pub struct ItemRow {
+    /// The item.
+    pub item: Item,
+    /// Its fused recall score (`RECALL` only).
+    pub score: Option<f64>,
+    /// Why it was recalled (`RECALL` only).
+    pub why: Option<Explanation>,
+}
+
+/// One EM-Path in a result.
+#[derive(Debug, Clone)]
+pub struct PathRow {
+    /// Path id.
+    pub path: u64,
+    /// Its page (day).
+    pub page: String,
+    /// Weighted overlap with the query's nodes (`PATHS MATCHING` only).
+    pub score: Option<f64>,
+    /// Query nodes it holds (`PATHS MATCHING` only).
+    pub overlap: Option<u32>,
+    /// Phrases of its nodes, in order of first mention.
+    pub nodes: Vec<String>,
+    /// Items it points at.
+    pub items: Vec<u64>,
+}
+
+/// `SHOW ITEM`.
+#[derive(Debug, Clone)]
+pub struct ItemDetail {
+    /// The item.
+    pub item: Item,
+    /// Its path and page, if the graph has seen it.
+    pub path: Option<(u64, String)>,
+    /// Phrases of its nodes.
+    pub nodes: Vec<String>,
+}
+
+/// `SHOW NODE`.
+#[derive(Debug, Clone)]
+pub struct NodeDetail {
+    /// The node.
+    pub node: GraphNode,
+    /// The paths holding it.
+    pub paths: Vec<PathRow>,
+}
+
+/// `SHOW STATS`.
+#[derive(Debug, Clone)]
+pub struct StatsRow {
+    /// Items, blobs, segments and bytes.
+    pub stats: Stats,
+    /// Graph nodes.
+    pub nodes: u64,
+    /// EM-Paths.
+    pub paths: u64,
+    /// Vectors per space.
+    pub vectors: Vec<(String, u64)>,
+    /// The model that made the vectors.
+    pub model: Option<String>,
+}
+
+/// A statement's rows, typed by what they are.
+#[derive(Debug, Clone)]
+pub enum Rows {
+    /// Items (`RECALL`, `ITEMS`, `HISTORY`, and a page's items).
+    Items(Vec<ItemRow>),
+    /// EM-Paths (`PATHS MATCHING`).
+    Paths(Vec<PathRow>),
+    /// `SHOW ITEM`.
+    Item(Box<ItemDetail>),
+    /// `SHOW NODE`.
+    Node(Box<NodeDetail>),
+    /// `SHOW PATH`: the path and its items.
+    Path(Box<PathRow>, Vec<ItemRow>),
+    /// `SHOW PAGE`: the day's paths and items.
+    Page(Date, Vec<PathRow>, Vec<ItemRow>),
+    /// `SHOW STATS`.
+    Stats(Box<StatsRow>),
+}
+
+impl Rows {
+    /// Number of result rows (items or paths; 1 for a `SHOW` of one thing).
+    pub fn len(&self) -> usize {
+        match self {
+            Rows::Items(r) => r.len(),
+            Rows::Paths(r) => r.len(),
+            Rows::Page(_, _, items) => items.len(),
+            Rows::Path(_, items) => items.len(),
+            Rows::Item(_) | Rows::Node(_) | Rows::Stats(_) => 1,
+        }
+    }
+
+    /// Whether there are no rows.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// One stage of a plan.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stage {
+    /// What it is (`scan by_time`, `dense`, …).
+    pub name: String,
+    /// Which index and which pushed-down conditions.
+    pub detail: String,
+    /// Candidates the planner expected (from counts and the time span), if it estimates.
+    pub estimated: Option<u64>,
+    /// Candidates the stage produced.
+    pub actual: u64,
+    /// Time it took, µs.
+    pub micros: u64,
+}
+
+/// How a statement ran.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Plan {
+    /// Parsing, µs.
+    pub parse_us: u64,
+    /// Planning (choosing indexes, pushing filters down), µs.
+    pub plan_us: u64,
+    /// The stages in order.
+    pub stages: Vec<Stage>,
+}
+
+impl Plan {
+    /// Total time, µs.
+    pub fn total_us(&self) -> u64 {
+        self.parse_us + self.plan_us + self.stages.iter().map(|s| s.micros).sum::<u64>()
+    }
+}
+
+/// A statement's result.
+#[derive(Debug, Clone)]
+pub struct Output {
+    /// The statement as parsed.
+    pub statement: Statement,
+    /// Its rows.
+    pub rows: Rows,
+    /// How it ran (shown for `EXPLAIN`).
+    pub plan: Plan,
+}
+
+impl Output {
+    /// Whether the statement asked for its plan.
+    pub fn is_explain(&self) -> bool {
+        matches!(self.statement, Statement::Explain(_))
+    }
+}
+
+pub(crate) fn micros(since: Clock) -> u64 {
+    u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX)
+}
+
+/// Runs a parsed statement.
+pub(crate) fn execute(
+    store: &Store,
+    statement: Statement,
+    ctx: &QueryContext<'_>,
+    parse_us: u64,
+) -> Result<Output> {
+    let snapshot = store.snapshot().map_err(engine(statement.to_string()))?;
+    let mut run = Run {
+        store,
+        snapshot: &snapshot,
+        ctx,
+        plan: Plan {
+            parse_us,
+            ..Plan::default()
+        },
+        statement: statement.to_string(),
+    };
+    let rows = match &statement {
+        Statement::Query(q) | Statement::Explain(q) => run.query(q)?,
+        Statement::Show(s) => run.show(s)?,
+    };
+    Ok(Output {
+        statement,
+        rows,
+        plan: run.plan,
+    })
+}
+
+struct Run<'r> {
+    store: &'r Store,
+    snapshot: &'r Snapshot,
+    ctx: &'r QueryContext<'r>,
+    plan: Plan,
+    statement: String,
+}
+
+/// Filters split into what an index scan takes and what is checked on its candidates.
+struct Pushdown {
+    scan: ScanFilter,
+    /// Set when the bounds exclude everything.
+    empty: bool,
+    residual: Vec<Filter>,
+    detail: String,
+}
+
+/// Rule-of-thumb share of candidates a residual filter keeps (the planner's estimate only;
+/// EXPLAIN shows it next to the actual count).
+fn selectivity(filter: &Filter) -> f64 {
+    match filter {
+        Filter::Source(s) => s.len() as f64 / Source::ALL.len() as f64,
+        Filter::Current => 0.9,
+        Filter::Supersedes(_) => 0.001,
+        _ => 0.1,
+    }
+}
+
+impl Run<'_> {
+    fn err(&self) -> impl FnOnce(memdb::Error) -> QueryError + use<> {
+        engine(self.statement.clone())
+    }
+
+    fn now_ms(&self) -> i64 {
+        self.ctx
+            .now_ms
+            .unwrap_or_else(|| Timestamp::now().as_millisecond())
+    }
+
+    fn stage(
+        &mut self,
+        name: &str,
+        detail: String,
+        estimated: Option<u64>,
+        actual: u64,
+        started: Clock,
+    ) {
+        self.plan.stages.push(Stage {
+            name: name.to_owned(),
+            detail,
+            estimated,
+            actual,
+            micros: micros(started),
+        });
+    }
+
+    fn query(&mut self, query: &Query) -> Result<Rows> {
+        match query {
+            Query::Items(items) => self.items(items),
+            Query::Recall(recall) => self.recall(recall),
+            Query::Paths(paths) => self.paths(paths),
+            Query::History(id) => self.history(*id),
+        }
+    }
+
+    /// Splits `filters` into index bounds and residual checks.
+    fn push_down(&self, filters: &[Filter]) -> Pushdown {
+        let mut from = i64::MIN;
+        let mut to = i64::MAX;
+        let mut source = None;
+        let mut residual = Vec::new();
+        for filter in filters {
+            match filter {
+                Filter::Time(t) => {
+                    let (lo, hi) = time_bounds(t, self.now_ms());
+                    from = from.max(lo);
+                    to = to.min(hi);
+                }
+                Filter::Source(s) if s.len() == 1 && source.is_none() => source = Some(s[0]),
+                other => residual.push(other.clone()),
+            }
+        }
+        let mut detail = match source {
+            Some(s) => format!("index by_source, source = {s}"),
+            None => "index by_time".to_owned(),
+        };
+        if from > i64::MIN || to < i64::MAX {
+            detail.push_str(&format!(", time in [{}, {})", show_ms(from), show_ms(to)));
+        }
+        Pushdown {
+            scan: ScanFilter {
+                from_ms: (from > i64::MIN).then_some(from),
+                to_ms: (to < i64::MAX).then_some(to),
+                source,
+                limit: None,
+            },
+            empty: from >= to,
+            residual,
+            detail,
+        }
+    }
+
+    /// Candidates an index range should hold: items × the range's share of the store's time
+    /// span × the source's share of items.
+    fn estimate_scan(&self, scan: &ScanFilter) -> Result<u64> {
+        let stats_items = self.snapshot.item_count().map_err(self.err())?;
+        let mut share = 1.0;
+        if let Some((first, last)) = self.snapshot.time_span().map_err(self.err())? {
+            let lo = scan.from_ms.unwrap_or(first).max(first);
+            let hi = scan.to_ms.unwrap_or(i64::MAX).min(last.saturating_add(1));
+            let span = (last - first + 1).max(1) as f64;
+            share *= ((hi - lo).max(0) as f64 / span).clamp(0.0, 1.0);
+        }
+        if let Some(source) = scan.source {
+            let counts = self.store.stats().map_err(self.err())?;
+            let n = counts
+                .items_by_source
+                .iter()
+                .find(|(s, _)| *s == source)
+                .map_or(0, |(_, n)| *n);
+            share *= n as f64 / stats_items.max(1) as f64;
+        }
+        Ok((stats_items as f64 * share).round() as u64)
+    }
+
+    /// Items passing `filters`, in event-time order: an index range scan, then the residual
+    /// checks. Records its stages.
+    fn select(&mut self, filters: &[Filter], limit: Option<usize>) -> Result<Vec<Item>> {
+        let started = Clock::now();
+        let mut push = self.push_down(filters);
+        if push.residual.is_empty() {
+            push.scan.limit = limit;
+        }
+        let estimated = self.estimate_scan(&push.scan)?;
+        self.plan.plan_us += micros(started);
+
+        let started = Clock::now();
+        let candidates = if push.empty {
+            Vec::new()
+        } else {
+            self.snapshot.scan(&push.scan).map_err(self.err())?
+        };
+        let scanned = candidates.len() as u64;
+        self.stage("scan", push.detail, Some(estimated), scanned, started);
+        if push.residual.is_empty() {
+            return Ok(candidates);
+        }
+
+        let started = Clock::now();
+        let superseded = if push.residual.contains(&Filter::Current) {
+            self.superseded_by()?
+        } else {
+            HashMap::new()
+        };
+        let mut kept: Vec<Item> = candidates
+            .into_iter()
+            .filter(|item| push.residual.iter().all(|f| passes(item, f, &superseded)))
+            .collect();
+        if let Some(limit) = limit {
+            kept.truncate(limit);
+        }
+        let estimate = push
+            .residual
+            .iter()
+            .fold(scanned as f64, |n, f| n * selectivity(f));
+        let checks: Vec<String> = push.residual.iter().map(ToString::to_string).collect();
+        self.stage(
+            "filter",
+            checks.join(" AND "),
+            Some(estimate.round() as u64),
+            kept.len() as u64,
+            started,
+        );
+        Ok(kept)
+    }
+
+    /// Item id → the item that supersedes it (a full scan: supersession is not indexed).
+    fn superseded_by(&self) -> Result<HashMap<u64, u64>> {
+        Ok(self
+            .snapshot
+            .scan(&ScanFilter::default())
+            .map_err(self.err())?
+            .into_iter()
+            .filter_map(|i| i.supersedes.map(|old| (old, i.id)))
+            .collect())
+    }
+
+    fn items(&mut self, query: &Items) -> Result<Rows> {
+        let top = query.top.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+        let ascending = query.order != Some(Order::Desc);
+        let mut items = self.select(&query.filters, if ascending { top } else { None })?;
+        if !ascending {
+            items.reverse();
+            if let Some(top) = top {
+                items.truncate(top);
+            }
+        }
+        Ok(Rows::Items(
+            items
+                .into_iter()
+                .map(|item| ItemRow {
+                    item,
+                    score: None,
+                    why: None,
+                })
+                .collect(),
+        ))
+    }
+
+    fn recall(&mut self, query: &Recall) -> Result<Rows> {
+        let started = Clock::now();
+        let embedder = self
+            .ctx
+            .embedder
+            .ok_or_else(|| QueryError::NoEncoder(self.statement.clone()))?;
+        let mut options = self.ctx.recall.clone();
+        options.k = query
+            .top
+            .map_or(10, |n| usize::try_from(n).unwrap_or(usize::MAX));
+        let push = self.push_down(&query.filters);
+        self.plan.plan_us += micros(started);
+
+        if push.empty {
+            self.stage(
+                "filter",
+                "time bounds exclude everything".into(),
+                Some(0),
+                0,
+                started,
+            );
+            return Ok(Rows::Items(Vec::new()));
+        }
+        options.from_ms = push.scan.from_ms;
+        options.to_ms = push.scan.to_ms;
+        options.source = push.scan.source.map(Source::code);
+        if !push.residual.is_empty() {
+            // Residual filters become the set of items every signal may return.
+            let allowed = self.select(&query.filters, None)?;
+            options.items = Some(allowed.iter().map(|i| i.id).collect::<RoaringTreemap>());
+        }
+        let recall = self
+            .store
+            .recall(&query.text, &options, embedder)
+            .map_err(self.err())?;
+        let (c, t) = (recall.counts, recall.timings);
+        let depth = options.depth.max(options.k) as u64;
+        let pool = c.allowed.unwrap_or(c.items);
+        let filtered = if c.allowed.is_some() {
+            format!(" (filtered to {pool} items during the scan)")
+        } else {
+            String::new()
+        };
+        let stages = [
+            (
+                "encode",
+                format!("question + {} nodes", recall.query_nodes.len()),
+                None,
+                1 + recall.query_nodes.len() as u64,
+                t.encode_us,
+            ),
+            (
+                "dense",
+                format!(
+                    "vector space `{}`, top {depth}{filtered}",
+                    options.dense_space
+                ),
+                Some(depth.min(pool)),
+                c.dense,
+                t.dense_us,
+            ),
+            (
+                "lexical",
+                format!("BM25 over {} items, top {depth}", c.items),
+                Some(depth.min(pool)),
+                c.lexical,
+                t.lexical_us,
+            ),
+            (
+                "graph",
+                format!(
+                    "{} graph nodes matched; path overlap on the Q-matrix",
+                    c.matched_nodes
+                ),
+                None,
+                c.graph,
+                t.graph_us,
+            ),
+            (
+                "fuse",
+                format!(
+                    "RRF, weights {:?}, context share {}",
+                    options.weights, options.context_share
+                ),
+                Some(options.k as u64),
+                c.fused,
+                t.fuse_us,
+            ),
+        ];
+        for (name, detail, estimated, actual, us) in stages {
+            self.plan.stages.push(Stage {
+                name: name.to_owned(),
+                detail,
+                estimated,
+                actual,
+                micros: us,
+            });
+        }
+        let started = Clock::now();
+        let mut rows = Vec::with_capacity(recall.hits.len());
+        for hit in recall.hits {
+            let item = self.item(hit.item)?;
+            rows.push(ItemRow {
+                item,
+                score: Some(hit.score),
+                why: Some(hit.explanation),
+            });
+        }
+        self.stage(
+            "fetch",
+            "items by id".into(),
+            Some(options.k as u64),
+            rows.len() as u64,
+            started,
+        );
+        Ok(Rows::Items(rows))
+    }
+
+    fn item(&self, id: u64) -> Result<Item> {
+        self.snapshot
+            .get(id)
+            .map_err(self.err())?
+            .ok_or_else(|| QueryError::NotFound(format!("no item {id}")))
+    }
+
+    fn paths(&mut self, query: &Paths) -> Result<Rows> {
+        let started = Clock::now();
+        let graph = self.snapshot.graph();
+        let mut nodes = Vec::new();
+        let mut df = 0;
+        for phrase in &query.phrases {
+            if let Some(node) = graph.find(phrase).map_err(self.err())? {
+                df += graph.node_paths(node).map_err(self.err())?.len();
+                nodes.push((node, 1.0));
+            }
+        }
+        self.stage(
+            "nodes",
+            "phrase → node (graph_aliases)".into(),
+            Some(query.phrases.len() as u64),
+            nodes.len() as u64,
+            started,
+        );
+        let started = Clock::now();
+        let top = query
+            .top
+            .map_or(10, |n| usize::try_from(n).unwrap_or(usize::MAX));
+        let matched = graph
+            .paths_matching(&nodes, query.min_overlap.unwrap_or(1), top)
+            .map_err(self.err())?;
+        let fallback = if matched.stats.fallback {
+            "; bound failed, full scoring"
+        } else {
+            ""
+        };
+        self.stage(
+            "overlap",
+            format!(
+                "Q-matrix rows of {} nodes, exact top {top}{fallback}",
+                nodes.len()
+            ),
+            Some(df),
+            matched.stats.scored,
+            started,
+        );
+        let started = Clock::now();
+        let mut rows = Vec::new();
+        for m in matched.paths {
+            let mut row = self.path_row(m.path)?;
+            row.score = Some(m.score);
+            row.overlap = Some(m.overlap);
+            rows.push(row);
+        }
+        self.stage(
+            "fetch",
+            "paths by id".into(),
+            None,
+            rows.len() as u64,
+            started,
+        );
+        Ok(Rows::Paths(rows))
+    }
+
+    fn path_row(&self, id: u64) -> Result<PathRow> {
+        let graph = self.snapshot.graph();
+        let path: GraphPath = graph
+            .path(id)
+            .map_err(self.err())?
+            .ok_or_else(|| QueryError::NotFound(format!("no path {id}")))?;
+        let mut nodes = Vec::with_capacity(path.nodes.len());
+        for node in &path.nodes {
+            if let Some(n) = graph.node(*node).map_err(self.err())? {
+                nodes.push(n.phrase);
+            }
+        }
+        Ok(PathRow {
+            path: id,
+            page: path.page,
+            score: None,
+            overlap: None,
+            nodes,
+            items: path.items,
+        })
+    }
+
+    fn history(&mut self, id: u64) -> Result<Rows> {
+        let started = Clock::now();
+        let newer = self.superseded_by()?;
+        let mut chain = vec![self.item(id)?];
+        // Older versions: follow `supersedes` back (a cycle cannot form, but stop on one).
+        while let Some(old) = chain.last().and_then(|i| i.supersedes) {
+            if chain.iter().any(|i| i.id == old) {
+                break;
+            }
+            match self.snapshot.get(old).map_err(self.err())? {
+                Some(item) => chain.push(item),
+                None => break,
+            }
+        }
+        chain.reverse();
+        let mut at = id;
+        while let Some(&next) = newer.get(&at) {
+            if chain.iter().any(|i| i.id == next) {
+                break;
+            }
+            chain.push(self.item(next)?);
+            at = next;
+        }
+        self.stage(
+            "history",
+            "supersedes links, both ways".into(),
+            None,
+            chain.len() as u64,
+            started,
+        );
+        Ok(Rows::Items(
+            chain
+                .into_iter()
+                .map(|item| ItemRow {
+                    item,
+                    score: None,
+                    why: None,
+                })
+                .collect(),
+        ))
+    }
+
+    fn show(&mut self, show: &Show) -> Result<Rows> {
+        let started = Clock::now();
+        let graph = self.snapshot.graph();
+        let rows = match show {
+            Show::Stats => {
+                let stats = self.store.stats().map_err(self.err())?;
+                let (nodes, paths) = graph.counts().map_err(self.err())?;
+                let mut vectors = Vec::new();
+                for space in self.snapshot.vector_spaces().map_err(self.err())? {
+                    let n = self.snapshot.vector_keys(&space).map_err(self.err())?.len();
+                    vectors.push((space, n));
+                }
+                Rows::Stats(Box::new(StatsRow {
+                    stats,
+                    nodes,
+                    paths,
+                    vectors,
+                    model: self.store.model().map_err(self.err())?,
+                }))
+            }
+            Show::Item(id) => {
+                let item = self.item(*id)?;
+                let (path, nodes) = match graph.item(*id).map_err(self.err())? {
+                    Some((path, nodes)) => {
+                        let page = graph.path(path).map_err(self.err())?.map(|p| p.page);
+                        let mut phrases = Vec::new();
+                        for n in nodes {
+                            if let Some(node) = graph.node(n).map_err(self.err())? {
+                                phrases.push(node.phrase);
+                            }
+                        }
+                        (page.map(|p| (path, p)), phrases)
+                    }
+                    None => (None, Vec::new()),
+                };
+                Rows::Item(Box::new(ItemDetail { item, path, nodes }))
+            }
+            Show::Node(phrase) => {
+                let id = graph.find(phrase).map_err(self.err())?.ok_or_else(|| {
+                    QueryError::NotFound(format!("no graph node named '{phrase}'"))
+                })?;
+                let node = graph
+                    .node(id)
+                    .map_err(self.err())?
+                    .ok_or_else(|| QueryError::NotFound(format!("no graph node {id}")))?;
+                let mut paths = Vec::new();
+                for path in graph.node_paths(id).map_err(self.err())? {
+                    paths.push(self.path_row(u64::from(path))?);
+                }
+                Rows::Node(Box::new(NodeDetail { node, paths }))
+            }
+            Show::Path(id) => {
+                let row = self.path_row(*id)?;
+                let mut items = Vec::new();
+                for &item in &row.items {
+                    items.push(ItemRow {
+                        item: self.item(item)?,
+                        score: None,
+                        why: None,
+                    });
+                }
+                Rows::Path(Box::new(row), items)
+            }
+            Show::Page(day) => {
+                let (from, to) = time_bounds(&TimeFilter::On(*day), 0);
+                let items = self
+                    .snapshot
+                    .scan(&ScanFilter {
+                        from_ms: Some(from),
+                        to_ms: Some(to),
+                        ..ScanFilter::default()
+                    })
+                    .map_err(self.err())?;
+                let mut paths: BTreeMap<u64, PathRow> = BTreeMap::new();
+                for item in &items {
+                    if let Some((path, _)) = graph.item(item.id).map_err(self.err())?
+                        && !paths.contains_key(&path)
+                    {
+                        paths.insert(path, self.path_row(path)?);
+                    }
+                }
+                let items = items
+                    .into_iter()
+                    .map(|item| ItemRow {
+                        item,
+                        score: None,
+                        why: None,
+                    })
+                    .collect();
+                Rows::Page(*day, paths.into_values().collect(), items)
+            }
+        };
+        let n = rows.len() as u64;
+        self.stage("show", show.to_string(), None, n, started);
+        Ok(rows)
+    }
+}
+
+/// `[from, to)` in UTC ms for a time condition.
+pub(crate) fn time_bounds(filter: &TimeFilter, now_ms: i64) -> (i64, i64) {
+    match filter {
+        TimeFilter::Between(a, b) => (start_ms(a), end_ms(b)),
+        TimeFilter::AtOrAfter(a) => (start_ms(a), i64::MAX),
+        TimeFilter::After(a) => (end_ms(a), i64::MAX),
+        TimeFilter::Before(a) => (i64::MIN, start_ms(a)),
+        TimeFilter::AtOrBefore(a) => (i64::MIN, end_ms(a)),
+        TimeFilter::On(d) => (start_ms(&Instant::Day(*d)), end_ms(&Instant::Day(*d))),
+        TimeFilter::Last(n, unit) => (ago_ms(now_ms, *n, *unit), now_ms.saturating_add(1)),
+    }
+}
+
+fn day_start_ms(day: Date) -> i64 {
+    day.to_zoned(TimeZone::UTC)
+        .map_or(i64::MIN, |z| z.timestamp().as_millisecond())
+}
+
+fn start_ms(at: &Instant) -> i64 {
+    match at {
+        Instant::Day(d) => day_start_ms(*d),
+        Instant::At(t) => t.as_millisecond(),
+    }
+}
+
+fn end_ms(at: &Instant) -> i64 {
+    match at {
+        Instant::Day(d) => d.tomorrow().map_or(i64::MAX, day_start_ms),
+        Instant::At(t) => t.as_millisecond().saturating_add(1),
+    }
+}
+
+fn ago_ms(now_ms: i64, n: u32, unit: Unit) -> i64 {
+    let n = i64::from(n);
+    let span = match unit {
+        Unit::Hours => Span::new().try_hours(n),
+        Unit::Days => Span::new().try_days(n),
+        Unit::Weeks => Span::new().try_weeks(n),
+        Unit::Months => Span::new().try_months(n),
+        Unit::Years => Span::new().try_years(n),
+    };
+    Timestamp::from_millisecond(now_ms)
+        .ok()
+        .zip(span.ok())
+        .and_then(|(now, span)| now.to_zoned(TimeZone::UTC).checked_sub(span).ok())
+        .map_or(i64::MIN, |z| z.timestamp().as_millisecond())
+}
+
+fn show_ms(ms: i64) -> String {
+    if ms == i64::MIN || ms == i64::MAX {
+        return "∞".to_owned();
+    }
+    Timestamp::from_millisecond(ms).map_or_else(|_| ms.to_string(), |t| t.to_string())
+}
+
+/// Whether `item` passes a residual filter.
+fn passes(item: &Item, filter: &Filter, superseded: &HashMap<u64, u64>) -> bool {
+    let f = &item.fields;
+    let same = |a: &str, b: &str| a.eq_ignore_ascii_case(b);
+    match filter {
+        Filter::Source(s) => s.contains(&f.source),
+        Filter::Time(_) => true,
+        Filter::Tag(t) => f.tags.iter().any(|x| same(x, t)),
+        Filter::Entity(e) => {
+            f.entities.iter().any(|x| same(x, e))
+                || [&f.speaker, &f.from]
+                    .into_iter()
+                    .flatten()
+                    .any(|x| same(x, e))
+        }
+        Filter::Near { lat, lon, radius } => f
+            .location
+            .as_ref()
+            .and_then(|l| l.geo)
+            .is_some_and(|g| haversine_m(*lat, *lon, g.lat, g.lon) <= radius.metres()),
+        Filter::Supersedes(id) => item.supersedes == Some(*id),
+        Filter::Current => !superseded.contains_key(&item.id),
+    }
+}
+
+/// Great-circle distance in metres (mean Earth radius, IUGG).
+pub(crate) fn haversine_m(lat1: f64, lon1: f64, lat2: f64, lon2: f64) -> f64 {
+    const EARTH_M: f64 = 6_371_008.8;
+    let (p1, p2) = (lat1.to_radians(), lat2.to_radians());
+    let dp = p2 - p1;
+    let dl = (lon2 - lon1).to_radians();
+    let a = (dp / 2.0).sin().powi(2) + p1.cos() * p2.cos() * (dl / 2.0).sin().powi(2);
+    2.0 * EARTH_M * a.sqrt().min(1.0).asin()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn haversine_matches_known_distances() {
+        // Lisbon → Porto is about 274 km.
+        let d = haversine_m(38.7223, -9.1393, 41.1579, -8.6291);
+        assert!((d - 274_000.0).abs() < 3_000.0, "{d}");
+        assert_eq!(haversine_m(10.0, 20.0, 10.0, 20.0), 0.0);
+    }
+
+    #[test]
+    fn days_cover_whole_utc_days() {
+        let day: Date = "2022-05-01".parse().unwrap();
+        let (lo, hi) = time_bounds(&TimeFilter::On(day), 0);
+        assert_eq!(lo, 1_651_363_200_000);
+        assert_eq!(hi - lo, 86_400_000);
+        let (lo2, hi2) = time_bounds(
+            &TimeFilter::Between(Instant::Day(day), Instant::Day(day)),
+            0,
+        );
+        assert_eq!((lo, hi), (lo2, hi2));
+    }
+
+    #[test]
+    fn last_n_units_counts_back_from_now() {
+        let now = 1_700_000_000_000;
+        assert_eq!(
+            time_bounds(&TimeFilter::Last(30, Unit::Days), now).0,
+            now - 30 * 86_400_000
+        );
+        assert_eq!(
+            time_bounds(&TimeFilter::Last(2, Unit::Hours), now).0,
+            now - 7_200_000
+        );
+    }
+}

@@ -1,0 +1,381 @@
+//! Results as tables of text (for the shell) and as JSON (for scripts and `--json`).
+//!
+//! The shell decides how wide a table may be; this module only decides which columns a
+//! result has and what each cell says.
+
+use memdb::{Item, item_text};
+use serde_json::{Value, json};
+
+use crate::exec::{ItemRow, Output, PathRow, Plan, Rows};
+
+/// A titled table of text cells.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Block {
+    /// What the table shows (`None` for the main rows).
+    pub title: Option<String>,
+    /// Column names.
+    pub header: Vec<String>,
+    /// Cells, one `Vec` per row, as long as `header`.
+    pub rows: Vec<Vec<String>>,
+}
+
+fn block(title: Option<&str>, header: &[&str], rows: Vec<Vec<String>>) -> Block {
+    Block {
+        title: title.map(str::to_owned),
+        header: header.iter().map(|h| (*h).to_owned()).collect(),
+        rows,
+    }
+}
+
+/// Longest text shown in a table cell; JSON carries the whole text.
+const CELL_CHARS: usize = 160;
+
+fn clip(text: &str) -> String {
+    if text.chars().count() <= CELL_CHARS {
+        return text.to_owned();
+    }
+    let mut out: String = text.chars().take(CELL_CHARS - 1).collect();
+    out.push('…');
+    out
+}
+
+fn item_cells(row: &ItemRow, with_score: bool) -> Vec<String> {
+    let item = &row.item;
+    let mut cells = vec![
+        item.id.to_string(),
+        item.fields.time.to_rfc3339(),
+        item.fields.source.to_string(),
+    ];
+    if with_score {
+        cells.push(row.score.map_or_else(String::new, |s| format!("{s:.4}")));
+        cells.push(row.why.as_ref().map_or_else(String::new, why));
+    }
+    cells.push(clip(&item_text(item)));
+    cells
+}
+
+fn why(e: &memdb::Explanation) -> String {
+    let mut parts = Vec::new();
+    for (name, rank) in [
+        ("dense", e.dense_rank),
+        ("bm25", e.lexical_rank),
+        ("graph", e.graph_rank),
+    ] {
+        if let Some(r) = rank {
+            parts.push(format!("{name} #{r}"));
+        }
+    }
+    if !e.nodes.is_empty() {
+        parts.push(format!("nodes: {}", e.nodes.join(", ")));
+    }
+    parts.join("; ")
+}
+
+fn items_block(title: Option<&str>, rows: &[ItemRow]) -> Block {
+    let scored = rows.iter().any(|r| r.score.is_some());
+    let header: &[&str] = if scored {
+        &["id", "time", "source", "score", "why", "text"]
+    } else {
+        &["id", "time", "source", "text"]
+    };
+    block(
+        title,
+        header,
+        rows.iter().map(|r| item_cells(r, scored)).collect(),
+    )
+}
+
+fn paths_block(title: Option<&str>, rows: &[PathRow]) -> Block {
+    let scored = rows.iter().any(|r| r.score.is_some());
+    let header: &[&str] = if scored {
+        &["path", "page", "score", "overlap", "items", "nodes"]
+    } else {
+        &["path", "page", "items", "nodes"]
+    };
+    let cells = rows
+        .iter()
+        .map(|r| {
+            let mut c = vec![r.path.to_string(), r.page.clone()];
+            if scored {
+                c.push(r.score.map_or_else(String::new, |s| format!("{s:.3}")));
+                c.push(r.overlap.map_or_else(String::new, |o| o.to_string()));
+            }
+            c.push(r.items.len().to_string());
+            c.push(clip(&r.nodes.join(", ")));
+            c
+        })
+        .collect();
+    block(title, header, cells)
+}
+
+fn fields_block(item: &Item, extra: Vec<(String, String)>) -> Block {
+    let f = &item.fields;
+    let mut rows = vec![
+        ("id".to_owned(), item.id.to_string()),
+        ("time".to_owned(), f.time.to_rfc3339()),
+        ("source".to_owned(), f.source.to_string()),
+    ];
+    let optional = [
+        ("external id", f.external_id.clone()),
+        ("speaker", f.speaker.clone()),
+        ("from", f.from.clone()),
+        ("to", (!f.to.is_empty()).then(|| f.to.join(", "))),
+        ("summary", f.summary.clone()),
+        ("body", f.body.clone()),
+        ("caption", f.caption.clone()),
+        ("ocr", f.ocr.clone()),
+        (
+            "entities",
+            (!f.entities.is_empty()).then(|| f.entities.join(", ")),
+        ),
+        ("tags", (!f.tags.is_empty()).then(|| f.tags.join(", "))),
+        (
+            "place",
+            f.location.as_ref().map(|l| {
+                let geo = l
+                    .geo
+                    .map(|g| format!(" ({}, {})", g.lat, g.lon))
+                    .unwrap_or_default();
+                format!("{}{geo}", l.name.as_deref().unwrap_or(""))
+            }),
+        ),
+        ("supersedes", item.supersedes.map(|s| s.to_string())),
+        (
+            "blobs",
+            (!item.blobs.is_empty()).then(|| format!("{:?}", item.blobs)),
+        ),
+    ];
+    rows.extend(
+        optional
+            .into_iter()
+            .filter_map(|(k, v)| v.map(|v| (k.to_owned(), v))),
+    );
+    rows.extend(extra);
+    block(
+        None,
+        &["field", "value"],
+        rows.into_iter().map(|(k, v)| vec![k, v]).collect(),
+    )
+}
+
+/// The plan as a table: stage, detail, estimated and actual candidates, milliseconds.
+pub(crate) fn plan_block(plan: &Plan) -> Block {
+    let ms = |us: u64| format!("{:.3}", us as f64 / 1000.0);
+    let mut rows = vec![
+        vec![
+            "parse".into(),
+            String::new(),
+            String::new(),
+            String::new(),
+            ms(plan.parse_us),
+        ],
+        vec![
+            "plan".into(),
+            String::new(),
+            String::new(),
+            String::new(),
+            ms(plan.plan_us),
+        ],
+    ];
+    rows.extend(plan.stages.iter().map(|s| {
+        vec![
+            s.name.clone(),
+            s.detail.clone(),
+            s.estimated
+                .map_or_else(|| "-".to_owned(), |e| e.to_string()),
+            s.actual.to_string(),
+            ms(s.micros),
+        ]
+    }));
+    rows.push(vec![
+        "total".into(),
+        String::new(),
+        String::new(),
+        String::new(),
+        ms(plan.total_us()),
+    ]);
+    block(
+        Some("plan"),
+        &["stage", "detail", "estimated", "actual", "ms"],
+        rows,
+    )
+}
+
+/// The result as tables; an `EXPLAIN` starts with its plan.
+pub fn to_blocks(out: &Output) -> Vec<Block> {
+    let mut blocks = Vec::new();
+    if out.is_explain() {
+        blocks.push(plan_block(&out.plan));
+    }
+    match &out.rows {
+        Rows::Items(rows) => blocks.push(items_block(None, rows)),
+        Rows::Paths(rows) => blocks.push(paths_block(None, rows)),
+        Rows::Item(d) => {
+            let mut extra = Vec::new();
+            if let Some((path, page)) = &d.path {
+                extra.push(("path".to_owned(), format!("{path} (page {page})")));
+            }
+            if !d.nodes.is_empty() {
+                extra.push(("nodes".to_owned(), d.nodes.join(", ")));
+            }
+            blocks.push(fields_block(&d.item, extra));
+        }
+        Rows::Node(d) => {
+            let n = &d.node;
+            blocks.push(block(
+                None,
+                &["node", "phrase", "kind", "aliases", "paths"],
+                vec![vec![
+                    n.id.to_string(),
+                    n.phrase.clone(),
+                    format!("{:?}", n.kind).to_lowercase(),
+                    n.aliases.join(", "),
+                    d.paths.len().to_string(),
+                ]],
+            ));
+            blocks.push(paths_block(Some("paths"), &d.paths));
+        }
+        Rows::Path(path, items) => {
+            blocks.push(paths_block(None, std::slice::from_ref(path)));
+            blocks.push(items_block(Some("items"), items));
+        }
+        Rows::Page(day, paths, items) => {
+            blocks.push(paths_block(Some(&format!("paths of {day}")), paths));
+            blocks.push(items_block(Some(&format!("items of {day}")), items));
+        }
+        Rows::Stats(s) => {
+            let st = &s.stats;
+            let mut rows = vec![vec!["items".to_owned(), st.items.to_string()]];
+            for (source, n) in &st.items_by_source {
+                rows.push(vec![format!("items: {source}"), n.to_string()]);
+            }
+            rows.push(vec!["blobs".into(), st.blobs().to_string()]);
+            rows.push(vec!["graph nodes".into(), s.nodes.to_string()]);
+            rows.push(vec!["graph paths".into(), s.paths.to_string()]);
+            for (space, n) in &s.vectors {
+                rows.push(vec![format!("vectors: {space}"), n.to_string()]);
+            }
+            if let Some(model) = &s.model {
+                rows.push(vec!["model".into(), model.clone()]);
+            }
+            rows.push(vec!["segments".into(), st.segments.len().to_string()]);
+            rows.push(vec!["segment bytes".into(), st.segment_bytes.to_string()]);
+            rows.push(vec!["dead bytes".into(), st.dead_bytes.to_string()]);
+            rows.push(vec!["catalog bytes".into(), st.catalog_bytes.to_string()]);
+            blocks.push(block(None, &["what", "value"], rows));
+        }
+    }
+    blocks
+}
+
+fn item_json(row: &ItemRow) -> Value {
+    let item = &row.item;
+    let f = &item.fields;
+    let mut v = json!({
+        "id": item.id,
+        "time": f.time.to_rfc3339(),
+        "source": f.source.name(),
+        "text": item_text(item),
+        "external_id": f.external_id,
+        "entities": f.entities,
+        "tags": f.tags,
+        "supersedes": item.supersedes,
+    });
+    if let Some(score) = row.score {
+        v["score"] = json!(score);
+    }
+    if let Some(e) = &row.why {
+        v["why"] = json!({
+            "dense_rank": e.dense_rank,
+            "lexical_rank": e.lexical_rank,
+            "graph_rank": e.graph_rank,
+            "nodes": e.nodes,
+            "path": e.path.as_ref().map(|(id, page)| json!({"id": id, "page": page})),
+        });
+    }
+    v
+}
+
+fn path_json(row: &PathRow) -> Value {
+    json!({
+        "path": row.path,
+        "page": row.page,
+        "score": row.score,
+        "overlap": row.overlap,
+        "nodes": row.nodes,
+        "items": row.items,
+    })
+}
+
+fn plan_json(plan: &Plan) -> Value {
+    json!({
+        "parse_us": plan.parse_us,
+        "plan_us": plan.plan_us,
+        "total_us": plan.total_us(),
+        "stages": plan.stages.iter().map(|s| json!({
+            "stage": s.name,
+            "detail": s.detail,
+            "estimated": s.estimated,
+            "actual": s.actual,
+            "us": s.micros,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// The result as one JSON document: `{"statement", "kind", "rows" | …, "plan"}`.
+pub fn to_json(out: &Output) -> Value {
+    let items = |rows: &[ItemRow]| rows.iter().map(item_json).collect::<Vec<_>>();
+    let paths = |rows: &[PathRow]| rows.iter().map(path_json).collect::<Vec<_>>();
+    let (kind, body) = match &out.rows {
+        Rows::Items(rows) => ("items", json!({ "rows": items(rows) })),
+        Rows::Paths(rows) => ("paths", json!({ "rows": paths(rows) })),
+        Rows::Item(d) => (
+            "item",
+            json!({
+                "item": item_json(&ItemRow { item: d.item.clone(), score: None, why: None }),
+                "path": d.path.as_ref().map(|(id, page)| json!({"id": id, "page": page})),
+                "nodes": d.nodes,
+            }),
+        ),
+        Rows::Node(d) => (
+            "node",
+            json!({
+                "node": {
+                    "id": d.node.id,
+                    "phrase": d.node.phrase,
+                    "kind": format!("{:?}", d.node.kind).to_lowercase(),
+                    "aliases": d.node.aliases,
+                },
+                "paths": paths(&d.paths),
+            }),
+        ),
+        Rows::Path(p, rows) => ("path", json!({ "path": path_json(p), "rows": items(rows) })),
+        Rows::Page(day, p, rows) => (
+            "page",
+            json!({ "page": day.to_string(), "paths": paths(p), "rows": items(rows) }),
+        ),
+        Rows::Stats(s) => (
+            "stats",
+            json!({
+                "items": s.stats.items,
+                "items_by_source": s.stats.items_by_source.iter()
+                    .map(|(src, n)| (src.name().to_owned(), json!(n)))
+                    .collect::<serde_json::Map<_, _>>(),
+                "blobs": s.stats.blobs(),
+                "graph_nodes": s.nodes,
+                "graph_paths": s.paths,
+                "vectors": s.vectors.iter().map(|(k, n)| (k.clone(), json!(n))).collect::<serde_json::Map<_, _>>(),
+                "model": s.model,
+                "segment_bytes": s.stats.segment_bytes,
+                "dead_bytes": s.stats.dead_bytes,
+                "catalog_bytes": s.stats.catalog_bytes,
+            }),
+        ),
+    };
+    let mut doc = json!({ "statement": out.statement.to_string(), "kind": kind });
+    if let (Value::Object(doc), Value::Object(body)) = (&mut doc, body) {
+        doc.extend(body);
+    }
+    doc["plan"] = plan_json(&out.plan);
+    doc
+}
