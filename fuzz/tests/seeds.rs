@@ -15,13 +15,14 @@ use memdb_formats::segment::{
     TRAILER_BYTES, Trailer, encode_entry, encode_footer,
 };
 
-const TARGETS: [&str; 6] = [
+const TARGETS: [&str; 7] = [
     "segment_entry",
     "item_record",
     "jsonl_line",
     "locomo_file",
     "vector_block",
     "node_extract",
+    "query_parse",
 ];
 const MAX_CORPUS_BYTES: u64 = 50 * 1024;
 

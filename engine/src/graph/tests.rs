@@ -380,3 +380,51 @@ proptest::proptest! {
         proptest::prop_assert_eq!(got, brute_force(&store, &nodes, min_overlap, top));
     }
 }
+
+/// Regression: with MiniLM, "2022-05-10" (from "10 May") merged into "2022-05-06" as an alias,
+/// so the item's date node named the wrong day. An embedder blind to digits makes every date
+/// identical; dates must still stay apart, while a word merges as before.
+#[test]
+fn dates_and_amounts_never_merge_by_similarity() {
+    struct DigitBlind;
+    impl Embedder for DigitBlind {
+        fn embed(&self, texts: &[&str]) -> std::result::Result<Vec<Vec<f32>>, String> {
+            let blind: Vec<String> = texts
+                .iter()
+                .map(|t| t.chars().filter(|c| !c.is_ascii_digit()).collect())
+                .collect();
+            let refs: Vec<&str> = blind.iter().map(String::as_str).collect();
+            HashEmbedder.embed(&refs)
+        }
+    }
+    let (_dir, store) = store_with(&[
+        chat(
+            "2022-04-20",
+            "Ana",
+            "We fly to Lisbon on 6 May and pay $50.",
+            "a",
+        ),
+        chat(
+            "2022-04-21",
+            "Ana",
+            "Hotel booked for 10 May, it cost $70.",
+            "b",
+        ),
+    ]);
+    store
+        .update_graph(&DigitBlind, &GraphOptions::default(), &mut |_, _| {})
+        .unwrap();
+    let snap = store.snapshot().unwrap();
+    let g = snap.graph();
+    for phrase in ["2022-05-06", "2022-05-10", "50 usd", "70 usd"] {
+        let id = g
+            .lookup(phrase)
+            .unwrap()
+            .unwrap_or_else(|| panic!("{phrase} missing"));
+        assert_eq!(
+            g.node(id).unwrap().unwrap().phrase,
+            phrase,
+            "{phrase} was merged"
+        );
+    }
+}

@@ -10,7 +10,7 @@ use roaring::RoaringBitmap;
 
 use super::{
     DEFAULT_MERGE_THRESHOLD, Embedder, GraphNode, GraphPath, GraphWrite, NODE_VECTORS, NodeDraft,
-    NodeExtractor, RuleExtractor, bitmap_id, embed_checked,
+    NodeExtractor, NodeKind, RuleExtractor, bitmap_id, embed_checked,
 };
 use crate::error::Result;
 use crate::store::{Store, VectorScope};
@@ -62,6 +62,14 @@ struct PageItem {
 struct Fresh {
     id: u64,
     vector: Vec<f32>,
+    exact: bool,
+}
+
+/// Dates and amounts are their value: `2022-05-06` and `2022-05-10` embed almost alike but
+/// are different facts (ScrapMem's Appendix B: exact dates are what recall loses first), so
+/// they never merge by similarity, in either direction — only an identical phrase joins them.
+fn exact_kind(kind: NodeKind) -> bool {
+    matches!(kind, NodeKind::Date | NodeKind::Amount)
 }
 
 impl Store {
@@ -157,13 +165,16 @@ impl Store {
         for ((phrase, draft, time, source), vector) in unknown.into_iter().zip(vectors) {
             // Nearest committed node through the node index, nearest fresh one by a scan of
             // this chunk's new nodes (at most one chunk's worth).
+            let exact = exact_kind(draft.kind);
             let mut best: Option<(u64, f32)> = None;
-            if let Some(stored) = &stored
+            if !exact
+                && let Some(stored) = &stored
                 && let Some(hit) = stored.search(&vector, 1, &VectorScope::all())?.first()
+                && !graph.node(hit.key)?.is_some_and(|n| exact_kind(n.kind))
             {
                 best = Some((hit.key, hit.score));
             }
-            for f in &fresh {
+            for f in fresh.iter().filter(|f| !exact && !f.exact) {
                 let score = dot_f32(&f.vector, &vector);
                 if best.is_none_or(|(_, s)| score > s) {
                     best = Some((f.id, score));
@@ -197,7 +208,7 @@ impl Store {
                         phrase: phrase.clone(),
                         node: id,
                     });
-                    fresh.push(Fresh { id, vector });
+                    fresh.push(Fresh { id, vector, exact });
                     phrase_node.insert(phrase, id);
                     report.new_nodes += 1;
                 }
