@@ -44,7 +44,7 @@ enum Command {
         format: ImportFormat,
         /// Store directory.
         dir: PathBuf,
-        /// Files to import.
+        /// Files (or, for photos and mail, folders) to import.
         #[arg(required = true)]
         files: Vec<PathBuf>,
         /// Items per commit.
@@ -176,6 +176,10 @@ enum ImportFormat {
     Jsonl,
     /// LoCoMo conversation JSON: one item per dialogue turn.
     Locomo,
+    /// JPEG photos (files or folders): EXIF time, GPS, orientation, camera; originals kept.
+    Photos,
+    /// E-mail (files or folders): `.eml` messages and `.mbox` mailboxes.
+    Mail,
 }
 
 fn main() -> ExitCode {

@@ -366,3 +366,80 @@ fn a_closed_stdout_ends_the_command_quietly() {
     assert!(out.status.success(), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+fn shared_data(kind: &str) -> Option<PathBuf> {
+    let dir = shared_locomo()?.parent()?.join(kind);
+    dir.is_dir().then_some(dir)
+}
+
+#[test]
+fn photos_and_mail_import_from_folders_report_bad_files_and_reimport_idempotently() {
+    let (Some(photos), Some(mail)) = (shared_data("photos"), shared_data("mail")) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let store = store.to_str().unwrap();
+    // 18 orientation examples (all good) and a folder of fuzzed files (many broken).
+    let orient = photos.join("exif-orientation-examples");
+    let broken = photos.join("metadata-extractor-images/ImageTestSuite");
+    let out = memdb(&[
+        "import",
+        "photos",
+        store,
+        orient.to_str().unwrap(),
+        broken.to_str().unwrap(),
+        "--json",
+    ]);
+    let report = json(&out);
+    let skipped = report["skipped"].as_array().unwrap();
+    assert!(!skipped.is_empty());
+    assert!(
+        skipped
+            .iter()
+            .all(|s| s.as_str().unwrap().contains(".jpg: ")),
+        "each skipped file says which and why: {skipped:?}"
+    );
+    let added = report["added"].as_u64().unwrap();
+    assert_eq!(added + skipped.len() as u64, 18 + 98);
+    // The originals are kept byte for byte.
+    let got = json(&memdb(&[
+        "get",
+        store,
+        "--external",
+        "Landscape_3.jpg",
+        "--json",
+    ]));
+    assert_eq!(got["source"], "image");
+    assert_eq!(got["blobs"].as_array().unwrap().len(), 1);
+
+    let mbox = mail.join("mbox/mimekit");
+    let first = json(&memdb(&[
+        "import",
+        "mail",
+        store,
+        mbox.to_str().unwrap(),
+        "--json",
+    ]));
+    let again = json(&memdb(&[
+        "import",
+        "mail",
+        store,
+        mbox.to_str().unwrap(),
+        "--json",
+    ]));
+    assert!(first["added"].as_u64().unwrap() >= 30);
+    assert_eq!(again["added"], 0);
+    assert_eq!(again["unchanged"], first["added"]);
+    let emails = json(&memdb(&[
+        "query",
+        store,
+        "ITEMS WHERE source = email",
+        "--json",
+    ]));
+    assert_eq!(
+        emails["rows"].as_array().unwrap().len() as u64,
+        first["added"].as_u64().unwrap()
+    );
+    assert!(memdb(&["check", store]).status.success());
+}

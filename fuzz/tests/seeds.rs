@@ -15,7 +15,7 @@ use memdb_formats::segment::{
     TRAILER_BYTES, Trailer, encode_entry, encode_footer,
 };
 
-const TARGETS: [&str; 7] = [
+const TARGETS: [&str; 9] = [
     "segment_entry",
     "item_record",
     "jsonl_line",
@@ -23,6 +23,8 @@ const TARGETS: [&str; 7] = [
     "vector_block",
     "node_extract",
     "query_parse",
+    "mail_message",
+    "photo_file",
 ];
 const MAX_CORPUS_BYTES: u64 = 50 * 1024;
 

@@ -56,6 +56,17 @@ pub struct ItemRow {
     pub why: Option<Explanation>,
 }
 
+impl ItemRow {
+    /// An item selected by filters, not ranked.
+    pub(crate) fn plain(item: Item) -> ItemRow {
+        ItemRow {
+            item,
+            score: None,
+            why: None,
+        }
+    }
+}
+
 /// One EM-Path in a result.
 #[derive(Debug, Clone)]
 pub struct PathRow {
@@ -426,16 +437,7 @@ impl Run<'_> {
                 items.truncate(top);
             }
         }
-        Ok(Rows::Items(
-            items
-                .into_iter()
-                .map(|item| ItemRow {
-                    item,
-                    score: None,
-                    why: None,
-                })
-                .collect(),
-        ))
+        Ok(Rows::Items(items.into_iter().map(ItemRow::plain).collect()))
     }
 
     fn recall(&mut self, query: &Recall) -> Result<Rows> {
@@ -673,16 +675,7 @@ impl Run<'_> {
             chain.len() as u64,
             started,
         );
-        Ok(Rows::Items(
-            chain
-                .into_iter()
-                .map(|item| ItemRow {
-                    item,
-                    score: None,
-                    why: None,
-                })
-                .collect(),
-        ))
+        Ok(Rows::Items(chain.into_iter().map(ItemRow::plain).collect()))
     }
 
     fn show(&mut self, show: &Show) -> Result<Rows> {
@@ -740,11 +733,7 @@ impl Run<'_> {
                 let row = self.path_row(*id)?;
                 let mut items = Vec::new();
                 for &item in &row.items {
-                    items.push(ItemRow {
-                        item: self.item(item)?,
-                        score: None,
-                        why: None,
-                    });
+                    items.push(ItemRow::plain(self.item(item)?));
                 }
                 Rows::Path(Box::new(row), items)
             }
@@ -766,14 +755,7 @@ impl Run<'_> {
                         paths.insert(path, self.path_row(path)?);
                     }
                 }
-                let items = items
-                    .into_iter()
-                    .map(|item| ItemRow {
-                        item,
-                        score: None,
-                        why: None,
-                    })
-                    .collect();
+                let items = items.into_iter().map(ItemRow::plain).collect();
                 Rows::Page(*day, paths.into_values().collect(), items)
             }
         };

@@ -332,7 +332,7 @@ pub fn to_json(out: &Output) -> Value {
         Rows::Item(d) => (
             "item",
             json!({
-                "item": item_json(&ItemRow { item: d.item.clone(), score: None, why: None }),
+                "item": item_json(&ItemRow::plain(d.item.clone())),
                 "path": d.path.as_ref().map(|(id, page)| json!({"id": id, "page": page})),
                 "nodes": d.nodes,
             }),

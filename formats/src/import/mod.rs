@@ -28,6 +28,8 @@ use crate::{ImportError, ImportErrorKind};
 
 pub mod jsonl;
 pub mod locomo;
+pub mod mail;
+pub mod photo;
 
 /// One record that imported cleanly, and where it came from in its file.
 #[derive(Debug, Clone, PartialEq)]
