@@ -14,6 +14,7 @@
 //! loop over all nodes.
 
 pub mod extract;
+mod forget;
 mod llm;
 mod overlap;
 mod update;
@@ -33,6 +34,7 @@ use crate::store::catalog::{
 };
 
 pub use extract::{NodeDraft, NodeKind, item_nodes, query_nodes};
+pub(crate) use forget::forget_items;
 pub use llm::LlmExtractor;
 pub use overlap::{CANDIDATE_CAP, PathMatch, PathOverlapStats, PathsMatched};
 pub use update::{GraphOptions, GraphReport};

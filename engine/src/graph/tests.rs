@@ -428,3 +428,109 @@ fn dates_and_amounts_never_merge_by_similarity() {
         );
     }
 }
+
+/// Deleting items keeps the Q-matrix consistent both ways, drops emptied paths and purges nodes
+/// no remaining item uses (with their aliases and vectors); the rest of the graph is untouched.
+#[test]
+fn deleting_items_prunes_paths_and_orphan_nodes_consistently() {
+    let (_dir, store) = store_with(&[
+        chat(
+            "2023-05-08",
+            "Ana",
+            "I booked the Alfama hotel in Lisbon.",
+            "a",
+        ),
+        chat(
+            "2023-05-08",
+            "Rui",
+            "Zyxwv Qortal will drive us there.",
+            "b",
+        ),
+        chat(
+            "2023-05-09",
+            "Ana",
+            "Dinner at the Alfama hotel was great.",
+            "c",
+        ),
+        chat(
+            "2023-05-10",
+            "Rui",
+            "Only Zyxwv Qortal knows the code.",
+            "d",
+        ),
+    ]);
+    store
+        .update_graph(&HashEmbedder, &GraphOptions::default(), &mut |_, _| {})
+        .unwrap();
+    let id = |ext: &str| {
+        store
+            .snapshot()
+            .unwrap()
+            .get_by_external_id(ext)
+            .unwrap()
+            .unwrap()
+            .id
+    };
+    let (b, d) = (id("b"), id("d"));
+    let before = store.snapshot().unwrap();
+    let g = before.graph();
+    let secret = g.lookup("zyxwv qortal").unwrap().expect("an entity node");
+    let (_, paths_before) = g.counts().unwrap();
+    drop(before);
+
+    let mut batch = store.batch();
+    batch.delete(b).delete(d);
+    batch.commit().unwrap();
+
+    let snap = store.snapshot().unwrap();
+    let g = snap.graph();
+    assert_eq!(
+        g.lookup("zyxwv qortal").unwrap(),
+        None,
+        "orphan node purged"
+    );
+    assert!(g.node(secret).unwrap().is_none());
+    assert!(g.node_paths(secret).unwrap().is_empty());
+    assert!(
+        snap.vectors(NODE_VECTORS)
+            .unwrap()
+            .unwrap()
+            .get(secret)
+            .is_none()
+    );
+    assert!(g.item(b).unwrap().is_none() && g.item(d).unwrap().is_none());
+    let (_, paths_after) = g.counts().unwrap();
+    assert_eq!(
+        paths_after,
+        paths_before - 1,
+        "the 10 May path lost its only item"
+    );
+    // Every remaining path agrees with its bitmap, its items and its nodes' rows.
+    let alfama = g.lookup("alfama hotel").unwrap().expect("still used");
+    for p in 1..=paths_before {
+        let Some(path) = g.path(p).unwrap() else {
+            continue;
+        };
+        let listed: RoaringBitmap = path.nodes.iter().map(|&n| n as u32).collect();
+        assert_eq!(g.path_nodes(p).unwrap(), listed, "path {p}");
+        assert!(!path.items.contains(&b) && !path.items.contains(&d));
+        let mut from_items = std::collections::BTreeSet::new();
+        for &item in &path.items {
+            let (at, nodes) = g.item(item).unwrap().unwrap();
+            assert_eq!(at, p);
+            from_items.extend(nodes);
+        }
+        assert_eq!(
+            from_items,
+            path.nodes.iter().copied().collect(),
+            "path {p} nodes"
+        );
+        for &n in &path.nodes {
+            assert!(
+                g.node_paths(n).unwrap().contains(p as u32),
+                "node {n} path {p}"
+            );
+        }
+    }
+    assert!(g.node_paths(alfama).unwrap().len() >= 2);
+}

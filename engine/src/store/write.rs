@@ -494,6 +494,7 @@ fn commit_locked(store: &Store, writer: &mut Writer, ops: Vec<BatchOp>) -> Resul
     let segments = store.current_segments()?;
     let txn = inner.db.begin_write().ctx("begin write")?;
     let mut receipt = CommitReceipt::default();
+    let mut deleted_items: Vec<u64> = Vec::new();
     let mut staged = Staged {
         records: Vec::new(),
         blobs: Vec::new(),
@@ -567,6 +568,7 @@ fn commit_locked(store: &Store, writer: &mut Writer, ops: Vec<BatchOp>) -> Resul
                 }
                 BatchOp::Delete { id } => {
                     if stage_delete(&mut t, &segments, &mut staged, id, now)? {
+                        deleted_items.push(id);
                         receipt.deleted += 1;
                     } else {
                         receipt.warnings.push(format!("delete: no item {id}"));
@@ -580,6 +582,7 @@ fn commit_locked(store: &Store, writer: &mut Writer, ops: Vec<BatchOp>) -> Resul
                         .map(|v| v.value());
                     match id {
                         Some(id) if stage_delete(&mut t, &segments, &mut staged, id, now)? => {
+                            deleted_items.push(id);
                             receipt.deleted += 1
                         }
                         _ => receipt
@@ -607,6 +610,11 @@ fn commit_locked(store: &Store, writer: &mut Writer, ops: Vec<BatchOp>) -> Resul
                 }
                 BatchOp::Graph(write) => crate::graph::apply(&txn, &mut t.meta, write)?,
             }
+        }
+        // A deleted item leaves the memory graph in the same commit; nodes no item uses any
+        // more go, with their vectors.
+        for node in crate::graph::forget_items(&txn, &deleted_items)? {
+            vector_space::changes(&mut staged.vectors, crate::graph::NODE_VECTORS).remove(node);
         }
 
         for block in vector_space::stage(

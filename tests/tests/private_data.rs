@@ -1,0 +1,237 @@
+//! Reliability R12, the forgetting half: an item holding a random 32-byte canary (in its text
+//! and as a blob) is deleted and the store compacted; from the delete on no read returns it, and
+//! after the compaction not one byte under the store directory still holds the canary.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::path::Path;
+
+use memdb::{
+    BlobKind, CompactOptions, EventTime, ItemDraft, ItemFields, KeepEverything, Options,
+    ScanFilter, Source, Store, Victims,
+};
+
+fn canary(seed: u64) -> [u8; 32] {
+    let mut x = seed | 1;
+    let mut out = [0u8; 32];
+    for b in &mut out {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        *b = (x >> 24) as u8;
+    }
+    out
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn note(ext: &str, day: u32, body: &str) -> ItemDraft {
+    let mut f = ItemFields::new(
+        Source::Note,
+        EventTime::parse(&format!("2024-03-{day:02}T10:00:00Z")).unwrap(),
+    );
+    f.external_id = Some(ext.to_owned());
+    f.body = Some(body.to_owned());
+    ItemDraft {
+        fields: f,
+        supersedes: None,
+    }
+}
+
+/// Files under `dir` holding `needle`, with the offset of the first hit.
+fn hits(dir: &Path, needle: &[u8]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            let bytes = std::fs::read(&path).unwrap();
+            if let Some(at) = bytes.windows(needle.len()).position(|w| w == needle) {
+                out.push(format!("{} @ {at}", path.display()));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn a_deleted_item_leaves_no_byte_behind_after_compaction() {
+    for seed in [1u64, 0xfeed, 0x5eed_cafe] {
+        let secret = canary(seed);
+        let text = hex(&secret);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s");
+        let store = Store::create(&path, Options::default()).unwrap();
+        let mut batch = store.batch();
+        for i in 0..40 {
+            batch.put(note(
+                &format!("n{i}"),
+                1 + i % 28,
+                &format!("ordinary note number {i}"),
+            ));
+        }
+        batch.put_with_blobs(
+            note("secret", 5, &format!("my bank PIN list {text}")),
+            vec![(BlobKind::Original, secret.to_vec())],
+        );
+        let receipt = batch.commit().unwrap();
+        let secret_id = receipt.puts.last().unwrap().id;
+        assert!(
+            !hits(&path, &secret).is_empty(),
+            "the canary must be on disk first"
+        );
+        assert!(!hits(&path, text.as_bytes()).is_empty());
+
+        let mut batch = store.batch();
+        batch.delete(secret_id);
+        batch.commit().unwrap();
+        let snap = store.snapshot().unwrap();
+        assert!(snap.get(secret_id).unwrap().is_none());
+        assert!(snap.get_by_external_id("secret").unwrap().is_none());
+        let all = snap.scan(&ScanFilter::default()).unwrap();
+        assert_eq!(all.len(), 40);
+        assert!(
+            all.iter()
+                .all(|i| !i.fields.body.as_deref().unwrap_or("").contains(&text))
+        );
+        drop(snap);
+
+        store
+            .compact(
+                &CompactOptions {
+                    victims: Victims::All,
+                },
+                &mut KeepEverything,
+            )
+            .unwrap();
+        drop(store);
+        let left: Vec<String> = hits(&path, &secret)
+            .into_iter()
+            .chain(hits(&path, text.as_bytes()))
+            .collect();
+        assert!(
+            left.is_empty(),
+            "seed {seed:#x}: canary still on disk in {left:?}"
+        );
+        // And the store is whole.
+        let store = Store::open(&path, Options::default()).unwrap();
+        assert_eq!(store.snapshot().unwrap().item_count().unwrap(), 40);
+        assert!(store.check().unwrap().problems.is_empty());
+    }
+}
+
+/// Bag of words hashed into 16 dimensions (the graph needs an embedder, not a model).
+struct HashEmbedder;
+
+impl memdb::Embedder for HashEmbedder {
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+        Ok(texts
+            .iter()
+            .map(|t| {
+                let mut v = [0f32; 16];
+                for w in t.split_whitespace() {
+                    let h = w
+                        .bytes()
+                        .fold(7u32, |h, b| h.wrapping_mul(31) ^ u32::from(b));
+                    v[(h % 16) as usize] += 1.0;
+                }
+                v[15] += 0.01;
+                let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+                v.iter().map(|x| x / n).collect()
+            })
+            .collect())
+    }
+}
+
+#[test]
+fn a_deleted_item_leaves_nothing_in_vectors_or_the_memory_graph() {
+    for seed in [0xabc, 0x77, 0x12345, 0xdead] {
+        graph_case(seed);
+    }
+}
+
+fn graph_case(seed: u64) {
+    let secret = canary(seed);
+    let text = hex(&secret);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s");
+    let store = Store::create(&path, Options::default()).unwrap();
+    let mut batch = store.batch();
+    for i in 0..20 {
+        batch.put(note(
+            &format!("n{i}"),
+            1 + i,
+            &format!("ordinary note number {i}"),
+        ));
+    }
+    // A made-up name the extractor takes as an entity node.
+    let name: String = secret[..8]
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            let c = char::from(b'a' + b % 26);
+            if i == 0 { c.to_ascii_uppercase() } else { c }
+        })
+        .collect();
+    batch.put(note(
+        "secret",
+        5,
+        &format!("Vault code {text} for Lisbon, ask {name} Smith"),
+    ));
+    let receipt = batch.commit().unwrap();
+    let secret_id = receipt.puts.last().unwrap().id;
+    let mut batch = store.batch();
+    for put in &receipt.puts {
+        let item = store.snapshot().unwrap().get(put.id).unwrap().unwrap();
+        let v = memdb::Embedder::embed(&HashEmbedder, &[item.fields.body.as_deref().unwrap()])
+            .unwrap()
+            .remove(0);
+        batch.put_vector(memdb::ITEM_VECTORS, put.id, item.fields.time.unix_ms, 5, v);
+    }
+    batch.commit().unwrap();
+    store
+        .update_graph(
+            &HashEmbedder,
+            &memdb::GraphOptions::default(),
+            &mut |_, _| {},
+        )
+        .unwrap();
+    assert!(!hits(&path, text.as_bytes()).is_empty());
+    let phrase = format!("{} smith", name.to_lowercase());
+    assert!(
+        store
+            .snapshot()
+            .unwrap()
+            .graph()
+            .lookup(&phrase)
+            .unwrap()
+            .is_some(),
+        "the name must be a graph node first"
+    );
+
+    let mut batch = store.batch();
+    batch.delete(secret_id);
+    batch.delete_vector(memdb::ITEM_VECTORS, secret_id);
+    batch.commit().unwrap();
+    store
+        .compact(
+            &CompactOptions {
+                victims: Victims::All,
+            },
+            &mut KeepEverything,
+        )
+        .unwrap();
+    store.compact_vectors(true).unwrap();
+    drop(store);
+    let left: Vec<String> = hits(&path, text.as_bytes())
+        .into_iter()
+        .chain(hits(&path, phrase.as_bytes()))
+        .chain(hits(&path, name.as_bytes()))
+        .collect();
+    assert!(left.is_empty(), "canary still on disk in {left:?}");
+}
