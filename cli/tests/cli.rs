@@ -443,3 +443,41 @@ fn photos_and_mail_import_from_folders_report_bad_files_and_reimport_idempotentl
     );
     assert!(memdb(&["check", store]).status.success());
 }
+
+/// R12: under umask 000 every file memdb creates is still 0600 and every directory 0700.
+#[test]
+fn files_stay_private_under_umask_000() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let file = dir.path().join("items.jsonl");
+    std::fs::write(
+        &file,
+        "{\"source\":\"note\",\"time\":\"2024-01-02\",\"body\":\"private words\"}\n",
+    )
+    .unwrap();
+    let script = format!(
+        "umask 000 && \"$0\" import jsonl '{}' '{}' && \"$0\" compact '{}' --all",
+        store.display(),
+        file.display(),
+        store.display()
+    );
+    let status = Command::new("sh")
+        .args(["-c", &script, env!("CARGO_BIN_EXE_memdb")])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut stack = vec![store.clone()];
+    let mut seen = 0;
+    while let Some(path) = stack.pop() {
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        if path.is_dir() {
+            assert_eq!(mode, 0o700, "{}", path.display());
+            stack.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+        } else {
+            assert_eq!(mode, 0o600, "{}", path.display());
+        }
+        seen += 1;
+    }
+    assert!(seen >= 4, "store dir, segments dir, catalog, a segment");
+}

@@ -69,3 +69,16 @@ pub fn crash_external_id(batch: u64, index: u64) -> String {
 pub fn crash_batch_len(batch: u64) -> u64 {
     Rng::new(batch ^ 0xABCD).range(1, 40)
 }
+
+/// Rewrites every segment of `store` (keeping every live entry): the compaction after which
+/// nothing deleted may remain on disk.
+pub fn compact_everything(store: &memdb::Store) -> memdb::CompactReport {
+    store
+        .compact(
+            &memdb::CompactOptions {
+                victims: memdb::Victims::All,
+            },
+            &mut memdb::KeepEverything,
+        )
+        .expect("compaction of every segment")
+}

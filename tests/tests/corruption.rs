@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use memdb::{CompactOptions, Error, KeepEverything, Options, Store, Victims};
+use memdb::{Error, Options, Store};
 use memdb_it::{Rng, crash_batch_len, crash_external_id, crash_item};
 
 fn options() -> Options {
@@ -29,14 +29,7 @@ fn build(path: &Path) -> Vec<(String, u64, u64)> {
         }
         wb.commit().unwrap();
     }
-    store
-        .compact(
-            &CompactOptions {
-                victims: Victims::All,
-            },
-            &mut KeepEverything,
-        )
-        .unwrap();
+    memdb_it::compact_everything(&store);
     let stats = store.stats().unwrap();
     assert!(
         stats.segments.len() >= 3 && stats.segments.iter().all(|s| s.sealed),

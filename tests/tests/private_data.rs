@@ -5,10 +5,7 @@
 
 use std::path::Path;
 
-use memdb::{
-    BlobKind, CompactOptions, EventTime, ItemDraft, ItemFields, KeepEverything, Options,
-    ScanFilter, Source, Store, Victims,
-};
+use memdb::{BlobKind, EventTime, ItemDraft, ItemFields, Options, ScanFilter, Source, Store};
 
 fn canary(seed: u64) -> [u8; 32] {
     let mut x = seed | 1;
@@ -101,14 +98,7 @@ fn a_deleted_item_leaves_no_byte_behind_after_compaction() {
         );
         drop(snap);
 
-        store
-            .compact(
-                &CompactOptions {
-                    victims: Victims::All,
-                },
-                &mut KeepEverything,
-            )
-            .unwrap();
+        memdb_it::compact_everything(&store);
         drop(store);
         let left: Vec<String> = hits(&path, &secret)
             .into_iter()
@@ -218,14 +208,7 @@ fn graph_case(seed: u64) {
     batch.delete(secret_id);
     batch.delete_vector(memdb::ITEM_VECTORS, secret_id);
     batch.commit().unwrap();
-    store
-        .compact(
-            &CompactOptions {
-                victims: Victims::All,
-            },
-            &mut KeepEverything,
-        )
-        .unwrap();
+    memdb_it::compact_everything(&store);
     store.compact_vectors(true).unwrap();
     drop(store);
     let left: Vec<String> = hits(&path, text.as_bytes())
