@@ -8,10 +8,18 @@
 //! Invariants: every directory memdb creates is mode 0700 and every file 0600, whatever the
 //! umask; the LOCK is an advisory OS lock, so it dies with its process (a kill -9 never leaves a
 //! stale lock behind).
+//!
+//! Why a lock is retried for a moment before `Locked` is returned: an OS file lock belongs to the
+//! open file description, and a child that another thread of this process forks shares every
+//! descriptor until its `exec` closes them (they are all close-on-exec). A store closed and
+//! reopened at that instant would find its own old lock still held by the child for the few
+//! milliseconds until the exec. `LOCK_GRACE` absorbs that window; a lock really held by another
+//! writer still fails well within 100 ms.
 
 use std::fs::{self, File, OpenOptions};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 
@@ -55,6 +63,26 @@ pub(crate) fn sync_dir(path: &Path) -> Result<()> {
         .map_err(Error::io("fsync directory", path))
 }
 
+/// How long a lock found held is retried before it counts as held by another writer.
+pub(crate) const LOCK_GRACE: Duration = Duration::from_millis(40);
+
+/// Runs `attempt` again while it fails with an error `is_held` calls a held lock, for at most
+/// `LOCK_GRACE` (see the module header for why).
+pub(crate) fn retry_held_lock<T, E>(
+    mut attempt: impl FnMut() -> std::result::Result<T, E>,
+    is_held: impl Fn(&E) -> bool,
+) -> std::result::Result<T, E> {
+    let deadline = Instant::now() + LOCK_GRACE;
+    loop {
+        match attempt() {
+            Err(e) if is_held(&e) && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            other => return other,
+        }
+    }
+}
+
 /// The held write lock; released when dropped (or when the process dies).
 #[derive(Debug)]
 pub(crate) struct StoreLock {
@@ -62,11 +90,15 @@ pub(crate) struct StoreLock {
 }
 
 impl StoreLock {
-    /// Takes the exclusive lock without waiting: a second writer fails at once with `Locked`.
+    /// Takes the exclusive lock: a second writer fails with `Locked` after `LOCK_GRACE`.
     pub(crate) fn acquire(store_dir: &Path) -> Result<StoreLock> {
         let path = store_dir.join(LOCK_FILE);
         let file = open_private_file(&path, false)?;
-        match file.try_lock() {
+        let locked = retry_held_lock(
+            || file.try_lock(),
+            |e| matches!(e, std::fs::TryLockError::WouldBlock),
+        );
+        match locked {
             Ok(()) => Ok(StoreLock { _file: file }),
             Err(std::fs::TryLockError::WouldBlock) => Err(Error::Locked {
                 path: store_dir.to_path_buf(),

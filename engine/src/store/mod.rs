@@ -248,10 +248,17 @@ impl Store {
             )
             .map_err(Error::io("chmod", p))?;
         }
-        let db = redb::Builder::new()
-            .set_cache_size(options.catalog_cache_bytes)
-            .open(&paths.catalog)
-            .ctx("open catalog")?;
+        // Our LOCK is held, so a held catalog lock can only be our own previous handle still
+        // shared with a child forked by another thread (see `dir::retry_held_lock`).
+        let db = dir::retry_held_lock(
+            || {
+                redb::Builder::new()
+                    .set_cache_size(options.catalog_cache_bytes)
+                    .open(&paths.catalog)
+            },
+            |e| matches!(e, redb::DatabaseError::DatabaseAlreadyOpen),
+        )
+        .ctx("open catalog")?;
         let rows = {
             let txn = db.begin_read().ctx("begin read")?;
             let meta = txn.open_table(catalog::META).ctx("open meta")?;
