@@ -6,6 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export MEMDB_SHARED_DIR="${MEMDB_SHARED_DIR:-$(cd .. && pwd)/shared}"
+scripts/system-deps.sh
 if [ -x scripts/install-model.sh ]; then
   scripts/install-model.sh
 fi

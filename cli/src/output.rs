@@ -33,7 +33,7 @@ pub(crate) fn say(line: &str) {
     }
 }
 
-fn table(header: &[&str]) -> Table {
+pub(crate) fn table(header: &[&str]) -> Table {
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED);
     t.set_header(header.to_vec());
@@ -133,6 +133,7 @@ pub(crate) fn stats_json(s: &Stats) -> Value {
         "dead_bytes": s.dead_bytes,
         "catalog_bytes": s.catalog_bytes,
         "total_bytes": s.total_bytes(),
+        "pages_by_stage": s.pages_by_stage.iter().map(|(stage, pages, pixels, bytes)| json!({"stage": stage, "pages": pages, "with_pixels": pixels, "bytes": bytes})).collect::<Vec<_>>(),
     })
 }
 
@@ -188,6 +189,13 @@ pub(crate) fn stats_table(s: &Stats) -> String {
         String::new(),
         s.total_bytes().to_string(),
     ]);
+    for (stage, pages, pixels, bytes) in &s.pages_by_stage {
+        t.add_row(vec![
+            format!("pages at stage {stage} ({pixels} with pixels)"),
+            pages.to_string(),
+            bytes.to_string(),
+        ]);
+    }
     t.to_string()
 }
 

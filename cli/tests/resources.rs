@@ -7,30 +7,11 @@
 #![allow(unsafe_code)]
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const MAX_RSS_MIB: i64 = 512;
 
-fn shared_data(kind: &str) -> Option<PathBuf> {
-    let base = std::env::var_os("MEMDB_SHARED_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"));
-    let dir = base.join("data").join(kind);
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "CI must have {}",
-        dir.display()
-    );
-    eprintln!(
-        "SKIPPED: {} not found (set MEMDB_SHARED_DIR)",
-        dir.display()
-    );
-    None
-}
+use memdb_it::shared_data;
 
 /// Runs `memdb args…` and returns its peak resident set in MiB (from wait4's rusage, so it
 /// is this child's own figure, not the largest of all children so far).

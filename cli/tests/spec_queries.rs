@@ -138,6 +138,10 @@ fn every_spec_example_returns_the_right_rows() {
         "--json",
     ]);
     memdb(&["embed", store, "--json"]);
+    let composed = memdb(&["pages", store, "--json"]);
+    let pages =
+        composed["text_pages"].as_u64().unwrap() + composed["photo_pages"].as_u64().unwrap();
+    assert!(pages > 10, "{composed}");
 
     type Check<'c> = Box<dyn Fn(&Value) + 'c>;
     let mut checks: BTreeMap<&str, Check> = BTreeMap::new();
@@ -336,6 +340,26 @@ fn every_spec_example_returns_the_right_rows() {
             }
         }),
     );
+    checks.insert(
+        "FORGET 'timed-gentle' AS OF 2030-01-01 DRY RUN",
+        Box::new(move |doc| {
+            assert_eq!(doc["kind"], "forget");
+            assert_eq!(doc["dry_run"], true);
+            let stages = doc["stages"].as_array().unwrap();
+            let names: Vec<&str> = stages.iter().map(|s| s["name"].as_str().unwrap()).collect();
+            assert_eq!(names, ["recent", "mid", "old"]);
+            // Every page is from 2022–2023: more than 730 days old in 2030, so Old, where body
+            // text (14 px at scale 0.6) fades; text-only pages hold no pixels to save.
+            assert_eq!(
+                (stages[0]["pages"].as_u64(), stages[1]["pages"].as_u64()),
+                (Some(0), Some(0))
+            );
+            assert_eq!(stages[2]["pages"].as_u64(), Some(pages));
+            assert_eq!(stages[2]["pages_changed"].as_u64(), Some(pages));
+            assert!(stages[2]["nodes_faded"].as_u64().unwrap() > 0);
+            assert_eq!(doc["bytes_saved"], 0);
+        }),
+    );
 
     let examples = spec_examples();
     let listed: BTreeSet<&str> = examples.iter().map(String::as_str).collect();
@@ -353,4 +377,12 @@ fn every_spec_example_returns_the_right_rows() {
         );
         checks[example.as_str()](&doc);
     }
+    // FORGET … DRY RUN left every page as composed.
+    let stats = memdb(&["stats", store, "--json"]);
+    let stages = stats["pages_by_stage"].as_array().unwrap();
+    assert_eq!(stages.len(), 1);
+    assert_eq!(
+        (stages[0]["stage"].as_u64(), stages[0]["pages"].as_u64()),
+        (Some(0), Some(pages))
+    );
 }

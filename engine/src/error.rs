@@ -82,6 +82,9 @@ pub enum Error {
     /// The catalog contradicts itself or the segments.
     #[error("catalog inconsistency: {0}")]
     Inconsistent(String),
+    /// A forgetting policy does not hold together.
+    #[error(transparent)]
+    Policy(#[from] crate::forget::PolicyError),
     /// An item given to a write batch is not acceptable.
     #[error("item #{index} of the batch is invalid: {reason}")]
     InvalidItem {

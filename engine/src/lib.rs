@@ -20,9 +20,11 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod error;
+pub mod forget;
 pub mod graph;
 mod lexical;
 pub mod recall;
+pub mod scrapbook;
 mod store;
 mod text;
 mod vectors;

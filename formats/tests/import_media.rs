@@ -187,3 +187,36 @@ fn mail_imports_every_readable_message_and_reports_the_rest() {
             .all(|e| e.contains(".eml") || e.contains(".mbox"))
     );
 }
+
+/// `decode_rgb` turns every EXIF orientation upright: the eight stored variants of the same
+/// landscape and portrait picture decode to (nearly) the same pixels as the untransformed one.
+#[test]
+fn decode_rgb_applies_all_eight_exif_orientations() {
+    let Some(photos) = data_dir("photos") else {
+        return;
+    };
+    let dir = photos.join("exif-orientation-examples");
+    for shape in ["Landscape", "Portrait"] {
+        let read = |k: u32| {
+            let bytes = std::fs::read(dir.join(format!("{shape}_{k}.jpg"))).unwrap();
+            photo::decode_rgb(&bytes, PhotoLimits::default()).unwrap()
+        };
+        let upright = read(1);
+        for k in 2..=8 {
+            let image = read(k);
+            assert_eq!(
+                (image.width, image.height),
+                (upright.width, upright.height),
+                "{shape}_{k}"
+            );
+            let diff: u64 = image
+                .rgb
+                .iter()
+                .zip(&upright.rgb)
+                .map(|(a, b)| u64::from(a.abs_diff(*b)))
+                .sum();
+            let mean = diff as f64 / image.rgb.len() as f64;
+            assert!(mean < 8.0, "{shape}_{k}: mean difference {mean:.1}");
+        }
+    }
+}

@@ -15,7 +15,7 @@ use memdb_formats::segment::{
     TRAILER_BYTES, Trailer, encode_entry, encode_footer,
 };
 
-const TARGETS: [&str; 9] = [
+const TARGETS: [&str; 11] = [
     "segment_entry",
     "item_record",
     "jsonl_line",
@@ -25,6 +25,8 @@ const TARGETS: [&str; 9] = [
     "query_parse",
     "mail_message",
     "photo_file",
+    "page_layout",
+    "forget_policy",
 ];
 const MAX_CORPUS_BYTES: u64 = 50 * 1024;
 
@@ -169,6 +171,50 @@ fn generated() -> Vec<(&'static str, String, Vec<u8>)> {
         trailer[..TRAILER_BYTES].to_vec(),
     ));
     out.extend(vector_blocks());
+    out.extend(pages_and_policies());
+    out
+}
+
+/// Layouts (plain, saliency-aware, empty) and policy files (a built-in written as TOML, a
+/// user policy, one that validation refuses).
+fn pages_and_policies() -> Vec<(&'static str, String, Vec<u8>)> {
+    use memdb::scrapbook::{Block, BlockKind, PageLayout};
+    let layout = |salient_facts: bool, blocks: Vec<Block>| PageLayout {
+        width: 2120,
+        height: 1800,
+        salient_facts,
+        blocks,
+    };
+    let photo = Block {
+        item: 3,
+        kind: BlockKind::Photo,
+        rect: [24, 80, 1024, 683],
+        text_px: 0,
+        nodes: vec![],
+    };
+    let text = Block {
+        item: 9,
+        kind: BlockKind::Text,
+        rect: [24, 800, 2072, 140],
+        text_px: 14,
+        nodes: vec![(1, 22), (2, 14), (40_000, 14)],
+    };
+    let mut out = vec![
+        ("page_layout", "empty.bin".to_string(), layout(false, vec![]).encode()),
+        ("page_layout", "photo_and_text.bin".into(), layout(true, vec![photo, text.clone()]).encode()),
+        ("page_layout", "text.bin".into(), layout(false, vec![text]).encode()),
+    ];
+    let builtin = "name = \"timed-gentle\"\n\
+        [[stage]]\nname = \"recent\"\nuntil_days = 180\nquality = 90\nscale = 1.0\n\
+        [[stage]]\nname = \"mid\"\nuntil_days = 730\nquality = 70\nscale = 0.85\n\
+        [[stage]]\nname = \"old\"\nquality = 40\nscale = 0.6\n";
+    let user = "name = \"mine\"\n\
+        [[stage]]\nname = \"fresh\"\nuntil_days = 30\nquality = 92\nscale = 1.0\nkeep_originals = true\n\
+        [[stage]]\nname = \"faded\"\nquality = 50\nscale = 0.5\n";
+    let refused = user.replace("quality = 50", "quality = 99");
+    for (name, text) in [("timed_gentle.toml", builtin.to_owned()), ("user.toml", user.to_owned()), ("rising.toml", refused)] {
+        out.push(("forget_policy", name.to_string(), text.into_bytes()));
+    }
     out
 }
 

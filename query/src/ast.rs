@@ -20,6 +20,19 @@ pub enum Statement {
     Explain(Query),
     /// Show a part of the store.
     Show(Show),
+    /// `FORGET 'policy' AS OF date [DRY RUN]`: optical forgetting by a built-in policy.
+    Forget(Forget),
+}
+
+/// `FORGET`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Forget {
+    /// A built-in policy's name (`timed-gentle`, …).
+    pub policy: String,
+    /// The day ages are counted to.
+    pub as_of: Date,
+    /// Report what would change; write nothing.
+    pub dry_run: bool,
 }
 
 /// A statement that returns rows through a plan.
@@ -232,6 +245,13 @@ impl fmt::Display for Statement {
             Statement::Query(q) => write!(f, "{q}"),
             Statement::Explain(q) => write!(f, "EXPLAIN {q}"),
             Statement::Show(s) => write!(f, "{s}"),
+            Statement::Forget(g) => write!(
+                f,
+                "FORGET {} AS OF {}{}",
+                quote(&g.policy),
+                g.as_of,
+                if g.dry_run { " DRY RUN" } else { "" }
+            ),
         }
     }
 }

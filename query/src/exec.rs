@@ -136,6 +136,8 @@ pub enum Rows {
     Page(Date, Vec<PathRow>, Vec<ItemRow>),
     /// `SHOW STATS`.
     Stats(Box<StatsRow>),
+    /// `FORGET`: what each stage gained, lost and saved.
+    Forget(Box<memdb::forget::ForgetReport>),
 }
 
 impl Rows {
@@ -147,6 +149,7 @@ impl Rows {
             Rows::Page(_, _, items) => items.len(),
             Rows::Path(_, items) => items.len(),
             Rows::Item(_) | Rows::Node(_) | Rows::Stats(_) => 1,
+            Rows::Forget(r) => r.stages.len(),
         }
     }
 
@@ -232,6 +235,7 @@ pub(crate) fn execute(
     let rows = match &statement {
         Statement::Query(q) | Statement::Explain(q) => run.query(q)?,
         Statement::Show(s) => run.show(s)?,
+        Statement::Forget(g) => run.forget(g)?,
     };
     Ok(Output {
         statement,
@@ -676,6 +680,28 @@ impl Run<'_> {
             started,
         );
         Ok(Rows::Items(chain.into_iter().map(ItemRow::plain).collect()))
+    }
+
+    fn forget(&mut self, forget: &crate::ast::Forget) -> Result<Rows> {
+        let started = Clock::now();
+        let policy = memdb::forget::Policy::builtin(&forget.policy)
+            .map_err(|e| (self.err())(memdb::Error::from(e)))?;
+        let report = self
+            .store
+            .forget(
+                &policy,
+                forget.as_of,
+                memdb::forget::ForgetOptions {
+                    dry_run: forget.dry_run,
+                    pages: memdb::scrapbook::PageOptions::default(),
+                    progress: &mut |_, _| {},
+                },
+            )
+            .map_err(self.err())?;
+        let pages: u64 = report.stages.iter().map(|s| s.pages_changed).sum();
+        let detail = format!("policy {} as of {}", report.policy, report.as_of);
+        self.stage("forget", detail, None, pages, started);
+        Ok(Rows::Forget(Box::new(report)))
     }
 
     fn show(&mut self, show: &Show) -> Result<Rows> {

@@ -29,15 +29,15 @@ mod render;
 use std::time::Instant as Clock;
 
 pub use ast::{
-    Distance, DistanceUnit, Filter, Instant, Items, Order, Paths, Query, Recall, Show, Statement,
-    TimeFilter, Unit,
+    Distance, DistanceUnit, Filter, Forget, Instant, Items, Order, Paths, Query, Recall, Show,
+    Statement, TimeFilter, Unit,
 };
 pub use error::{ParseError, QueryError};
 pub use exec::{
     ItemDetail, ItemRow, NodeDetail, Output, PathRow, Plan, QueryContext, Rows, Stage, StatsRow,
 };
 pub use parser::{KEYWORDS, parse, parse_script};
-pub use render::{Block, to_blocks, to_json};
+pub use render::{Block, forget_block, forget_json, to_blocks, to_json};
 
 /// Running statements of the query language against a store.
 pub trait StoreQuery {

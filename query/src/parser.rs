@@ -13,8 +13,8 @@ use jiff::tz::TimeZone;
 use memdb::Source;
 
 use crate::ast::{
-    Distance, DistanceUnit, Filter, Instant, Items, Order, Paths, Query, Recall, Show, Statement,
-    TimeFilter, Unit,
+    Distance, DistanceUnit, Filter, Forget, Instant, Items, Order, Paths, Query, Recall, Show,
+    Statement, TimeFilter, Unit,
 };
 use crate::error::ParseError;
 use crate::lexer::{Tok, Token, tokenize};
@@ -22,13 +22,16 @@ use crate::lexer::{Tok, Token, tokenize};
 /// Every keyword of the language (the shell completes these; typos are matched against them).
 pub const KEYWORDS: &[&str] = &[
     "AND",
+    "AS",
     "ASC",
     "BETWEEN",
     "BY",
     "CURRENT",
     "DESC",
+    "DRY",
     "ENTITY",
     "EXPLAIN",
+    "FORGET",
     "HISTORY",
     "IN",
     "ITEM",
@@ -46,6 +49,7 @@ pub const KEYWORDS: &[&str] = &[
     "PATH",
     "PATHS",
     "RECALL",
+    "RUN",
     "SHOW",
     "SOURCE",
     "STATS",
@@ -210,6 +214,23 @@ impl<'t> Parser<'t> {
         }
         if self.keyword("SHOW") {
             return Ok(Statement::Show(self.show()?));
+        }
+        if self.keyword("FORGET") {
+            let policy = self.string()?;
+            self.require("AS")?;
+            self.require("OF")?;
+            let as_of = self.date()?;
+            let dry_run = if self.keyword("DRY") {
+                self.require("RUN")?;
+                true
+            } else {
+                false
+            };
+            return Ok(Statement::Forget(Forget {
+                policy,
+                as_of,
+                dry_run,
+            }));
         }
         Ok(Statement::Query(self.query()?))
     }

@@ -264,6 +264,7 @@ pub fn to_blocks(out: &Output) -> Vec<Block> {
             rows.push(vec!["catalog bytes".into(), st.catalog_bytes.to_string()]);
             blocks.push(block(None, &["what", "value"], rows));
         }
+        Rows::Forget(r) => blocks.push(forget_block(r)),
     }
     blocks
 }
@@ -371,6 +372,7 @@ pub fn to_json(out: &Output) -> Value {
                 "catalog_bytes": s.stats.catalog_bytes,
             }),
         ),
+        Rows::Forget(r) => ("forget", forget_json(r)),
     };
     let mut doc = json!({ "statement": out.statement.to_string(), "kind": kind });
     if let (Value::Object(doc), Value::Object(body)) = (&mut doc, body) {
@@ -378,4 +380,62 @@ pub fn to_json(out: &Output) -> Value {
     }
     doc["plan"] = plan_json(&out.plan);
     doc
+}
+
+/// The table of a forgetting run: one row per stage, titled with the bytes saved.
+pub fn forget_block(r: &memdb::forget::ForgetReport) -> Block {
+    let rows = r
+        .stages
+        .iter()
+        .map(|s| {
+            vec![
+                s.name.clone(),
+                s.pages.to_string(),
+                s.pages_changed.to_string(),
+                s.page_bytes_before.to_string(),
+                s.page_bytes_after.to_string(),
+                s.originals_dropped.to_string(),
+                s.original_bytes_dropped.to_string(),
+                s.nodes_faded.to_string(),
+            ]
+        })
+        .collect();
+    let title = format!(
+        "{}policy {} as of {}: {} bytes of pages and originals {}",
+        if r.dry_run { "dry run: " } else { "" },
+        r.policy,
+        r.as_of,
+        r.bytes_saved(),
+        if r.dry_run { "would be saved" } else { "saved" }
+    );
+    block(
+        Some(&title),
+        &[
+            "stage",
+            "pages",
+            "changed",
+            "page bytes before",
+            "after",
+            "originals dropped",
+            "their bytes",
+            "nodes faded",
+        ],
+        rows,
+    )
+}
+
+/// A forgetting run as JSON.
+pub fn forget_json(r: &memdb::forget::ForgetReport) -> Value {
+    json!({
+        "policy": r.policy, "as_of": r.as_of, "dry_run": r.dry_run,
+        "pages_composed": r.pages_composed, "bytes_saved": r.bytes_saved(),
+        "paths_pruned": r.paths_pruned, "nodes_purged": r.nodes_purged,
+        "store_bytes_before": r.store_bytes_before, "store_bytes_after": r.store_bytes_after,
+        "stages": r.stages.iter().map(|s| json!({
+            "name": s.name, "pages": s.pages, "pages_changed": s.pages_changed,
+            "page_bytes_before": s.page_bytes_before, "page_bytes_after": s.page_bytes_after,
+            "originals_dropped": s.originals_dropped,
+            "original_bytes_dropped": s.original_bytes_dropped, "nodes_faded": s.nodes_faded,
+        })).collect::<Vec<_>>(),
+    })
 }

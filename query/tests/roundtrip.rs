@@ -6,8 +6,8 @@ use jiff::Timestamp;
 use jiff::civil::Date;
 use memdb::Source;
 use memdb_query::{
-    Distance, DistanceUnit, Filter, Instant, Items, Order, Paths, Query, Recall, Show, Statement,
-    TimeFilter, Unit, parse, parse_script,
+    Distance, DistanceUnit, Filter, Forget, Instant, Items, Order, Paths, Query, Recall, Show,
+    Statement, TimeFilter, Unit, parse, parse_script,
 };
 use proptest::prelude::*;
 
@@ -122,6 +122,13 @@ fn statement() -> impl Strategy<Value = Statement> {
         text().prop_map(|n| Statement::Show(Show::Node(n))),
         any::<u64>().prop_map(|n| Statement::Show(Show::Path(n))),
         date().prop_map(|d| Statement::Show(Show::Page(d))),
+        (text(), date(), any::<bool>()).prop_map(|(policy, as_of, dry_run)| {
+            Statement::Forget(Forget {
+                policy,
+                as_of,
+                dry_run,
+            })
+        }),
     ]
 }
 

@@ -82,3 +82,164 @@ pub fn compact_everything(store: &memdb::Store) -> memdb::CompactReport {
         )
         .expect("compaction of every segment")
 }
+
+/// Bag of words hashed into 16 dimensions (the graph needs an embedder, not a model).
+pub struct HashEmbedder;
+
+impl memdb::Embedder for HashEmbedder {
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+        Ok(texts
+            .iter()
+            .map(|t| {
+                let mut v = [0f32; 16];
+                for w in t.split_whitespace() {
+                    let h = w
+                        .bytes()
+                        .fold(7u32, |h, b| h.wrapping_mul(31) ^ u32::from(b));
+                    v[(h % 16) as usize] += 1.0;
+                }
+                v[15] += 0.01;
+                let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+                v.iter().map(|x| x / n).collect()
+            })
+            .collect())
+    }
+}
+
+/// The shared data folder `kind` (photos, mail, locomo) if present. Under CI its absence is a
+/// failure; elsewhere the caller skips, and this says so.
+pub fn shared_data(kind: &str) -> Option<std::path::PathBuf> {
+    let base = std::env::var_os("MEMDB_SHARED_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"));
+    let dir = base.join("data").join(kind);
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI must have {}",
+        dir.display()
+    );
+    eprintln!(
+        "SKIPPED: {} not found (set MEMDB_SHARED_DIR)",
+        dir.display()
+    );
+    None
+}
+
+/// Imports every JPEG under `dir` that parses (name order, at most `limit`) as photo items with
+/// their originals; returns how many went in.
+pub fn import_photos(store: &memdb::Store, dir: &std::path::Path, limit: usize) -> usize {
+    import_photos_at(store, dir, limit, |_| None)
+}
+
+/// As [`import_photos`], the `i`-th photo's time replaced by `time(i)` where that gives one.
+pub fn import_photos_at(
+    store: &memdb::Store,
+    dir: &std::path::Path,
+    limit: usize,
+    time: impl Fn(usize) -> Option<EventTime>,
+) -> usize {
+    let files: Vec<std::path::PathBuf> = files_under(dir)
+        .into_iter()
+        .filter(|path| {
+            path.extension()
+                .is_some_and(|e| e.eq_ignore_ascii_case("jpg") || e.eq_ignore_ascii_case("jpeg"))
+        })
+        .collect();
+    let mut batch = store.batch();
+    let mut n = 0;
+    for path in files {
+        if n == limit {
+            break;
+        }
+        let bytes = std::fs::read(&path).unwrap();
+        let name = path.strip_prefix(dir).unwrap().display().to_string();
+        let fallback = Some(EventTime::utc(1_600_000_000_000));
+        if let Ok(mut photo) =
+            memdb_formats::import::photo::parse(&name, &bytes, fallback, Default::default())
+        {
+            if let Some(t) = time(n) {
+                photo.draft.fields.time = t;
+            }
+            batch.put_with_blobs(photo.draft, vec![(BlobKind::Original, bytes)]);
+            n += 1;
+        }
+    }
+    batch.commit().unwrap();
+    n
+}
+
+/// Steps of the forgetting crash test: step k moves every page to stage k.
+pub const CRASH_FORGET_STEPS: u32 = 8;
+
+/// An eight-stage policy of ten days each, every stage lower in quality and scale.
+pub fn crash_forget_policy() -> memdb::forget::Policy {
+    let stages = (0..CRASH_FORGET_STEPS)
+        .map(|k| memdb::forget::StageRule {
+            name: format!("s{k}"),
+            until_days: (k + 1 < CRASH_FORGET_STEPS).then_some(10 * (k + 1)),
+            quality: 95 - 8 * k as u8,
+            scale: 1.0 - 0.08 * k as f32,
+            keep_originals: false,
+        })
+        .collect();
+    memdb::forget::Policy {
+        name: "crash-eight".to_owned(),
+        stages,
+    }
+}
+
+/// The photos of the crash test are dated 2020-01-01 to 2020-01-06.
+pub fn crash_forget_photo_time(index: usize) -> EventTime {
+    EventTime::utc(1_577_836_800_000 + index as i64 * 6 * 3_600_000)
+}
+
+/// The day step k counts ages to: every page is then 10k+1 to 10k+6 days old.
+pub fn crash_forget_as_of(step: u32) -> jiff::civil::Date {
+    jiff::civil::date(2020, 1, 7)
+        .checked_add(jiff::Span::new().days(i64::from(10 * step)))
+        .unwrap()
+}
+
+/// Every file under `dir`, recursively, sorted.
+pub fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// An environment variable as a number, or `default`.
+pub fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// An append-only acknowledgement log for crash-test children: each line is fsync'd before the
+/// call returns, so the parent knows exactly what was acknowledged.
+pub fn ack_log(path: &str) -> impl FnMut(String) {
+    use std::io::Write;
+    let mut log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap();
+    move |text: String| {
+        log.write_all(text.as_bytes()).unwrap();
+        log.sync_data().unwrap();
+    }
+}

@@ -11,14 +11,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use memdb::{Options, Store};
-use memdb_it::{Rng, crash_batch_len, crash_external_id, crash_item};
-
-fn env_u64(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+use memdb_it::{Rng, crash_batch_len, crash_external_id, crash_item, env_u64};
 
 #[derive(Default)]
 struct Log {

@@ -39,18 +39,10 @@ fn note(ext: &str, day: u32, body: &str) -> ItemDraft {
 /// Files under `dir` holding `needle`, with the offset of the first hit.
 fn hits(dir: &Path, needle: &[u8]) -> Vec<String> {
     let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-                continue;
-            }
-            let bytes = std::fs::read(&path).unwrap();
-            if let Some(at) = bytes.windows(needle.len()).position(|w| w == needle) {
-                out.push(format!("{} @ {at}", path.display()));
-            }
+    for path in memdb_it::files_under(dir) {
+        let bytes = std::fs::read(&path).unwrap();
+        if let Some(at) = bytes.windows(needle.len()).position(|w| w == needle) {
+            out.push(format!("{} @ {at}", path.display()));
         }
     }
     out
@@ -115,29 +107,6 @@ fn a_deleted_item_leaves_no_byte_behind_after_compaction() {
     }
 }
 
-/// Bag of words hashed into 16 dimensions (the graph needs an embedder, not a model).
-struct HashEmbedder;
-
-impl memdb::Embedder for HashEmbedder {
-    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
-        Ok(texts
-            .iter()
-            .map(|t| {
-                let mut v = [0f32; 16];
-                for w in t.split_whitespace() {
-                    let h = w
-                        .bytes()
-                        .fold(7u32, |h, b| h.wrapping_mul(31) ^ u32::from(b));
-                    v[(h % 16) as usize] += 1.0;
-                }
-                v[15] += 0.01;
-                let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-                v.iter().map(|x| x / n).collect()
-            })
-            .collect())
-    }
-}
-
 #[test]
 fn a_deleted_item_leaves_nothing_in_vectors_or_the_memory_graph() {
     for seed in [0xabc, 0x77, 0x12345, 0xdead] {
@@ -178,15 +147,18 @@ fn graph_case(seed: u64) {
     let mut batch = store.batch();
     for put in &receipt.puts {
         let item = store.snapshot().unwrap().get(put.id).unwrap().unwrap();
-        let v = memdb::Embedder::embed(&HashEmbedder, &[item.fields.body.as_deref().unwrap()])
-            .unwrap()
-            .remove(0);
+        let v = memdb::Embedder::embed(
+            &memdb_it::HashEmbedder,
+            &[item.fields.body.as_deref().unwrap()],
+        )
+        .unwrap()
+        .remove(0);
         batch.put_vector(memdb::ITEM_VECTORS, put.id, item.fields.time.unix_ms, 5, v);
     }
     batch.commit().unwrap();
     store
         .update_graph(
-            &HashEmbedder,
+            &memdb_it::HashEmbedder,
             &memdb::GraphOptions::default(),
             &mut |_, _| {},
         )

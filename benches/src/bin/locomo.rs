@@ -24,7 +24,7 @@ use memdb::{ITEM_VECTORS, Options, RecallOptions, Signals, Store};
 use memdb_benches::{
     PEER_PYTHON_ENV, flag_value, locomo_turns, peer_python, run_peer_json, shared_dir,
 };
-use memdb_encode::{Encoder, EncoderOptions, MiniLm, model};
+use memdb_encode::{Encoder, MiniLm, model};
 use memdb_formats::import::locomo;
 use serde_json::{Value, json};
 
@@ -78,15 +78,7 @@ fn main() {
         data_dir.display()
     );
 
-    let model_dir = model::locate().unwrap_or_else(|e| panic!("{e}"));
-    let encoder = MiniLm::load(
-        &model_dir,
-        EncoderOptions {
-            threads: Some(2),
-            ..EncoderOptions::default()
-        },
-    )
-    .unwrap();
+    let (encoder, model_dir) = memdb_benches::minilm_two_threads();
 
     let mut conversations = Vec::new();
     let mut search_us: Vec<u64> = Vec::new();

@@ -1,16 +1,20 @@
-//! Deleting items from the EM-Graph inside the batch that deletes them, so a deleted item's
-//! words do not outlive it in the catalog (reliability R12).
+//! Taking things out of the EM-Graph: items deleted by a batch (reliability R12: a deleted
+//! item's words do not outlive it in the catalog), and nodes faded by forgetting (ScrapMem
+//! Algorithm 2).
 //!
-//! For each deleted item the graph has seen: its `graph_items` row goes; its path loses it and
-//! the path's node list is recomputed from the items that remain (order of first mention kept),
-//! and both Q-matrix rows follow; a path left without items is removed; a node left in no path
-//! is purged with its phrase, its aliases and its vector.
+//! Deletion: for each deleted item the graph has seen, its `graph_items` row goes; its path
+//! loses it and the path's node list is recomputed from the items that remain (order of first
+//! mention kept), and both Q-matrix rows follow; a path left without items is removed; a node
+//! left in no path is purged with its phrase, its aliases and its vector.
+//!
+//! Fading: nodes no longer legible leave their items' rows; each touched path is recomputed the
+//! same way, and one left with fewer than [`MIN_COHERENT_NODES`] nodes has lost coherence and is
+//! pruned (its items stay seen by the graph, on path 0); orphan nodes are purged.
 //!
 //! Known limit: an alias phrase contributed by a deleted item to a node that other items still
-//! use stays (aliases do not record which item brought them); forgetting's graph pruning
-//! (Algorithm 2) is where provenance would be kept.
+//! use stays (aliases do not record which item brought them).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use redb::{ReadableTable, TableHandle};
 use roaring::RoaringBitmap;
@@ -20,6 +24,20 @@ use super::{
     bitmap_bytes, bitmap_id, bytes_to_u64s, u64s_to_bytes,
 };
 use crate::error::{CatalogResult, Error, Result};
+
+/// A path is coherent while it keeps at least this many nodes (Algorithm 2, line 7).
+pub(crate) const MIN_COHERENT_NODES: usize = 2;
+
+/// What fading did to the graph.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Faded {
+    /// (item, node) incidences removed.
+    pub(crate) incidences: u64,
+    /// Paths pruned because they lost coherence.
+    pub(crate) paths_pruned: u64,
+    /// Nodes purged because no path holds them any more.
+    pub(crate) nodes_purged: Vec<u64>,
+}
 
 /// Which tables exist: a store that never built a graph has none and nothing to forget.
 fn has_graph(txn: &redb::WriteTransaction) -> Result<bool> {
@@ -31,15 +49,151 @@ fn has_graph(txn: &redb::WriteTransaction) -> Result<bool> {
     Ok(tables.iter().any(|t| t == GRAPH_ITEMS.name()))
 }
 
-fn read_bitmap(
-    table: &redb::Table<'_, u64, &'static [u8]>,
-    id: u64,
-    what: &str,
-) -> Result<RoaringBitmap> {
-    match table.get(id).ctx("read a graph bitmap")? {
-        None => Ok(RoaringBitmap::new()),
-        Some(raw) => RoaringBitmap::deserialize_from(raw.value())
-            .map_err(|e| Error::Inconsistent(format!("{what}[{id}]: {e}"))),
+/// The graph tables, open for writing.
+struct GraphTables<'t> {
+    items: redb::Table<'t, u64, (u64, &'static [u8])>,
+    paths: redb::Table<'t, u64, (&'static str, &'static [u8], &'static [u8])>,
+    path_nodes: redb::Table<'t, u64, &'static [u8]>,
+    node_paths: redb::Table<'t, u64, &'static [u8]>,
+    nodes: redb::Table<'t, u64, (&'static str, u8, &'static str)>,
+    aliases: redb::Table<'t, &'static str, u64>,
+}
+
+/// A path as stored: page, nodes, items.
+type PathRow = (String, Vec<u64>, Vec<u64>);
+
+impl<'t> GraphTables<'t> {
+    fn open(txn: &'t redb::WriteTransaction) -> Result<GraphTables<'t>> {
+        Ok(GraphTables {
+            items: txn.open_table(GRAPH_ITEMS).ctx("open graph_items")?,
+            paths: txn.open_table(GRAPH_PATHS).ctx("open graph_paths")?,
+            path_nodes: txn
+                .open_table(GRAPH_PATH_NODES)
+                .ctx("open graph_path_nodes")?,
+            node_paths: txn
+                .open_table(GRAPH_NODE_PATHS)
+                .ctx("open graph_node_paths")?,
+            nodes: txn.open_table(GRAPH_NODES).ctx("open graph_nodes")?,
+            aliases: txn.open_table(GRAPH_ALIASES).ctx("open graph_aliases")?,
+        })
+    }
+
+    fn node_paths_of(&self, id: u64) -> Result<RoaringBitmap> {
+        match self.node_paths.get(id).ctx("read graph_node_paths")? {
+            None => Ok(RoaringBitmap::new()),
+            Some(raw) => RoaringBitmap::deserialize_from(raw.value())
+                .map_err(|e| Error::Inconsistent(format!("graph_node_paths[{id}]: {e}"))),
+        }
+    }
+
+    fn path(&self, id: u64) -> Result<Option<PathRow>> {
+        let Some(row) = self.paths.get(id).ctx("read graph_paths")? else {
+            return Ok(None);
+        };
+        let (page, nodes, items) = row.value();
+        Ok(Some((
+            page.to_owned(),
+            bytes_to_u64s(nodes, "graph path nodes")?,
+            bytes_to_u64s(items, "graph path items")?,
+        )))
+    }
+
+    /// The nodes `items` still have, in order of first mention.
+    fn nodes_of(&self, items: &[u64]) -> Result<Vec<u64>> {
+        let mut out: Vec<u64> = Vec::new();
+        for &item in items {
+            if let Some(row) = self.items.get(item).ctx("read graph_items")? {
+                for n in bytes_to_u64s(row.value().1, "graph item nodes")? {
+                    if !out.contains(&n) {
+                        out.push(n);
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Rewrites path `id` (which held `old_nodes`) to hold `new` = (nodes, items), or removes
+    /// it for `None`; clears its bit from every node that left it and adds those to `touched`.
+    fn rewrite_path(
+        &mut self,
+        id: u64,
+        page: &str,
+        old_nodes: &[u64],
+        new: Option<(&[u64], &[u64])>,
+        touched: &mut BTreeSet<u64>,
+    ) -> Result<()> {
+        let path_bit = bitmap_id(id, "path")?;
+        let kept: &[u64] = new.map_or(&[], |(nodes, _)| nodes);
+        for &n in old_nodes.iter().filter(|n| !kept.contains(n)) {
+            let mut row = self.node_paths_of(n)?;
+            row.remove(path_bit);
+            self.node_paths
+                .insert(n, bitmap_bytes(&row)?.as_slice())
+                .ctx("write graph_node_paths")?;
+            touched.insert(n);
+        }
+        match new {
+            None => {
+                self.paths.remove(id).ctx("remove graph_paths")?;
+                self.path_nodes.remove(id).ctx("remove graph_path_nodes")?;
+            }
+            Some((nodes, items)) => {
+                self.paths
+                    .insert(
+                        id,
+                        (
+                            page,
+                            u64s_to_bytes(nodes).as_slice(),
+                            u64s_to_bytes(items).as_slice(),
+                        ),
+                    )
+                    .ctx("write graph_paths")?;
+                let mut bits = RoaringBitmap::new();
+                for &n in nodes {
+                    bits.insert(bitmap_id(n, "node")?);
+                }
+                self.path_nodes
+                    .insert(id, bitmap_bytes(&bits)?.as_slice())
+                    .ctx("write graph_path_nodes")?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Purges every node of `touched` left in no path, with its phrase and aliases; returns
+    /// the ids purged (their vectors must go too).
+    fn purge_orphans(&mut self, touched: BTreeSet<u64>) -> Result<Vec<u64>> {
+        let mut purged = Vec::new();
+        for n in touched {
+            if !self.node_paths_of(n)?.is_empty() {
+                continue;
+            }
+            self.node_paths.remove(n).ctx("remove graph_node_paths")?;
+            let row = self.nodes.remove(n).ctx("remove graph_nodes")?.map(|r| {
+                let (phrase, _, alias_list) = r.value();
+                (phrase.to_owned(), alias_list.to_owned())
+            });
+            if let Some((phrase, alias_list)) = row {
+                let names = std::iter::once(phrase.as_str()).chain(
+                    alias_list
+                        .split(super::ALIAS_SEPARATOR)
+                        .filter(|a| !a.is_empty()),
+                );
+                for name in names {
+                    let ours = self
+                        .aliases
+                        .get(name)
+                        .ctx("read graph_aliases")?
+                        .is_some_and(|v| v.value() == n);
+                    if ours {
+                        self.aliases.remove(name).ctx("remove graph_aliases")?;
+                    }
+                }
+            }
+            purged.push(n);
+        }
+        Ok(purged)
     }
 }
 
@@ -48,110 +202,85 @@ pub(crate) fn forget_items(txn: &redb::WriteTransaction, items: &[u64]) -> Resul
     if items.is_empty() || !has_graph(txn)? {
         return Ok(Vec::new());
     }
-    let mut graph_items = txn.open_table(GRAPH_ITEMS).ctx("open graph_items")?;
-    let mut paths = txn.open_table(GRAPH_PATHS).ctx("open graph_paths")?;
-    let mut path_nodes = txn
-        .open_table(GRAPH_PATH_NODES)
-        .ctx("open graph_path_nodes")?;
-    let mut node_paths = txn
-        .open_table(GRAPH_NODE_PATHS)
-        .ctx("open graph_node_paths")?;
-    let mut nodes = txn.open_table(GRAPH_NODES).ctx("open graph_nodes")?;
-    let mut aliases = txn.open_table(GRAPH_ALIASES).ctx("open graph_aliases")?;
-
-    let mut touched_nodes: BTreeSet<u64> = BTreeSet::new();
+    let mut g = GraphTables::open(txn)?;
+    let mut touched = BTreeSet::new();
     for &item in items {
-        let Some(path_id) = graph_items
+        let Some(path_id) = g
+            .items
             .remove(item)
             .ctx("remove graph_items")?
             .map(|row| row.value().0)
         else {
             continue;
         };
-        let Some((page, old_nodes, path_items)) =
-            paths.get(path_id).ctx("read graph_paths")?.map(|row| {
-                let (page, n, i) = row.value();
-                (page.to_owned(), n.to_vec(), i.to_vec())
-            })
+        let Some((page, old_nodes, path_items)) = g.path(path_id)? else {
+            continue;
+        };
+        let remaining: Vec<u64> = path_items.into_iter().filter(|&i| i != item).collect();
+        let new_nodes = g.nodes_of(&remaining)?;
+        let new = (!remaining.is_empty()).then_some((new_nodes.as_slice(), remaining.as_slice()));
+        g.rewrite_path(path_id, &page, &old_nodes, new, &mut touched)?;
+    }
+    g.purge_orphans(touched)
+}
+
+/// ScrapMem's Algorithm 2: the nodes in `lost` (by item) are no longer perceivable on their
+/// items' pages. See the module header.
+pub(crate) fn fade_nodes(
+    txn: &redb::WriteTransaction,
+    lost: &BTreeMap<u64, BTreeSet<u64>>,
+) -> Result<Faded> {
+    let mut faded = Faded::default();
+    if lost.is_empty() || !has_graph(txn)? {
+        return Ok(faded);
+    }
+    let mut g = GraphTables::open(txn)?;
+    let mut touched_paths = BTreeSet::new();
+    for (&item, gone) in lost {
+        let Some((path, item_nodes)) = g
+            .items
+            .get(item)
+            .ctx("read graph_items")?
+            .map(|row| (row.value().0, row.value().1.to_vec()))
         else {
             continue;
         };
-        let old_nodes = bytes_to_u64s(&old_nodes, "graph path nodes")?;
-        let remaining: Vec<u64> = bytes_to_u64s(&path_items, "graph path items")?
-            .into_iter()
-            .filter(|&i| i != item)
+        let item_nodes = bytes_to_u64s(&item_nodes, "graph item nodes")?;
+        let kept: Vec<u64> = item_nodes
+            .iter()
+            .copied()
+            .filter(|n| !gone.contains(n))
             .collect();
-        // The path's nodes are those of its remaining items, in order of first mention.
-        let mut new_nodes: Vec<u64> = Vec::new();
-        for &other in &remaining {
-            if let Some(row) = graph_items.get(other).ctx("read graph_items")? {
-                for n in bytes_to_u64s(row.value().1, "graph item nodes")? {
-                    if !new_nodes.contains(&n) {
-                        new_nodes.push(n);
-                    }
-                }
-            }
-        }
-        let path_bit = bitmap_id(path_id, "path")?;
-        for &n in old_nodes.iter().filter(|n| !new_nodes.contains(n)) {
-            let mut row = read_bitmap(&node_paths, n, "graph_node_paths")?;
-            row.remove(path_bit);
-            node_paths
-                .insert(n, bitmap_bytes(&row)?.as_slice())
-                .ctx("write graph_node_paths")?;
-            touched_nodes.insert(n);
-        }
-        if remaining.is_empty() {
-            paths.remove(path_id).ctx("remove graph_paths")?;
-            path_nodes.remove(path_id).ctx("remove graph_path_nodes")?;
-        } else {
-            paths
-                .insert(
-                    path_id,
-                    (
-                        page.as_str(),
-                        u64s_to_bytes(&new_nodes).as_slice(),
-                        u64s_to_bytes(&remaining).as_slice(),
-                    ),
-                )
-                .ctx("write graph_paths")?;
-            let mut bits = RoaringBitmap::new();
-            for &n in &new_nodes {
-                bits.insert(bitmap_id(n, "node")?);
-            }
-            path_nodes
-                .insert(path_id, bitmap_bytes(&bits)?.as_slice())
-                .ctx("write graph_path_nodes")?;
-        }
-    }
-
-    let mut purged = Vec::new();
-    for n in touched_nodes {
-        if !read_bitmap(&node_paths, n, "graph_node_paths")?.is_empty() {
+        if kept.len() == item_nodes.len() {
             continue;
         }
-        node_paths.remove(n).ctx("remove graph_node_paths")?;
-        let row = nodes.remove(n).ctx("remove graph_nodes")?.map(|r| {
-            let (phrase, _, alias_list) = r.value();
-            (phrase.to_owned(), alias_list.to_owned())
-        });
-        if let Some((phrase, alias_list)) = row {
-            let names = std::iter::once(phrase.as_str()).chain(
-                alias_list
-                    .split(super::ALIAS_SEPARATOR)
-                    .filter(|a| !a.is_empty()),
-            );
-            for name in names {
-                let ours = aliases
-                    .get(name)
-                    .ctx("read graph_aliases")?
-                    .is_some_and(|v| v.value() == n);
-                if ours {
-                    aliases.remove(name).ctx("remove graph_aliases")?;
-                }
-            }
-        }
-        purged.push(n);
+        faded.incidences += (item_nodes.len() - kept.len()) as u64;
+        g.items
+            .insert(item, (path, u64s_to_bytes(&kept).as_slice()))
+            .ctx("write graph_items")?;
+        touched_paths.insert(path);
     }
-    Ok(purged)
+    let mut touched = BTreeSet::new();
+    for path_id in touched_paths {
+        let Some((page, old_nodes, path_items)) = g.path(path_id)? else {
+            continue;
+        };
+        let new_nodes = g.nodes_of(&path_items)?;
+        if new_nodes.len() >= MIN_COHERENT_NODES {
+            let new = Some((new_nodes.as_slice(), path_items.as_slice()));
+            g.rewrite_path(path_id, &page, &old_nodes, new, &mut touched)?;
+        } else {
+            g.rewrite_path(path_id, &page, &old_nodes, None, &mut touched)?;
+            // Its items stay seen by the graph (so an update does not add them back) but on
+            // no path: path id 0 is never allocated.
+            for &item in &path_items {
+                g.items
+                    .insert(item, (0, [].as_slice()))
+                    .ctx("write graph_items")?;
+            }
+            faded.paths_pruned += 1;
+        }
+    }
+    faded.nodes_purged = g.purge_orphans(touched)?;
+    Ok(faded)
 }

@@ -34,9 +34,10 @@ use crate::store::catalog::{
 };
 
 pub use extract::{NodeDraft, NodeKind, item_nodes, query_nodes};
-pub(crate) use forget::forget_items;
+pub(crate) use forget::{Faded, fade_nodes, forget_items};
 pub use llm::LlmExtractor;
 pub use overlap::{CANDIDATE_CAP, PathMatch, PathOverlapStats, PathsMatched};
+pub(crate) use update::page_key;
 pub use update::{GraphOptions, GraphReport};
 
 /// The vector space of node embeddings, keyed by node id.

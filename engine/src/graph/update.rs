@@ -160,6 +160,11 @@ impl Store {
         let stored = snapshot.vectors(NODE_VECTORS)?;
         let mut fresh: Vec<Fresh> = Vec::new();
         let mut batch = self.batch();
+        if stored.is_none() {
+            // Node vectors only decide merges and match query phrases: i8 (a quarter of f32's
+            // bytes) is enough there, and they outnumber item vectors several times over.
+            batch.define_vectors(NODE_VECTORS, crate::vectors::Precision::I8);
+        }
         let mut aliases_added: HashMap<u64, Vec<String>> = HashMap::new();
         let mut new_nodes: BTreeMap<u64, GraphNode> = BTreeMap::new();
         for ((phrase, draft, time, source), vector) in unknown.into_iter().zip(vectors) {

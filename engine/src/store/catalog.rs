@@ -67,6 +67,12 @@ pub(crate) const GRAPH_PATH_NODES: TableDefinition<u64, &[u8]> =
 /// item id → (path id, the item's node ids as u64 LE): which items the graph has seen.
 pub(crate) const GRAPH_ITEMS: TableDefinition<u64, (u64, &[u8])> =
     TableDefinition::new("graph_items");
+/// Scrapbook pages (SPEC.md §5.4): local day `YYYY-MM-DD` → (forgetting stage, JPEG quality,
+/// scale in thousandths, the page's JPEG parts as blob ids u64 LE (none: rendered on demand),
+/// layout). Format version 4.
+pub(crate) const PAGES: TableDefinition<&str, PageValue<'static>> = TableDefinition::new("pages");
+/// A `PAGES` row: (stage, quality, scale ‰, parts, layout).
+pub(crate) type PageValue<'a> = (u8, u8, u16, &'a [u8], &'a [u8]);
 /// op sequence number → (op code, item id, commit time ms).
 pub(crate) const OPLOG: TableDefinition<u64, (u8, u64, i64)> = TableDefinition::new("oplog");
 
@@ -83,7 +89,8 @@ pub(crate) const KEY_NEXT_PATH: &str = "next_graph_path_id";
 /// Version 2 added the vector tables; a version-1 store is read as one without vectors and
 /// becomes version 2 at its first write. Version 3 added the `graph_*` tables (the EM-Graph);
 /// an older store is read as one without a graph and becomes version 3 at its first write.
-pub(crate) const STORE_FORMAT_VERSION: u64 = 3;
+/// Version 4 added the `pages` table, with the same upgrade rule.
+pub(crate) const STORE_FORMAT_VERSION: u64 = 4;
 /// The oldest version this build opens.
 pub(crate) const OLDEST_FORMAT_VERSION: u64 = 1;
 
@@ -278,12 +285,13 @@ pub(crate) fn initialise(txn: &redb::WriteTransaction, now_ms: i64) -> Result<()
     txn.open_table(VECTOR_SPACES).ctx("create vector_spaces")?;
     txn.open_table(VECTOR_BLOCKS).ctx("create vector_blocks")?;
     txn.open_table(VECTOR_KEYS).ctx("create vector_keys")?;
-    create_graph_tables(txn)
+    create_later_tables(txn)
 }
 
-/// Creates the `graph_*` tables (a no-op where they exist): at creation, and at the first write
-/// to a store older than format version 3.
-pub(crate) fn create_graph_tables(txn: &redb::WriteTransaction) -> Result<()> {
+/// Creates the tables added after version 2, the `graph_*` tables and `pages` (a no-op where
+/// they exist): at creation, and at the first write to an older store.
+pub(crate) fn create_later_tables(txn: &redb::WriteTransaction) -> Result<()> {
+    txn.open_table(PAGES).ctx("create pages")?;
     txn.open_table(GRAPH_NODES).ctx("create graph_nodes")?;
     txn.open_table(GRAPH_ALIASES).ctx("create graph_aliases")?;
     txn.open_table(GRAPH_PATHS).ctx("create graph_paths")?;

@@ -219,6 +219,18 @@ impl Store {
         options: &CompactOptions,
         hook: &mut dyn CompactionHook,
     ) -> Result<CompactReport> {
+        self.compact_with(options, hook, &mut |_, _| Ok(false))
+    }
+
+    /// [`compact`](Self::compact), with `finish` writing more catalog rows into the same
+    /// commit (forgetting's page rows and graph pruning); it returns whether it changed
+    /// anything, and the commit happens when it did even if no segment was rewritten.
+    pub(crate) fn compact_with(
+        &self,
+        options: &CompactOptions,
+        hook: &mut dyn CompactionHook,
+        finish: &mut dyn FnMut(&redb::WriteTransaction, &mut Tables<'_>) -> Result<bool>,
+    ) -> Result<CompactReport> {
         let mut writer = self.lock_writer()?;
         let segments = self.current_segments()?;
         let active_id = writer.active.as_ref().map(|a| a.id());
@@ -232,6 +244,7 @@ impl Store {
             block: Vec::new(),
             block_items: Vec::new(),
         };
+        let mut finished_rows = false;
         let result = (|| -> Result<()> {
             let mut t = Tables::open(&txn)?;
             let rows = catalog::segment_rows(&t.segments)?;
@@ -243,7 +256,8 @@ impl Store {
                 .map(|(id, _)| *id)
                 .collect();
             if victims.is_empty() {
-                return Ok(());
+                finished_rows = finish(&txn, &mut t)?;
+                return t.flush_counters();
             }
 
             // Blobs first: dropping one changes its owner's record, rewritten below.
@@ -375,6 +389,7 @@ impl Store {
                 report.segments_written.push(id);
             }
             report.segments_removed = victims.into_iter().collect();
+            finished_rows = finish(&txn, &mut t)?;
             t.flush_counters()
         })();
         let written: Vec<u64> = output
@@ -388,7 +403,7 @@ impl Store {
             self.retire_segments(&written)?;
             return Err(e);
         }
-        if report.segments_removed.is_empty() {
+        if report.segments_removed.is_empty() && !finished_rows {
             return Ok(report);
         }
         if let Err(e) = txn.commit() {

@@ -16,7 +16,7 @@
 
 pub(crate) mod catalog;
 mod check;
-mod compact;
+pub(crate) mod compact;
 mod dir;
 mod read;
 mod segment_file;

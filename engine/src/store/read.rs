@@ -235,6 +235,15 @@ impl Snapshot {
         Ok(Some(blob_info(id, &loc)))
     }
 
+    /// The segment blob `id` lives in.
+    pub(crate) fn blob_segment(&self, id: u64) -> Result<Option<u64>> {
+        let blobs = self.txn.open_table(catalog::BLOBS).ctx("open blobs")?;
+        let Some(raw) = blobs.get(id).ctx("read blobs")? else {
+            return Ok(None);
+        };
+        Ok(Some(BlobLoc::decode(id, raw.value())?.segment))
+    }
+
     /// Blob `id`, checksum-verified, as a zero-copy slice of its segment.
     pub fn blob(&self, id: u64) -> Result<Option<Blob>> {
         let blobs = self.txn.open_table(catalog::BLOBS).ctx("open blobs")?;

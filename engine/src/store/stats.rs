@@ -39,6 +39,9 @@ pub struct Stats {
     pub dead_bytes: u64,
     /// Bytes of the catalog file.
     pub catalog_bytes: u64,
+    /// Scrapbook pages per forgetting stage: (stage, pages, pages stored as pixels, bytes of
+    /// their JPEG parts), stages in order.
+    pub pages_by_stage: Vec<(u8, u64, u64, u64)>,
 }
 
 impl Stats {
@@ -110,6 +113,21 @@ impl Store {
                 dead_bytes: seg.dead_bytes,
             });
         }
+        let mut by_stage: std::collections::BTreeMap<u8, (u64, u64, u64)> = Default::default();
+        for row in snapshot.page_rows()?.values() {
+            let slot = by_stage.entry(row.stage).or_default();
+            slot.0 += 1;
+            if !row.parts.is_empty() {
+                slot.1 += 1;
+            }
+            for &part in &row.parts {
+                slot.2 += snapshot.blob_info(part)?.map_or(0, |i| i.len);
+            }
+        }
+        stats.pages_by_stage = by_stage
+            .into_iter()
+            .map(|(stage, (pages, pixels, bytes))| (stage, pages, pixels, bytes))
+            .collect();
         let catalog_path = &self.inner.paths.catalog;
         stats.catalog_bytes = std::fs::metadata(catalog_path)
             .map_err(Error::io("stat", catalog_path))?

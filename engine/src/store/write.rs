@@ -98,6 +98,16 @@ enum BatchOp {
     },
     /// A row of the EM-Graph tables, written as computed by `Store::update_graph`.
     Graph(crate::graph::GraphWrite),
+    /// A day's page: its row, with `parts` stored as new page blobs replacing the old ones.
+    PutPage {
+        day: String,
+        row: crate::scrapbook::PageRow,
+        parts: Vec<Vec<u8>>,
+    },
+    /// Removes a day's page and its blobs.
+    DeletePage {
+        day: String,
+    },
 }
 
 /// Puts and deletes that commit together. Build it with [`Store::batch`], then
@@ -243,6 +253,23 @@ impl<'s> WriteBatch<'s> {
         self
     }
 
+    /// Stages a day's page (crate-internal: `Store::compose_pages` computes it).
+    pub(crate) fn put_page(
+        &mut self,
+        day: String,
+        row: crate::scrapbook::PageRow,
+        parts: Vec<Vec<u8>>,
+    ) -> &mut Self {
+        self.ops.push(BatchOp::PutPage { day, row, parts });
+        self
+    }
+
+    /// Stages the removal of a day's page.
+    pub(crate) fn delete_page(&mut self, day: String) -> &mut Self {
+        self.ops.push(BatchOp::DeletePage { day });
+        self
+    }
+
     /// Number of operations in the batch.
     pub fn len(&self) -> usize {
         self.ops.len()
@@ -296,7 +323,7 @@ struct StagedBlob {
     owner: u64,
 }
 
-pub(super) struct Tables<'t> {
+pub(crate) struct Tables<'t> {
     pub(super) meta: redb::Table<'t, &'static str, u64>,
     pub(super) segments: redb::Table<'t, u64, (u8, u64, u64)>,
     pub(super) items: redb::Table<'t, u64, (u64, u64, u32, i64, u8)>,
@@ -313,6 +340,11 @@ pub(super) struct Tables<'t> {
 }
 
 impl<'t> Tables<'t> {
+    /// Removes `key`'s vector from `space` (its row is marked deleted in its block).
+    pub(crate) fn remove_vector(&mut self, space: &str, key: u64) -> Result<bool> {
+        vector_space::remove_key(self, space, key)
+    }
+
     pub(super) fn open(txn: &'t redb::WriteTransaction) -> Result<Tables<'t>> {
         let mut meta = txn.open_table(catalog::META).ctx("open meta")?;
         // Opening the vector tables creates them in a format-1 store; the graph tables are
@@ -320,7 +352,7 @@ impl<'t> Tables<'t> {
         if catalog::meta_get(&meta, catalog::KEY_FORMAT_VERSION)? < catalog::STORE_FORMAT_VERSION {
             meta.insert(catalog::KEY_FORMAT_VERSION, catalog::STORE_FORMAT_VERSION)
                 .ctx("upgrade format version")?;
-            catalog::create_graph_tables(txn)?;
+            catalog::create_later_tables(txn)?;
         }
         Ok(Tables {
             meta,
@@ -609,6 +641,32 @@ fn commit_locked(store: &Store, writer: &mut Writer, ops: Vec<BatchOp>) -> Resul
                     }
                 }
                 BatchOp::Graph(write) => crate::graph::apply(&txn, &mut t.meta, write)?,
+                BatchOp::PutPage {
+                    day,
+                    mut row,
+                    parts,
+                } => {
+                    let mut ids = Vec::with_capacity(parts.len());
+                    for bytes in parts {
+                        let id = t.take(catalog::KEY_NEXT_BLOB, 1)?;
+                        staged.blobs.push(Some(StagedBlob {
+                            id,
+                            kind: BlobKind::Page,
+                            bytes,
+                            owner: 0,
+                        }));
+                        ids.push(id);
+                    }
+                    row.parts = ids;
+                    for old in crate::scrapbook::replace_page_row(&txn, &day, Some(&row))? {
+                        t.remove_blob(old)?;
+                    }
+                }
+                BatchOp::DeletePage { day } => {
+                    for old in crate::scrapbook::replace_page_row(&txn, &day, None)? {
+                        t.remove_blob(old)?;
+                    }
+                }
             }
         }
         // A deleted item leaves the memory graph in the same commit; nodes no item uses any

@@ -135,28 +135,122 @@ pub fn parse(
     })
 }
 
+/// A decoded photo, upright: EXIF orientation applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RgbPhoto {
+    /// Width in pixels, after orientation.
+    pub width: u32,
+    /// Height in pixels, after orientation.
+    pub height: u32,
+    /// Row-major RGB, 3 bytes per pixel.
+    pub rgb: Vec<u8>,
+}
+
+/// Decodes a photo to upright RGB for page composition, under the same checks and limits as
+/// [`parse`]. Grayscale files come out gray; CMYK files the decoder cannot convert come out as
+/// their luma.
+pub fn decode_rgb(bytes: &[u8], limits: PhotoLimits) -> Result<RgbPhoto, ImportErrorKind> {
+    let (width, height, rgb) = match decode_with(bytes, limits, ColorSpace::RGB) {
+        Ok(decoded) => decoded,
+        Err(_) => {
+            let (w, h, luma) = decode_with(bytes, limits, ColorSpace::Luma)?;
+            (w, h, luma.iter().flat_map(|&l| [l, l, l]).collect())
+        }
+    };
+    let want = usize::try_from(u64::from(width) * u64::from(height) * 3).unwrap_or(usize::MAX);
+    if rgb.len() != want {
+        return Err(syntax(format!(
+            "JPEG decoded to {} bytes, not {want} for {width}×{height} RGB",
+            rgb.len()
+        )));
+    }
+    let orientation = exif::Reader::new()
+        .continue_on_error(true)
+        .read_from_container(&mut Cursor::new(bytes))
+        .or_else(|e| e.distill_partial_result(|_| {}))
+        .ok()
+        .and_then(|exif| {
+            exif.get_field(Tag::Orientation, In::PRIMARY)
+                .and_then(|f| f.value.get_uint(0))
+        })
+        .and_then(|o| u8::try_from(o).ok())
+        .unwrap_or(1);
+    Ok(orient(width, height, rgb, orientation))
+}
+
+/// Turns stored pixels upright for EXIF orientation 1–8 (anything else is left as stored).
+fn orient(width: u32, height: u32, rgb: Vec<u8>, orientation: u8) -> RgbPhoto {
+    let (w, h) = (width as usize, height as usize);
+    if !(2..=8).contains(&orientation) {
+        return RgbPhoto { width, height, rgb };
+    }
+    let transposed = orientation >= 5;
+    let (out_w, out_h) = if transposed { (h, w) } else { (w, h) };
+    let mut out = vec![0u8; rgb.len()];
+    for y in 0..out_h {
+        for x in 0..out_w {
+            // The stored pixel shown at (x, y) of the upright image.
+            let (sx, sy) = match orientation {
+                2 => (w - 1 - x, y),
+                3 => (w - 1 - x, h - 1 - y),
+                4 => (x, h - 1 - y),
+                5 => (y, x),
+                6 => (y, h - 1 - x),
+                7 => (w - 1 - y, h - 1 - x),
+                _ => (w - 1 - y, x), // 8
+            };
+            let (src, dst) = ((sy * w + sx) * 3, (y * out_w + x) * 3);
+            out[dst..dst + 3].copy_from_slice(&rgb[src..src + 3]);
+        }
+    }
+    RgbPhoto {
+        width: out_w as u32,
+        height: out_h as u32,
+        rgb: out,
+    }
+}
+
 /// Decodes the whole image (to luma, the cheapest output) after checking its size from the
 /// header; returns its stored width and height.
 fn decode_checked(bytes: &[u8], limits: PhotoLimits) -> Result<(u32, u32), ImportErrorKind> {
+    match decode_with(bytes, limits, ColorSpace::Luma) {
+        Ok((w, h, _)) => Ok((w, h)),
+        Err(e @ ImportErrorKind::InvalidField { .. }) => Err(e),
+        Err(_) => {
+            // CMYK and YCCK files cannot go straight to luma: decode them as they are stored.
+            let (w, h, _) = decode_with(bytes, limits, ColorSpace::Unknown)?;
+            Ok((w, h))
+        }
+    }
+}
+
+/// Decodes to `colorspace` (`Unknown`: as stored) after checking the size from the header.
+fn decode_with(
+    bytes: &[u8],
+    limits: PhotoLimits,
+    colorspace: ColorSpace,
+) -> Result<(u32, u32, Vec<u8>), ImportErrorKind> {
     let options = DecoderOptions::default()
         .set_max_width(usize::from(u16::MAX))
         .set_max_height(usize::from(u16::MAX))
         .set_strict_mode(true);
-    let mut decoder = JpegDecoder::new_with_options(
-        ZCursor::new(bytes),
-        options.jpeg_set_out_colorspace(ColorSpace::Luma),
-    );
-    let mut options = options;
+    let with_colorspace = |o: DecoderOptions| {
+        if colorspace == ColorSpace::Unknown {
+            o
+        } else {
+            o.jpeg_set_out_colorspace(colorspace)
+        }
+    };
+    let mut decoder = JpegDecoder::new_with_options(ZCursor::new(bytes), with_colorspace(options));
     if let Err(e) = decoder.decode_headers() {
         // Strict mode also refuses stray bytes between segments, which libjpeg and Pillow
         // only warn about; everything else it refuses (truncation, bad codes) stays refused.
         if !format!("{e:?}").contains("Extra bytes between headers") {
             return Err(syntax(format!("JPEG header: {e:?}")));
         }
-        options = options.set_strict_mode(false);
         decoder = JpegDecoder::new_with_options(
             ZCursor::new(bytes),
-            options.jpeg_set_out_colorspace(ColorSpace::Luma),
+            with_colorspace(options.set_strict_mode(false)),
         );
         decoder
             .decode_headers()
@@ -176,13 +270,10 @@ fn decode_checked(bytes: &[u8], limits: PhotoLimits) -> Result<(u32, u32), Impor
             ),
         });
     }
-    if decoder.decode().is_err() {
-        // CMYK and YCCK files cannot go straight to luma: decode them as they are stored.
-        JpegDecoder::new_with_options(ZCursor::new(bytes), options)
-            .decode()
-            .map_err(|e| syntax(format!("JPEG data does not decode: {e:?}")))?;
-    }
-    Ok((width, height))
+    let pixels = decoder
+        .decode()
+        .map_err(|e| syntax(format!("JPEG data does not decode: {e:?}")))?;
+    Ok((width, height, pixels))
 }
 
 /// The first ASCII value of `tag`, trimmed of NULs and spaces, if it has printable text.

@@ -6,8 +6,6 @@
 //! which one may have been in flight.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use std::io::Write;
-
 use memdb::{CompactOptions, KeepEverything, Options, ScanFilter, Store, Victims};
 use memdb_it::{Rng, crash_batch_len, crash_item};
 
@@ -21,15 +19,7 @@ fn main() {
         ..Options::default()
     };
     let store = Store::open_or_create(store_dir, options).unwrap();
-    let mut log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(log_path)
-        .unwrap();
-    let mut line = |text: String| {
-        log.write_all(text.as_bytes()).unwrap();
-        log.sync_data().unwrap();
-    };
+    let mut line = memdb_it::ack_log(log_path);
     for batch in first_batch.. {
         let mut deletes = Vec::new();
         if rng.next_u64().is_multiple_of(3) {

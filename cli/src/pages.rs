@@ -1,0 +1,220 @@
+//! `memdb pages`, `memdb forget` and `memdb show page`: composing scrapbook pages, forgetting
+//! by a policy, and writing a page out as JPEG.
+
+use std::path::{Path, PathBuf};
+
+use memdb::forget::{ForgetOptions, ForgetReport, Policy};
+use memdb::scrapbook::PageOptions;
+use serde_json::{Value, json};
+
+use crate::output::Out;
+
+fn bar(len: u64, what: &str, show: bool) -> indicatif::ProgressBar {
+    if !show {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(len);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(&format!(
+            "{what} {{bar:40}} {{pos}}/{{len}} ({{eta}} left)"
+        ))
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    bar
+}
+
+/// Page options from the command line.
+pub(crate) fn page_options(quality: u8, no_salient: bool) -> Result<PageOptions, String> {
+    if !(1..=100).contains(&quality) {
+        return Err(format!("--quality {quality} is not in 1..=100"));
+    }
+    Ok(PageOptions {
+        quality,
+        salient_facts: !no_salient,
+    })
+}
+
+pub(crate) fn compose(dir: &Path, options: PageOptions, out: &Out) -> Result<(), String> {
+    let store = crate::open_store(dir)?;
+    let progress = bar(0, "composing pages", !out.json);
+    let report = store
+        .compose_pages(options, &mut |done, total| {
+            progress.set_length(total);
+            progress.set_position(done);
+        })
+        .map_err(|e| e.to_string())?;
+    progress.finish_and_clear();
+    let errors: Vec<Value> = report
+        .photo_errors
+        .iter()
+        .map(|(item, why)| json!({"item": item, "error": why}))
+        .collect();
+    out.emit(
+        json!({
+            "days": report.days, "photo_pages": report.photo_pages, "text_pages": report.text_pages,
+            "unchanged": report.unchanged, "kept_forgotten": report.kept_forgotten,
+            "removed": report.removed, "bytes_written": report.bytes_written, "photo_errors": errors,
+        }),
+        || {
+            let mut text = format!(
+                "{} days: {} pages with photos ({} bytes), {} text-only (rendered on demand), {} unchanged, {} forgotten pages kept, {} removed",
+                report.days,
+                report.photo_pages,
+                report.bytes_written,
+                report.text_pages,
+                report.unchanged,
+                report.kept_forgotten,
+                report.removed
+            );
+            for (item, why) in &report.photo_errors {
+                text.push_str(&format!("\nphoto of item {item} not drawn: {why}"));
+            }
+            text
+        },
+    );
+    Ok(())
+}
+
+/// A built-in policy by name, or a TOML file.
+pub(crate) fn load_policy(spec: &str) -> Result<Policy, String> {
+    if spec.ends_with(".toml") || Path::new(spec).is_file() {
+        let text = std::fs::read_to_string(spec).map_err(|e| format!("read {spec}: {e}"))?;
+        return Policy::from_toml(&text).map_err(|e| format!("{spec}: {e}"));
+    }
+    Policy::builtin(spec).map_err(|e| e.to_string())
+}
+
+fn forget_text(r: &ForgetReport) -> String {
+    let block = memdb_query::forget_block(r);
+    let mut t = crate::output::table(&block.header.iter().map(String::as_str).collect::<Vec<_>>());
+    for row in block.rows {
+        t.add_row(row);
+    }
+    let tail = if r.dry_run {
+        String::new()
+    } else {
+        format!(
+            "\n{} pages composed first; {} paths pruned, {} nodes purged; store {} → {} bytes",
+            r.pages_composed,
+            r.paths_pruned,
+            r.nodes_purged,
+            r.store_bytes_before,
+            r.store_bytes_after
+        )
+    };
+    format!("{}\n{t}{tail}", block.title.unwrap_or_default())
+}
+
+pub(crate) fn forget(
+    dir: &Path,
+    policy: &str,
+    as_of: &str,
+    dry_run: bool,
+    pages: PageOptions,
+    out: &Out,
+) -> Result<(), String> {
+    let policy = load_policy(policy)?;
+    let as_of: jiff::civil::Date = as_of
+        .parse()
+        .map_err(|e| format!("--as-of {as_of}: not a YYYY-MM-DD date ({e})"))?;
+    let store = crate::open_store(dir)?;
+    let progress = bar(0, "re-encoding pages", !out.json);
+    let report = store
+        .forget(
+            &policy,
+            as_of,
+            ForgetOptions {
+                dry_run,
+                pages,
+                progress: &mut |done, total| {
+                    progress.set_length(total);
+                    progress.set_position(done);
+                },
+            },
+        )
+        .map_err(|e| e.to_string())?;
+    progress.finish_and_clear();
+    out.emit(memdb_query::forget_json(&report), || forget_text(&report));
+    Ok(())
+}
+
+pub(crate) fn show_page(
+    dir: &Path,
+    day: &str,
+    to: Option<PathBuf>,
+    out: &Out,
+) -> Result<(), String> {
+    let store = crate::open_store(dir)?;
+    let snapshot = store.snapshot().map_err(|e| e.to_string())?;
+    let page = snapshot
+        .page(day)
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| format!("no page for {day} (compose pages with `memdb pages`)"))?;
+    let mut written = Vec::new();
+    if let Some(to) = &to {
+        let parts = store
+            .render_page(day)
+            .map_err(|e| e.to_string())?
+            .unwrap_or_default();
+        for (i, bytes) in parts.iter().enumerate() {
+            let path = if i == 0 {
+                to.clone()
+            } else {
+                let stem = to.file_stem().and_then(|s| s.to_str()).unwrap_or("page");
+                to.with_file_name(format!("{stem}-{}.jpg", i + 1))
+            };
+            std::fs::write(&path, bytes).map_err(|e| format!("write {}: {e}", path.display()))?;
+            written.push(path.display().to_string());
+        }
+    }
+    let blocks: Vec<Value> = page
+        .layout
+        .blocks
+        .iter()
+        .map(|b| {
+            json!({
+                "item": b.item,
+                "kind": match b.kind { memdb::scrapbook::BlockKind::Photo => "photo", memdb::scrapbook::BlockKind::Text => "text" },
+                "rect": b.rect, "text_px": b.text_px,
+                "nodes": b.nodes.iter().map(|(n, px)| json!({"node": n, "px": px})).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    out.emit(
+        json!({
+            "day": page.day, "stage": page.stage, "quality": page.quality, "scale": page.scale,
+            "parts": page.parts, "stored_bytes": page.stored_bytes,
+            "width": page.layout.width, "height": page.layout.height, "blocks": blocks,
+            "written": written,
+        }),
+        || {
+            let photos = page
+                .layout
+                .blocks
+                .iter()
+                .filter(|b| b.kind == memdb::scrapbook::BlockKind::Photo)
+                .count();
+            let mut text = format!(
+                "page {}: stage {}, JPEG quality {}, scale {:.2}, {}×{} px at scale 1, {} photos, {} items, {}",
+                page.day,
+                page.stage,
+                page.quality,
+                page.scale,
+                page.layout.width,
+                page.layout.height,
+                photos,
+                page.layout.items().len(),
+                if page.parts.is_empty() {
+                    "rendered on demand".to_owned()
+                } else {
+                    format!("{} bytes in {} part(s)", page.stored_bytes, page.parts.len())
+                }
+            );
+            for path in &written {
+                text.push_str(&format!("\nwrote {path}"));
+            }
+            text
+        },
+    );
+    Ok(())
+}

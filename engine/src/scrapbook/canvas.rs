@@ -1,0 +1,191 @@
+//! An RGB pixel buffer and the image operations pages need: blitting photos, resizing with
+//! fast_image_resize, encoding and decoding JPEG with libjpeg-turbo.
+//!
+//! Invariant: `rgb.len() == width * height * 3` for every canvas.
+
+use fast_image_resize::images::Image;
+use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer};
+
+use crate::error::{Error, Result};
+
+/// Widest or tallest image libjpeg-turbo encodes.
+pub(crate) const JPEG_MAX_SIDE: u32 = 65_500;
+
+/// A row-major RGB image.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Canvas {
+    width: u32,
+    height: u32,
+    rgb: Vec<u8>,
+}
+
+impl Canvas {
+    pub(crate) fn white(width: u32, height: u32) -> Canvas {
+        Canvas {
+            width,
+            height,
+            rgb: vec![255; width as usize * height as usize * 3],
+        }
+    }
+
+    pub(crate) fn from_rgb(width: u32, height: u32, rgb: Vec<u8>) -> Result<Canvas> {
+        if rgb.len() != width as usize * height as usize * 3 {
+            return Err(Error::Inconsistent(format!(
+                "{} bytes are not a {width}×{height} RGB image",
+                rgb.len()
+            )));
+        }
+        Ok(Canvas { width, height, rgb })
+    }
+
+    pub(crate) fn width(&self) -> u32 {
+        self.width
+    }
+
+    pub(crate) fn height(&self) -> u32 {
+        self.height
+    }
+
+    #[cfg(test)]
+    pub(crate) fn rgb(&self) -> &[u8] {
+        &self.rgb
+    }
+
+    /// Blends black over the pixel at (x, y) with `coverage` in 0..=1; outside: nothing.
+    pub(crate) fn darken(&mut self, x: i64, y: i64, coverage: f32) {
+        if x < 0 || y < 0 || x >= i64::from(self.width) || y >= i64::from(self.height) {
+            return;
+        }
+        let at = (y as usize * self.width as usize + x as usize) * 3;
+        let keep = 1.0 - coverage.clamp(0.0, 1.0);
+        for b in &mut self.rgb[at..at + 3] {
+            *b = (f32::from(*b) * keep).round() as u8;
+        }
+    }
+
+    /// Copies `image` with its top-left corner at (x, y) (which may lie outside: clipped).
+    pub(crate) fn blit(&mut self, image: &Canvas, x: i64, y: i64) {
+        for row in 0..i64::from(image.height) {
+            let cy = y + row;
+            if cy < 0 || cy >= i64::from(self.height) {
+                continue;
+            }
+            let from_x = (-x).max(0);
+            let to_x = (i64::from(self.width) - x).min(i64::from(image.width));
+            if from_x >= to_x {
+                continue;
+            }
+            let src = ((row * i64::from(image.width) + from_x) * 3) as usize;
+            let dst = ((cy * i64::from(self.width) + x + from_x) * 3) as usize;
+            let n = ((to_x - from_x) * 3) as usize;
+            self.rgb[dst..dst + n].copy_from_slice(&image.rgb[src..src + n]);
+        }
+    }
+
+    /// This image resized to `width` × `height` (Lanczos3; both at least 1).
+    pub(crate) fn resized(&self, width: u32, height: u32) -> Result<Canvas> {
+        let (width, height) = (width.max(1), height.max(1));
+        if (width, height) == (self.width, self.height) {
+            return Ok(self.clone());
+        }
+        let src = Image::from_slice_u8(
+            self.width,
+            self.height,
+            &mut self.rgb.clone(),
+            PixelType::U8x3,
+        )
+        .map_err(|e| Error::Inconsistent(format!("resize source: {e}")))?
+        .copy();
+        let mut dst = Image::new(width, height, PixelType::U8x3);
+        Resizer::new()
+            .resize(
+                &src,
+                &mut dst,
+                &ResizeOptions::new().resize_alg(ResizeAlg::Convolution(FilterType::Lanczos3)),
+            )
+            .map_err(|e| Error::Inconsistent(format!("resize to {width}×{height}: {e}")))?;
+        Canvas::from_rgb(width, height, dst.into_vec())
+    }
+
+    /// Encodes as a baseline JPEG at `quality` (1–100) with 4:2:0 chroma, as Pillow does by
+    /// default: a page's text is black on white (all luma), so halving chroma costs it nothing.
+    pub(crate) fn encode_jpeg(&self, quality: u8) -> Result<Vec<u8>> {
+        if self.width > JPEG_MAX_SIDE || self.height > JPEG_MAX_SIDE {
+            return Err(Error::Inconsistent(format!(
+                "a {}×{} page is over JPEG's size limit",
+                self.width, self.height
+            )));
+        }
+        let image = turbojpeg::Image {
+            pixels: self.rgb.as_slice(),
+            width: self.width as usize,
+            pitch: self.width as usize * 3,
+            height: self.height as usize,
+            format: turbojpeg::PixelFormat::RGB,
+        };
+        let out = turbojpeg::compress(
+            image,
+            i32::from(quality.clamp(1, 100)),
+            turbojpeg::Subsamp::Sub2x2,
+        )
+        .map_err(|e| Error::Inconsistent(format!("JPEG encode: {e}")))?;
+        Ok(out.to_vec())
+    }
+
+    /// Decodes a JPEG (a stored page: bytes memdb wrote and verified by checksum).
+    pub(crate) fn decode_jpeg(bytes: &[u8]) -> Result<Canvas> {
+        let image = turbojpeg::decompress(bytes, turbojpeg::PixelFormat::RGB)
+            .map_err(|e| Error::Inconsistent(format!("page JPEG does not decode: {e}")))?;
+        let (width, height) = (image.width as u32, image.height as u32);
+        let mut rgb = Vec::with_capacity(image.width * image.height * 3);
+        for row in image.pixels.chunks(image.pitch).take(image.height) {
+            rgb.extend_from_slice(&row[..image.width * 3]);
+        }
+        Canvas::from_rgb(width, height, rgb)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gradient(width: u32, height: u32) -> Canvas {
+        let mut rgb = Vec::new();
+        for y in 0..height {
+            for x in 0..width {
+                rgb.extend_from_slice(&[(x % 256) as u8, (y % 256) as u8, 128]);
+            }
+        }
+        Canvas::from_rgb(width, height, rgb).unwrap()
+    }
+
+    #[test]
+    fn jpeg_round_trip_keeps_size_and_roughly_the_pixels() {
+        let image = gradient(120, 80);
+        let jpeg = image.encode_jpeg(95).unwrap();
+        let back = Canvas::decode_jpeg(&jpeg).unwrap();
+        assert_eq!((back.width(), back.height()), (120, 80));
+        let worst = image
+            .rgb()
+            .iter()
+            .zip(back.rgb())
+            .map(|(a, b)| a.abs_diff(*b))
+            .max()
+            .unwrap();
+        assert!(worst < 24, "max pixel error {worst}");
+        assert!(image.encode_jpeg(40).unwrap().len() < jpeg.len());
+    }
+
+    #[test]
+    fn resizing_and_blitting_clip_and_scale() {
+        let image = gradient(100, 50);
+        let half = image.resized(50, 25).unwrap();
+        assert_eq!((half.width(), half.height()), (50, 25));
+        let mut page = Canvas::white(60, 60);
+        page.blit(&half, 30, 50); // partly outside
+        page.blit(&half, -40, -20);
+        assert_eq!(page.rgb().len(), 60 * 60 * 3);
+        assert!(Canvas::decode_jpeg(b"not a jpeg").is_err());
+        assert!(Canvas::from_rgb(2, 2, vec![0; 11]).is_err());
+    }
+}

@@ -1,0 +1,534 @@
+//! Scrapbook pages (ScrapMem §4.1): one page per local day composing that day's photos and the
+//! text of its records, the raw evidence that forgetting later re-encodes at lower quality and
+//! scale.
+//!
+//! A page is a row of the `pages` table (SPEC.md §5.4): its forgetting stage, JPEG quality and
+//! scale, its layout, and the blob ids of its JPEG parts. Days with photos store pixels; a
+//! text-only day stores only its layout and is rendered on demand from its records at the
+//! page's quality and scale (the records are kept as text anyway, so pixels would store the
+//! same words twice — the footprint bench measures what they would cost).
+//!
+//! Invariants: a page at stage 0 (Recent) draws every photo with its long side at
+//! `min(its own, PHOTO_LONG_SIDE)` and no text below `BODY_PX`; the layout lists every item
+//! on the page and the size each of its graph nodes is drawn at; a page's parts and row
+//! change in one commit.
+
+mod canvas;
+mod compose;
+mod font;
+mod layout;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use redb::{ReadableTable, TableDefinition};
+
+use crate::error::{CatalogResult, Error, Result};
+use crate::graph::NodeKind;
+use crate::store::catalog::PAGES;
+use crate::store::{BlobKind, Snapshot, Store};
+pub(crate) use canvas::Canvas;
+use compose::DayItem;
+pub use compose::{BODY_PX, HEADLINE_PX, PAGE_WIDTH, PART_HEIGHT, PHOTO_LONG_SIDE, PageOptions};
+pub(crate) use font::Typeface;
+pub use layout::{Block, BlockKind, PageLayout};
+
+/// A page's catalog row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PageRow {
+    pub(crate) stage: u8,
+    pub(crate) quality: u8,
+    pub(crate) scale_milli: u16,
+    pub(crate) parts: Vec<u64>,
+    pub(crate) layout: Vec<u8>,
+}
+
+use crate::store::catalog::PageValue as RawPageRow;
+
+impl PageRow {
+    fn decode(day: &str, raw: RawPageRow<'_>) -> Result<PageRow> {
+        let (stage, quality, scale_milli, parts, layout) = raw;
+        if parts.len() % 8 != 0 {
+            return Err(Error::Inconsistent(format!(
+                "page {day}: part list of {} bytes",
+                parts.len()
+            )));
+        }
+        Ok(PageRow {
+            stage,
+            quality,
+            scale_milli,
+            parts: parts
+                .chunks_exact(8)
+                .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+                .collect(),
+            layout: layout.to_vec(),
+        })
+    }
+
+    /// The scale as a fraction of the page's size at composition.
+    pub(crate) fn scale(&self) -> f32 {
+        f32::from(self.scale_milli) / 1000.0
+    }
+}
+
+/// A page as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page {
+    /// Its local day, `YYYY-MM-DD`.
+    pub day: String,
+    /// Forgetting stage: 0 Recent (as composed), 1 Mid, 2 Old.
+    pub stage: u8,
+    /// JPEG quality of its pixels (or of its rendering, for a text-only page).
+    pub quality: u8,
+    /// Scale of its pixels relative to the composed page (1.0 at composition).
+    pub scale: f64,
+    /// Blob ids of its JPEG parts, top to bottom; empty for a page rendered on demand.
+    pub parts: Vec<u64>,
+    /// Bytes its parts take.
+    pub stored_bytes: u64,
+    /// Where everything sits, at scale 1.0.
+    pub layout: PageLayout,
+}
+
+/// Writes (or with `None` removes) a day's row; returns the blob ids of the parts it had.
+pub(crate) fn replace_page_row(
+    txn: &redb::WriteTransaction,
+    day: &str,
+    row: Option<&PageRow>,
+) -> Result<Vec<u64>> {
+    let mut table = txn.open_table(PAGES).ctx("open pages")?;
+    let old = match row {
+        Some(row) => {
+            let parts: Vec<u8> = row.parts.iter().flat_map(|p| p.to_le_bytes()).collect();
+            table
+                .insert(
+                    day,
+                    (
+                        row.stage,
+                        row.quality,
+                        row.scale_milli,
+                        parts.as_slice(),
+                        row.layout.as_slice(),
+                    ),
+                )
+                .ctx("write pages")?
+                .map(|old| PageRow::decode(day, old.value()))
+        }
+        None => table
+            .remove(day)
+            .ctx("remove pages")?
+            .map(|old| PageRow::decode(day, old.value())),
+    };
+    Ok(old.transpose()?.map(|r| r.parts).unwrap_or_default())
+}
+
+fn open_pages(
+    snapshot: &Snapshot,
+) -> Result<Option<redb::ReadOnlyTable<&'static str, RawPageRow<'static>>>> {
+    open_optional(snapshot, PAGES)
+}
+
+fn open_optional<K: redb::Key + 'static, V: redb::Value + 'static>(
+    snapshot: &Snapshot,
+    def: TableDefinition<'static, K, V>,
+) -> Result<Option<redb::ReadOnlyTable<K, V>>> {
+    match snapshot.txn().open_table(def) {
+        Ok(t) => Ok(Some(t)),
+        Err(redb::TableError::TableDoesNotExist(_)) => Ok(None),
+        Err(e) => Err(Error::catalog("open pages")(e.into())),
+    }
+}
+
+impl Snapshot {
+    pub(crate) fn page_rows(&self) -> Result<BTreeMap<String, PageRow>> {
+        let Some(table) = open_pages(self)? else {
+            return Ok(BTreeMap::new());
+        };
+        let mut rows = BTreeMap::new();
+        for row in table.iter().ctx("scan pages")? {
+            let (day, raw) = row.ctx("scan pages")?;
+            let day = day.value().to_owned();
+            let decoded = PageRow::decode(&day, raw.value())?;
+            rows.insert(day, decoded);
+        }
+        Ok(rows)
+    }
+
+    fn page_from_row(&self, day: String, row: PageRow) -> Result<Page> {
+        let mut stored_bytes = 0;
+        for &part in &row.parts {
+            stored_bytes += self.blob_info(part)?.map_or(0, |i| i.len);
+        }
+        Ok(Page {
+            layout: PageLayout::decode(&row.layout)
+                .map_err(|e| Error::Inconsistent(format!("page {day}: {e}")))?,
+            scale: f64::from(row.scale_milli) / 1000.0,
+            day,
+            stage: row.stage,
+            quality: row.quality,
+            parts: row.parts,
+            stored_bytes,
+        })
+    }
+
+    /// The page of a local day (`YYYY-MM-DD`), if one was composed.
+    pub fn page(&self, day: &str) -> Result<Option<Page>> {
+        let Some(table) = open_pages(self)? else {
+            return Ok(None);
+        };
+        let row = table
+            .get(day)
+            .ctx("read pages")?
+            .map(|raw| PageRow::decode(day, raw.value()))
+            .transpose()?;
+        row.map(|row| self.page_from_row(day.to_owned(), row))
+            .transpose()
+    }
+
+    /// Every page, in day order.
+    pub fn pages(&self) -> Result<Vec<Page>> {
+        self.page_rows()?
+            .into_iter()
+            .map(|(day, row)| self.page_from_row(day, row))
+            .collect()
+    }
+
+    /// Each item's local day, for every item.
+    pub(crate) fn items_by_day(
+        &self,
+    ) -> Result<BTreeMap<String, Vec<memdb_formats::item::ItemRecord>>> {
+        let mut days: BTreeMap<String, Vec<_>> = BTreeMap::new();
+        for record in self.scan(&crate::store::ScanFilter::default())? {
+            let t = record.fields.time;
+            days.entry(crate::graph::page_key(t.unix_ms, t.offset_minutes))
+                .or_default()
+                .push(record);
+        }
+        Ok(days)
+    }
+
+    /// The composer's view of a day's items: graph nodes with their phrases, and for photos
+    /// the original's bytes.
+    fn day_items(
+        &self,
+        records: &[memdb_formats::item::ItemRecord],
+    ) -> Result<Vec<(DayItem, Option<Vec<u8>>)>> {
+        let graph = self.graph();
+        let mut out = Vec::with_capacity(records.len());
+        for record in records {
+            let mut nodes = Vec::new();
+            if let Some((_, ids)) = graph.item(record.id)? {
+                for id in ids {
+                    if let Some(node) = graph.node(id)? {
+                        let mut phrases = vec![node.phrase];
+                        phrases.extend(node.aliases);
+                        nodes.push((id, phrases, node.kind));
+                    }
+                }
+            }
+            let mut original = None;
+            for &blob in &record.blobs {
+                if self
+                    .blob_info(blob)?
+                    .is_some_and(|i| i.kind == BlobKind::Original)
+                    && let Some(bytes) = self.blob(blob)?
+                {
+                    original = Some(bytes.to_vec());
+                    break;
+                }
+            }
+            out.push((
+                DayItem {
+                    id: record.id,
+                    fields: record.fields.clone(),
+                    photo: None,
+                    nodes,
+                },
+                original,
+            ));
+        }
+        Ok(out)
+    }
+}
+
+/// What [`Store::compose_pages`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PageReport {
+    /// Days with items.
+    pub days: u64,
+    /// Pages composed (new or recomposed) with photos, stored as pixels.
+    pub photo_pages: u64,
+    /// Pages composed for text-only days (layout only; rendered on demand).
+    pub text_pages: u64,
+    /// Pages already up to date.
+    pub unchanged: u64,
+    /// Forgotten pages whose day changed; they are not recomposed (see SPEC.md §5.4).
+    pub kept_forgotten: u64,
+    /// Pages of days that no longer have items, removed.
+    pub removed: u64,
+    /// Bytes of the JPEG parts written.
+    pub bytes_written: u64,
+    /// Photos that could not be drawn (their original does not decode): item id and reason.
+    pub photo_errors: Vec<(u64, String)>,
+}
+
+/// One composed page, ready to commit.
+struct Composed {
+    day: String,
+    row: PageRow,
+    parts: Vec<Vec<u8>>,
+    photo_errors: Vec<(u64, String)>,
+}
+
+/// Decodes a day's photos, plans and paints its page, and encodes the parts.
+fn compose_day(
+    face: &Typeface,
+    day: String,
+    items: Vec<(DayItem, Option<Vec<u8>>)>,
+    options: PageOptions,
+) -> Result<Composed> {
+    let mut photo_errors = Vec::new();
+    let mut day_items = Vec::with_capacity(items.len());
+    let mut photos = Vec::with_capacity(items.len());
+    for (mut item, original) in items {
+        let mut photo = None;
+        if let Some(bytes) = original {
+            match memdb_formats::import::photo::decode_rgb(&bytes, Default::default()) {
+                Ok(rgb) => {
+                    let (w, h) = compose::photo_display_size(rgb.width, rgb.height);
+                    let canvas = Canvas::from_rgb(rgb.width, rgb.height, rgb.rgb)?.resized(w, h)?;
+                    item.photo = Some((rgb.width, rgb.height));
+                    photo = Some(canvas);
+                }
+                Err(e) => photo_errors.push((item.id, e.to_string())),
+            }
+        }
+        day_items.push(item);
+        photos.push(photo);
+    }
+    let plan = compose::plan(face, &day, &day_items, options);
+    let has_photos = photos.iter().any(Option::is_some);
+    let mut parts = Vec::new();
+    if has_photos {
+        for part in 0..compose::part_count(plan.layout.height) {
+            let canvas = compose::paint_part(face, &plan, &photos, part)?;
+            parts.push(canvas.encode_jpeg(options.quality)?);
+        }
+    }
+    Ok(Composed {
+        day,
+        row: PageRow {
+            stage: 0,
+            quality: options.quality,
+            scale_milli: 1000,
+            parts: Vec::new(),
+            layout: plan.layout.encode(),
+        },
+        parts,
+        photo_errors,
+    })
+}
+
+/// Whether a stored page no longer shows its day as it is: other items, or other nodes.
+fn is_stale(layout: &PageLayout, items: &[(DayItem, Option<Vec<u8>>)]) -> bool {
+    let on_page: BTreeSet<u64> = layout.items().into_iter().collect();
+    let now: BTreeSet<u64> = items.iter().map(|(i, _)| i.id).collect();
+    if on_page != now {
+        return true;
+    }
+    items.iter().any(|(item, original)| {
+        let text = layout
+            .blocks
+            .iter()
+            .find(|b| b.item == item.id && b.kind == BlockKind::Text);
+        let drawn: BTreeSet<u64> = text
+            .map(|b| b.nodes.iter().map(|n| n.0).collect())
+            .unwrap_or_default();
+        let nodes: BTreeSet<u64> = item.nodes.iter().map(|n| n.0).collect();
+        let has_photo_block = layout
+            .blocks
+            .iter()
+            .any(|b| b.item == item.id && b.kind == BlockKind::Photo);
+        drawn != nodes || (original.is_some() && !has_photo_block)
+    })
+}
+
+/// Pages composed per commit.
+const PAGES_PER_COMMIT: usize = 32;
+
+impl Store {
+    /// Composes the page of every day whose items or graph nodes changed since its page was
+    /// made (all days, the first time), in parallel, committing every few pages. Run it after
+    /// `update_graph` so pages record their nodes. `progress` is called with (done, total).
+    pub fn compose_pages(
+        &self,
+        options: PageOptions,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<PageReport> {
+        let snapshot = self.snapshot()?;
+        let days = snapshot.items_by_day()?;
+        let rows = snapshot.page_rows()?;
+        let mut report = PageReport {
+            days: days.len() as u64,
+            ..PageReport::default()
+        };
+        let mut batch = self.batch();
+        for day in rows.keys().filter(|d| !days.contains_key(*d)) {
+            batch.delete_page(day.clone());
+            report.removed += 1;
+        }
+        let mut work = Vec::new();
+        for (day, records) in days {
+            let items = snapshot.day_items(&records)?;
+            match rows.get(&day) {
+                Some(row) => {
+                    let layout = PageLayout::decode(&row.layout)
+                        .map_err(|e| Error::Inconsistent(format!("page {day}: {e}")))?;
+                    if !is_stale(&layout, &items) {
+                        report.unchanged += 1;
+                    } else if row.stage > 0 {
+                        report.kept_forgotten += 1;
+                    } else {
+                        work.push((day, items));
+                    }
+                }
+                None => work.push((day, items)),
+            }
+        }
+        drop(snapshot);
+        let total = work.len() as u64;
+        let face = Typeface::embedded()?;
+        let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let (job_tx, job_rx) =
+            crossbeam_channel::bounded::<(String, Vec<(DayItem, Option<Vec<u8>>)>)>(workers);
+        let (done_tx, done_rx) = crossbeam_channel::bounded::<Result<Composed>>(workers);
+        std::thread::scope(|scope| -> Result<()> {
+            for _ in 0..workers {
+                let (job_rx, done_tx, face) = (job_rx.clone(), done_tx.clone(), face.clone());
+                scope.spawn(move || {
+                    for (day, items) in job_rx {
+                        if done_tx
+                            .send(compose_day(&face, day, items, options))
+                            .is_err()
+                        {
+                            break;
+                        }
+                    }
+                });
+            }
+            drop((job_rx, done_tx));
+            let feeder = scope.spawn(move || {
+                for job in work {
+                    if job_tx.send(job).is_err() {
+                        break;
+                    }
+                }
+            });
+            let mut done = 0u64;
+            let mut pending = 0usize;
+            for composed in done_rx {
+                let composed = composed?;
+                if composed.parts.is_empty() {
+                    report.text_pages += 1;
+                } else {
+                    report.photo_pages += 1;
+                }
+                report.bytes_written += composed.parts.iter().map(|p| p.len() as u64).sum::<u64>();
+                report.photo_errors.extend(composed.photo_errors);
+                batch.put_page(composed.day, composed.row, composed.parts);
+                pending += 1;
+                if pending >= PAGES_PER_COMMIT {
+                    std::mem::replace(&mut batch, self.batch()).commit()?;
+                    pending = 0;
+                }
+                done += 1;
+                progress(done, total);
+            }
+            feeder
+                .join()
+                .map_err(|_| Error::Inconsistent("the page feeder panicked".into()))?;
+            Ok(())
+        })?;
+        batch.commit()?;
+        Ok(report)
+    }
+
+    /// A page's JPEG parts: the stored ones, or for a text-only page a rendering from its
+    /// records at the page's quality and scale. `None` when the day has no page.
+    pub fn render_page(&self, day: &str) -> Result<Option<Vec<Vec<u8>>>> {
+        let snapshot = self.snapshot()?;
+        let Some(page) = snapshot.page(day)? else {
+            return Ok(None);
+        };
+        if !page.parts.is_empty() {
+            let mut parts = Vec::new();
+            for id in &page.parts {
+                let blob = snapshot.blob(*id)?.ok_or_else(|| {
+                    Error::Inconsistent(format!("page {day}: part {id} is missing"))
+                })?;
+                parts.push(blob.to_vec());
+            }
+            return Ok(Some(parts));
+        }
+        let ids: BTreeSet<u64> = page.layout.items().into_iter().collect();
+        let mut records = Vec::new();
+        for id in &ids {
+            records.extend(snapshot.get(*id)?);
+        }
+        records.sort_by_key(|r| (r.fields.time.unix_ms, r.id));
+        let mut items: Vec<DayItem> = snapshot
+            .day_items(&records)?
+            .into_iter()
+            .map(|(item, _)| item)
+            .collect();
+        // Draw the nodes the page was composed with, not ones the graph gained since.
+        for item in &mut items {
+            if let Some(block) = page
+                .layout
+                .blocks
+                .iter()
+                .find(|b| b.item == item.id && b.kind == BlockKind::Text)
+            {
+                let drawn: BTreeSet<u64> = block.nodes.iter().map(|n| n.0).collect();
+                item.nodes.retain(|n| drawn.contains(&n.0));
+            }
+        }
+        let face = Typeface::embedded()?;
+        let options = PageOptions {
+            quality: page.quality,
+            salient_facts: page.layout.salient_facts,
+        };
+        let plan = compose::plan(&face, day, &items, options);
+        let photos = vec![None; items.len()];
+        let mut parts = Vec::new();
+        for part in 0..compose::part_count(plan.layout.height) {
+            let canvas = compose::paint_part(&face, &plan, &photos, part)?;
+            let scaled = scale_canvas(&canvas, page.scale as f32)?;
+            parts.push(scaled.encode_jpeg(page.quality)?);
+        }
+        Ok(Some(parts))
+    }
+}
+
+/// Re-encodes a JPEG page part the way forgetting does: decoded, resized by `factor`
+/// (Lanczos3; 1.0 keeps the size), encoded at `quality`.
+pub fn reencode_jpeg(bytes: &[u8], factor: f32, quality: u8) -> Result<Vec<u8>> {
+    let canvas = Canvas::decode_jpeg(bytes)?;
+    scale_canvas(&canvas, factor)?.encode_jpeg(quality)
+}
+
+/// `canvas` at `scale` of its size (at least one pixel each way).
+pub(crate) fn scale_canvas(canvas: &Canvas, scale: f32) -> Result<Canvas> {
+    if scale >= 0.999 {
+        return Ok(canvas.clone());
+    }
+    let w = (canvas.width() as f32 * scale).round().max(1.0) as u32;
+    let h = (canvas.height() as f32 * scale).round().max(1.0) as u32;
+    canvas.resized(w, h)
+}
+
+/// Kinds of node ScrapMem's failure analysis says are lost first: what the saliency-aware
+/// layout sets large.
+pub fn is_salient_kind(kind: NodeKind) -> bool {
+    matches!(kind, NodeKind::Entity | NodeKind::Date | NodeKind::Amount)
+}

@@ -1,0 +1,262 @@
+//! Scrapbook pages and optical forgetting through the public API: Recent pages are faithful
+//! (photos at min(own, 1024) px on the long side, no text under 12 px); forgetting is
+//! monotone, idempotent, and a dry run writes nothing yet reports what the run then does; the
+//! saliency-aware layout keeps names, dates and amounts legible a stage longer.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use memdb::forget::{ForgetOptions, Policy, legible};
+use memdb::scrapbook::{BlockKind, PHOTO_LONG_SIDE, PageOptions};
+use memdb::{EventTime, GraphOptions, ItemDraft, ItemFields, Options, Source, Store};
+use memdb_it::{HashEmbedder, import_photos, shared_data};
+
+fn day(s: &str) -> jiff::civil::Date {
+    s.parse().unwrap()
+}
+
+fn forget(store: &Store, policy: &str, as_of: &str, dry_run: bool) -> memdb::forget::ForgetReport {
+    store
+        .forget(
+            &Policy::builtin(policy).unwrap(),
+            day(as_of),
+            ForgetOptions {
+                dry_run,
+                pages: PageOptions::default(),
+                progress: &mut |_, _| {},
+            },
+        )
+        .unwrap()
+}
+
+/// Chat turns over three years, each naming people, a date and an amount.
+fn add_chats(store: &Store) {
+    let mut batch = store.batch();
+    for (i, when) in [
+        "2021-03-02T10:00:00Z",
+        "2021-03-02T11:30:00Z",
+        "2022-07-14T18:00:00Z",
+        "2023-01-20T09:15:00Z",
+        "2023-06-01T12:00:00Z",
+        "2023-06-01T12:05:00Z",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let mut fields = ItemFields::new(Source::Chat, EventTime::parse(when).unwrap());
+        fields.external_id = Some(format!("chat-{i}"));
+        fields.speaker = Some(if i % 2 == 0 { "Caroline" } else { "Melanie" }.to_owned());
+        fields.body = Some(format!(
+            "On 8 May 2023 we paid 50 USD for the pottery class in Lisbon with Joanna, turn {i}; \
+             the kids loved the painting workshop and the long walk by the river afterwards."
+        ));
+        batch.put(ItemDraft {
+            fields,
+            supersedes: None,
+        });
+    }
+    batch.commit().unwrap();
+    store
+        .update_graph(&HashEmbedder, &GraphOptions::default(), &mut |_, _| {})
+        .unwrap();
+}
+
+fn graph_incidences(store: &Store) -> (u64, u64) {
+    let snap = store.snapshot().unwrap();
+    let graph = snap.graph();
+    let (mut all, mut salient) = (0, 0);
+    for id in snap.item_ids().unwrap() {
+        if let Some((_, nodes)) = graph.item(id).unwrap() {
+            for n in nodes {
+                all += 1;
+                let kind = graph.node(n).unwrap().unwrap().kind;
+                if memdb::scrapbook::is_salient_kind(kind) {
+                    salient += 1;
+                }
+            }
+        }
+    }
+    (all, salient)
+}
+
+#[test]
+fn recent_pages_are_faithful_records_of_their_photos_and_text() {
+    let Some(photos) = shared_data("photos") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::create(dir.path().join("s"), Options::default()).unwrap();
+    let n = import_photos(&store, &photos, usize::MAX);
+    assert!(n > 200, "{n} photos");
+    add_chats(&store);
+    let report = store
+        .compose_pages(PageOptions::default(), &mut |_, _| {})
+        .unwrap();
+    assert!(
+        report.photo_pages > 100 && report.text_pages > 0,
+        "{report:?}"
+    );
+    let snap = store.snapshot().unwrap();
+    let mut photos_checked = 0;
+    for page in snap.pages().unwrap() {
+        assert_eq!((page.stage, page.quality, page.scale), (0, 95, 1.0));
+        for block in &page.layout.blocks {
+            match block.kind {
+                BlockKind::Photo => {
+                    let item = snap.get(block.item).unwrap().unwrap();
+                    let original = snap.blob(item.blobs[0]).unwrap().unwrap();
+                    let upright =
+                        memdb_formats::import::photo::decode_rgb(&original, Default::default())
+                            .unwrap();
+                    let own = upright.width.max(upright.height);
+                    let drawn = block.rect[2].max(block.rect[3]);
+                    assert_eq!(drawn, own.min(PHOTO_LONG_SIDE), "item {}", block.item);
+                    // Orientation applied: the drawn aspect is the upright one.
+                    assert_eq!(
+                        block.rect[2] >= block.rect[3],
+                        upright.width >= upright.height,
+                        "item {}",
+                        block.item
+                    );
+                    photos_checked += 1;
+                }
+                BlockKind::Text => {
+                    assert!(block.text_px >= 12, "{block:?}");
+                    assert!(block.nodes.iter().all(|&(_, px)| px >= 12));
+                }
+            }
+        }
+        // Stored parts decode to the layout's size.
+        let mut height = 0;
+        for part in &page.parts {
+            let bytes = snap.blob(*part).unwrap().unwrap();
+            let image =
+                memdb_formats::import::photo::decode_rgb(&bytes, Default::default()).unwrap();
+            assert_eq!(image.width, page.layout.width);
+            height += image.height;
+        }
+        if !page.parts.is_empty() {
+            assert_eq!(height, page.layout.height, "{}", page.day);
+        }
+    }
+    assert_eq!(photos_checked, n);
+    // A second run finds nothing to do.
+    let again = store
+        .compose_pages(PageOptions::default(), &mut |_, _| {})
+        .unwrap();
+    assert_eq!(again.photo_pages + again.text_pages, 0, "{again:?}");
+    // Text-only pages render on demand at the layout's size.
+    let text_day = snap
+        .pages()
+        .unwrap()
+        .into_iter()
+        .find(|p| p.parts.is_empty())
+        .unwrap();
+    let rendered = store.render_page(&text_day.day).unwrap().unwrap();
+    let image = memdb_formats::import::photo::decode_rgb(&rendered[0], Default::default()).unwrap();
+    assert_eq!(image.width, text_day.layout.width);
+    assert!(store.check().unwrap().is_clean());
+}
+
+#[test]
+fn forgetting_is_monotone_idempotent_and_a_dry_run_writes_nothing() {
+    let Some(photos) = shared_data("photos") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::create(dir.path().join("s"), Options::default()).unwrap();
+    import_photos(&store, &photos, 40);
+    add_chats(&store);
+    store
+        .compose_pages(PageOptions::default(), &mut |_, _| {})
+        .unwrap();
+    let before = store.stats().unwrap();
+    let pages_before = store.snapshot().unwrap().pages().unwrap();
+
+    let dry = forget(&store, "softer-old", "2023-09-01", true);
+    assert_eq!(store.stats().unwrap(), before, "a dry run wrote");
+    assert_eq!(store.snapshot().unwrap().pages().unwrap(), pages_before);
+    assert!(dry.bytes_saved() > 0);
+
+    let real = forget(&store, "softer-old", "2023-09-01", false);
+    assert_eq!(
+        dry.stages, real.stages,
+        "the dry run reports what the run does"
+    );
+    assert!(real.store_bytes_after < real.store_bytes_before);
+    assert!(store.check().unwrap().is_clean());
+    let after = store.snapshot().unwrap().pages().unwrap();
+    for (old, new) in pages_before.iter().zip(&after) {
+        assert!(new.stage >= old.stage && new.quality <= old.quality && new.scale <= old.scale);
+    }
+    assert!(after.iter().any(|p| p.stage == 2) && after.iter().any(|p| p.stage < 2));
+    // Originals are gone; the pages hold the photos.
+    let blobs = store.stats().unwrap().blobs_by_kind;
+    assert_eq!(
+        blobs
+            .iter()
+            .find(|b| b.0 == memdb::BlobKind::Original)
+            .unwrap()
+            .1,
+        0
+    );
+
+    // Idempotent: the same policy and day change nothing.
+    let bytes = store.stats().unwrap().total_bytes();
+    let again = forget(&store, "softer-old", "2023-09-01", false);
+    assert!(
+        again
+            .stages
+            .iter()
+            .all(|s| s.pages_changed == 0 && s.originals_dropped == 0)
+    );
+    assert_eq!(store.snapshot().unwrap().pages().unwrap(), after);
+    assert_eq!(store.stats().unwrap().total_bytes(), bytes);
+    // Monotone: a milder policy never raises quality or scale back.
+    forget(&store, "no-forget", "2023-09-01", false);
+    assert_eq!(store.snapshot().unwrap().pages().unwrap(), after);
+    // A harsher one lowers them further.
+    forget(&store, "timed-gentle", "2023-09-01", false);
+    let harsher = store.snapshot().unwrap().pages().unwrap();
+    assert!(
+        harsher
+            .iter()
+            .zip(&after)
+            .any(|(h, a)| h.quality < a.quality)
+    );
+    assert!(store.check().unwrap().is_clean());
+    // Everything survives a reopen.
+    drop(store);
+    let store = Store::open(dir.path().join("s"), Options::default()).unwrap();
+    assert_eq!(store.snapshot().unwrap().pages().unwrap(), harsher);
+}
+
+#[test]
+fn salient_nodes_stay_legible_a_stage_longer_with_the_saliency_aware_layout() {
+    let mut survived = Vec::new();
+    for salient_facts in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::create(dir.path().join("s"), Options::default()).unwrap();
+        add_chats(&store);
+        let options = PageOptions {
+            salient_facts,
+            ..PageOptions::default()
+        };
+        store.compose_pages(options, &mut |_, _| {}).unwrap();
+        let (all_before, salient_before) = graph_incidences(&store);
+        assert!(salient_before > 0);
+        // Every page is Old (over 730 days) under timed-gentle: Q 40, scale 0.6.
+        let report = forget(&store, "timed-gentle", "2030-01-01", false);
+        assert!(report.stages[2].pages > 0);
+        let (all_after, salient_after) = graph_incidences(&store);
+        assert!(
+            all_after < all_before,
+            "body text at 14 px × 0.6 is illegible"
+        );
+        survived.push((salient_before, salient_after));
+        assert!(store.check().unwrap().is_clean());
+    }
+    let (without, with) = (survived[0], survived[1]);
+    assert!(with.1 > without.1, "with {with:?} vs without {without:?}");
+    assert_eq!(with.1, with.0, "every salient node survives at 22 px × 0.6");
+    // The model behind it: 22 px survives the Old stage, 14 px does not.
+    assert!(legible(22, 0.6, 40) && !legible(14, 0.6, 40) && legible(14, 0.85, 70));
+}
