@@ -580,7 +580,7 @@ where
     chart.draw_series(points.iter().enumerate().map(|(i, (name, x, y))| {
         Text::new(
             name.clone(),
-            (*x, *y + 0.4 + 0.45 * (i % 3) as f64),
+            (*x, *y + 0.3 + 0.35 * i as f64),
             ("sans-serif", 13),
         )
     }))?;
