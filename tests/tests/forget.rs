@@ -227,6 +227,77 @@ fn forgetting_is_monotone_idempotent_and_a_dry_run_writes_nothing() {
     drop(store);
     let store = Store::open(dir.path().join("s"), Options::default()).unwrap();
     assert_eq!(store.snapshot().unwrap().pages().unwrap(), harsher);
+
+    // An item deleted from a forgotten page's day is blanked out of its pixels.
+    let page = harsher
+        .iter()
+        .find(|p| {
+            p.stage > 0
+                && p.parts.len() == 1
+                && p.layout
+                    .blocks
+                    .iter()
+                    .filter(|b| b.kind == BlockKind::Photo)
+                    .count()
+                    >= 2
+        })
+        .expect("a forgotten page with two photos")
+        .clone();
+    let photos: Vec<_> = page
+        .layout
+        .blocks
+        .iter()
+        .filter(|b| b.kind == BlockKind::Photo)
+        .cloned()
+        .collect();
+    let (victim, survivor) = (&photos[0], &photos[1]);
+    let pixels = |store: &Store, page: &memdb::scrapbook::Page| {
+        let snap = store.snapshot().unwrap();
+        let bytes = snap.blob(page.parts[0]).unwrap().unwrap();
+        memdb_formats::import::photo::decode_rgb(&bytes, Default::default()).unwrap()
+    };
+    // Mean of a block's rectangle (shrunk by 3 px against resampling at its edges).
+    let mean = |image: &memdb_formats::import::photo::RgbPhoto, rect: [u32; 4], scale: f64| {
+        let [x, y, w, h] = rect.map(|v| (f64::from(v) * scale) as u32);
+        let (mut sum, mut n) = (0u64, 0u64);
+        for yy in y + 3..y + h - 3 {
+            for xx in x + 3..x + w - 3 {
+                let at = ((yy * image.width + xx) * 3) as usize;
+                sum += image.rgb[at..at + 3]
+                    .iter()
+                    .map(|&b| u64::from(b))
+                    .sum::<u64>();
+                n += 3;
+            }
+        }
+        sum as f64 / n as f64
+    };
+    let before = pixels(&store, &page);
+    let mut batch = store.batch();
+    batch.delete(victim.item);
+    batch.commit().unwrap();
+    let report = store
+        .compose_pages(PageOptions::default(), &mut |_, _| {})
+        .unwrap();
+    assert_eq!(report.blanked, 1, "{report:?}");
+    let blanked = store.snapshot().unwrap().page(&page.day).unwrap().unwrap();
+    assert_eq!(
+        (blanked.stage, blanked.quality, blanked.scale),
+        (page.stage, page.quality, page.scale)
+    );
+    assert!(!blanked.layout.items().contains(&victim.item));
+    let after = pixels(&store, &blanked);
+    assert!(
+        mean(&after, victim.rect, page.scale) > 250.0,
+        "the deleted photo is white"
+    );
+    let kept =
+        (mean(&after, survivor.rect, page.scale) - mean(&before, survivor.rect, page.scale)).abs();
+    assert!(
+        kept < 3.0,
+        "the other photo is untouched: mean moved {kept}"
+    );
+    assert!(store.check().unwrap().is_clean());
 }
 
 #[test]

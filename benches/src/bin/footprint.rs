@@ -7,7 +7,8 @@
 //! originals, vectors, catalog — which holds the graph and the records' index —, segment
 //! overhead), the saving against the raw inputs, LoCoMo Recall@10 after forgetting (DESIGN.md
 //! §6 protocol, full recall), and how many salient graph incidences (names, dates, amounts)
-//! survive with and without the saliency-aware layout. Also: what text-only pages would cost
+//! survive with and without the saliency-aware layout. A stress row runs LoCoMo under
+//! timed-gentle as of 2030-01-01, when every page is Old. Also: what text-only pages would cost
 //! stored as pixels (they are rendered on demand), and JPEG re-encode throughput (MB/s of
 //! input) against Pillow on the same pages, when `MEMDB_PEER_PYTHON` (or python3) has Pillow.
 //!
@@ -294,9 +295,27 @@ fn main() {
         before.insert(corpus.name, b);
     }
     let mut text_pixels: Vec<Value> = Vec::new();
-    for policy_name in BUILTIN_POLICIES {
+    // Every built-in policy as of each corpus's day after its newest item; then a stress run:
+    // LoCoMo under timed-gentle when every page is Old (its conversations are from 2022–2023,
+    // so as of their newest day none is older than the 730 days of the Old stage).
+    let stress = jiff::civil::date(2030, 1, 1);
+    let mut runs: Vec<(String, &str, Option<jiff::civil::Date>)> = BUILTIN_POLICIES
+        .iter()
+        .map(|p| ((*p).to_owned(), *p, None))
+        .collect();
+    runs.push((
+        format!("timed-gentle as of {stress}"),
+        "timed-gentle",
+        Some(stress),
+    ));
+    for (label, policy_name, as_of_override) in &runs {
         let policy = Policy::builtin(policy_name).unwrap();
-        for corpus in &corpora {
+        let policy_name = label.as_str();
+        for corpus in corpora
+            .iter()
+            .filter(|c| as_of_override.is_none() || c.name == "locomo")
+        {
+            let as_of = as_of_override.unwrap_or(corpus.as_of);
             let mut bytes = Bytes::default();
             let (mut recall_sum, mut questions) = (0.0, 0);
             let mut salient = [(0u64, 0u64); 2]; // (before, after) for plain, salient layouts
@@ -312,7 +331,7 @@ fn main() {
                     let report = store
                         .forget(
                             &policy,
-                            corpus.as_of,
+                            as_of,
                             ForgetOptions {
                                 dry_run: false,
                                 pages: PageOptions::default(),
@@ -359,7 +378,7 @@ fn main() {
                 recall.map_or(String::new(), |r| format!(", R@10 {r:.1}"))
             );
             rows.push(json!({
-                "policy": policy_name, "corpus": corpus.name, "as_of": corpus.as_of.to_string(),
+                "policy": policy_name, "corpus": corpus.name, "as_of": as_of.to_string(),
                 "raw_bytes": raw, "store_bytes": bytes.total, "saving": saving,
                 "pages": bytes.pages, "originals": bytes.originals, "vectors": bytes.vectors,
                 "items": bytes.items, "catalog": bytes.catalog,

@@ -63,6 +63,21 @@ impl Canvas {
         }
     }
 
+    /// Paints the rectangle at (x, y) of `w` × `h` white, clipped to the canvas.
+    pub(crate) fn fill_white(&mut self, x: i64, y: i64, w: i64, h: i64) {
+        let (x0, y0) = (x.max(0), y.max(0));
+        let x1 = (x + w).min(i64::from(self.width));
+        let y1 = (y + h).min(i64::from(self.height));
+        for row in y0..y1 {
+            if x0 >= x1 {
+                break;
+            }
+            let from = ((row * i64::from(self.width) + x0) * 3) as usize;
+            let to = ((row * i64::from(self.width) + x1) * 3) as usize;
+            self.rgb[from..to].fill(255);
+        }
+    }
+
     /// Copies `image` with its top-left corner at (x, y) (which may lie outside: clipped).
     pub(crate) fn blit(&mut self, image: &Canvas, x: i64, y: i64) {
         for row in 0..i64::from(image.height) {
@@ -185,6 +200,13 @@ mod tests {
         page.blit(&half, 30, 50); // partly outside
         page.blit(&half, -40, -20);
         assert_eq!(page.rgb().len(), 60 * 60 * 3);
+        page.fill_white(-5, 10, 20, 1_000);
+        assert!(
+            page.rgb()[(10 * 60) * 3..(10 * 60 + 15) * 3]
+                .iter()
+                .all(|&b| b == 255)
+        );
+        page.fill_white(70, 70, 5, 5); // wholly outside: nothing
         assert!(Canvas::decode_jpeg(b"not a jpeg").is_err());
         assert!(Canvas::from_rgb(2, 2, vec![0; 11]).is_err());
     }

@@ -264,6 +264,8 @@ pub struct PageReport {
     pub unchanged: u64,
     /// Forgotten pages whose day changed; they are not recomposed (see SPEC.md §5.4).
     pub kept_forgotten: u64,
+    /// Forgotten pages from which deleted items were blanked out.
+    pub blanked: u64,
     /// Pages of days that no longer have items, removed.
     pub removed: u64,
     /// Bytes of the JPEG parts written.
@@ -329,6 +331,48 @@ fn compose_day(
     })
 }
 
+/// A forgotten page with the blocks of `gone` items painted white in its stored parts (at the
+/// page's current scale) and removed from its layout; quality and scale stay.
+fn blank_items(
+    snapshot: &Snapshot,
+    day: &str,
+    row: &PageRow,
+    mut layout: PageLayout,
+    gone: &BTreeSet<u64>,
+) -> Result<(PageRow, Vec<Vec<u8>>)> {
+    let mut parts = Vec::with_capacity(row.parts.len());
+    for (index, id) in row.parts.iter().enumerate() {
+        let bytes = snapshot
+            .blob(*id)?
+            .ok_or_else(|| Error::Inconsistent(format!("page {day}: part {id} is missing")))?;
+        let mut canvas = Canvas::decode_jpeg(&bytes)?;
+        let top = index as u32 * PART_HEIGHT;
+        let part_height = layout.height.saturating_sub(top).clamp(1, PART_HEIGHT);
+        // Each part was scaled on its own: its own ratios place the rectangles.
+        let sx = f64::from(canvas.width()) / f64::from(layout.width.max(1));
+        let sy = f64::from(canvas.height()) / f64::from(part_height);
+        for block in layout.blocks.iter().filter(|b| gone.contains(&b.item)) {
+            let [x, y, w, h] = block.rect.map(f64::from);
+            let y = y - f64::from(top);
+            // One pixel more on every side: resampling spreads an edge.
+            canvas.fill_white(
+                (x * sx).floor() as i64 - 1,
+                (y * sy).floor() as i64 - 1,
+                (w * sx).ceil() as i64 + 2,
+                (h * sy).ceil() as i64 + 2,
+            );
+        }
+        parts.push(canvas.encode_jpeg(row.quality)?);
+    }
+    layout.blocks.retain(|b| !gone.contains(&b.item));
+    let new_row = PageRow {
+        layout: layout.encode(),
+        parts: Vec::new(),
+        ..row.clone()
+    };
+    Ok((new_row, parts))
+}
+
 /// Whether a stored page no longer shows its day as it is: other items, or other nodes.
 fn is_stale(layout: &PageLayout, items: &[(DayItem, Option<Vec<u8>>)]) -> bool {
     let on_page: BTreeSet<u64> = layout.items().into_iter().collect();
@@ -387,7 +431,24 @@ impl Store {
                     if !is_stale(&layout, &items) {
                         report.unchanged += 1;
                     } else if row.stage > 0 {
-                        report.kept_forgotten += 1;
+                        // A forgotten page is what is left of its day and is not recomposed;
+                        // but an item deleted since must not live on in its pixels.
+                        let now: BTreeSet<u64> = items.iter().map(|(i, _)| i.id).collect();
+                        let gone: BTreeSet<u64> = layout
+                            .items()
+                            .into_iter()
+                            .filter(|i| !now.contains(i))
+                            .collect();
+                        if gone.is_empty() {
+                            report.kept_forgotten += 1;
+                        } else {
+                            let (new_row, parts) =
+                                blank_items(&snapshot, &day, row, layout, &gone)?;
+                            report.bytes_written +=
+                                parts.iter().map(|p| p.len() as u64).sum::<u64>();
+                            batch.put_page(day.clone(), new_row, parts);
+                            report.blanked += 1;
+                        }
                     } else {
                         work.push((day, items));
                     }
