@@ -2,7 +2,7 @@
 //! killed with SIGKILL at random moments; after every kill the store opens, `check()` is clean,
 //! and every page shows the same step — the last one acknowledged or the one in flight, never a
 //! mix — with pixels that agree with its row (each part's width is the page width at the row's
-//! scale).
+//! scale), and the segment files on disk are exactly the catalog's manifest (reliability R3).
 //!
 //! Seeded and reproducible: `MEMDB_CRASH_SEED` (default 1), `MEMDB_FORGET_KILLS` (default 16).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
@@ -38,6 +38,19 @@ fn verify(path: &std::path::Path, committed: Option<u32>, in_flight: Option<u32>
     let store = Store::open(path, Options::default()).unwrap();
     let report = store.check().unwrap();
     assert!(report.is_clean(), "{report:?}");
+    // No orphan segment survives the open, and none the catalog lists is missing.
+    let listed: BTreeSet<String> = store
+        .stats()
+        .unwrap()
+        .segments
+        .iter()
+        .map(|s| format!("{:016x}.seg", s.id))
+        .collect();
+    let on_disk: BTreeSet<String> = std::fs::read_dir(path.join("segments"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(on_disk, listed, "segment files vs the catalog's manifest");
     let snap = store.snapshot().unwrap();
     let pages = snap.pages().unwrap();
     assert!(!pages.is_empty());
