@@ -208,11 +208,11 @@ impl Snapshot {
     }
 
     /// The composer's view of a day's items: graph nodes with their phrases, and for photos
-    /// the original's bytes.
+    /// the blob id of the original (read only when the day is composed).
     fn day_items(
         &self,
         records: &[memdb_formats::item::ItemRecord],
-    ) -> Result<Vec<(DayItem, Option<Vec<u8>>)>> {
+    ) -> Result<Vec<(DayItem, Option<u64>)>> {
         let graph = self.graph();
         let mut out = Vec::with_capacity(records.len());
         for record in records {
@@ -231,9 +231,8 @@ impl Snapshot {
                 if self
                     .blob_info(blob)?
                     .is_some_and(|i| i.kind == BlobKind::Original)
-                    && let Some(bytes) = self.blob(blob)?
                 {
-                    original = Some(bytes.to_vec());
+                    original = Some(blob);
                     break;
                 }
             }
@@ -374,7 +373,7 @@ fn blank_items(
 }
 
 /// Whether a stored page no longer shows its day as it is: other items, or other nodes.
-fn is_stale(layout: &PageLayout, items: &[(DayItem, Option<Vec<u8>>)]) -> bool {
+fn is_stale(layout: &PageLayout, items: &[(DayItem, Option<u64>)]) -> bool {
     let on_page: BTreeSet<u64> = layout.items().into_iter().collect();
     let now: BTreeSet<u64> = items.iter().map(|(i, _)| i.id).collect();
     if on_page != now {
@@ -456,7 +455,6 @@ impl Store {
                 None => work.push((day, items)),
             }
         }
-        drop(snapshot);
         let total = work.len() as u64;
         let face = Typeface::embedded()?;
         let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -478,12 +476,24 @@ impl Store {
                 });
             }
             drop((job_rx, done_tx));
-            let feeder = scope.spawn(move || {
-                for job in work {
-                    if job_tx.send(job).is_err() {
+            // Originals are read here, a day at a time, so at most a few days' photos are in
+            // memory however large the library.
+            let snapshot = &snapshot;
+            let feeder = scope.spawn(move || -> Result<()> {
+                for (day, items) in work {
+                    let mut job = Vec::with_capacity(items.len());
+                    for (item, original) in items {
+                        let bytes = match original {
+                            Some(blob) => snapshot.blob(blob)?.map(|b| b.to_vec()),
+                            None => None,
+                        };
+                        job.push((item, bytes));
+                    }
+                    if job_tx.send((day, job)).is_err() {
                         break;
                     }
                 }
+                Ok(())
             });
             let mut done = 0u64;
             let mut pending = 0usize;
@@ -507,8 +517,7 @@ impl Store {
             }
             feeder
                 .join()
-                .map_err(|_| Error::Inconsistent("the page feeder panicked".into()))?;
-            Ok(())
+                .map_err(|_| Error::Inconsistent("the page feeder panicked".into()))?
         })?;
         batch.commit()?;
         Ok(report)
