@@ -367,7 +367,7 @@ fn run(command: Command, out: &Out) -> Result<ExitCode, String> {
             }
         }
         Command::Compact { dir, all } => {
-            let store = open(&dir)?;
+            let mut store = open(&dir)?;
             let options = CompactOptions {
                 victims: if all {
                     Victims::All
@@ -381,13 +381,20 @@ fn run(command: Command, out: &Out) -> Result<ExitCode, String> {
             let report = store
                 .compact(&options, &mut KeepEverything)
                 .map_err(|e| e.to_string())?;
+            let shrink = store.shrink_catalog().map_err(|e| e.to_string())?;
             let mut json = output::compact_json(&report);
             json["vector_spaces_rebuilt"] = serde_json::json!(rebuilt);
+            json["catalog_bytes_before"] = serde_json::json!(shrink.bytes_before);
+            json["catalog_bytes_after"] = serde_json::json!(shrink.bytes_after);
             out.emit(json, || {
                 let mut text = output::compact_text(&report);
                 if !rebuilt.is_empty() {
                     text.push_str(&format!("\nvector spaces rebuilt: {}", rebuilt.join(", ")));
                 }
+                text.push_str(&format!(
+                    "\ncatalog {} → {} bytes",
+                    shrink.bytes_before, shrink.bytes_after
+                ));
                 text
             });
         }

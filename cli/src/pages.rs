@@ -117,9 +117,9 @@ pub(crate) fn forget(
     let as_of: jiff::civil::Date = as_of
         .parse()
         .map_err(|e| format!("--as-of {as_of}: not a YYYY-MM-DD date ({e})"))?;
-    let store = crate::open_store(dir)?;
+    let mut store = crate::open_store(dir)?;
     let progress = bar(0, "re-encoding pages", !out.json);
-    let report = store
+    let mut report = store
         .forget(
             &policy,
             as_of,
@@ -134,6 +134,11 @@ pub(crate) fn forget(
         )
         .map_err(|e| e.to_string())?;
     progress.finish_and_clear();
+    if !dry_run {
+        // Forgetting frees catalog pages (page rows, faded graph rows); give them back.
+        store.shrink_catalog().map_err(|e| e.to_string())?;
+        report.store_bytes_after = store.stats().map_err(|e| e.to_string())?.total_bytes();
+    }
     out.emit(memdb_query::forget_json(&report), || forget_text(&report));
     Ok(())
 }

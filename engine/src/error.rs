@@ -114,6 +114,10 @@ pub enum Error {
     /// The node extractor (a local model server) failed or answered something unusable.
     #[error("node extractor: {0}")]
     Extractor(String),
+    /// The operation needs the store to itself, and other handles (clones of the `Store`) or
+    /// snapshots are still alive.
+    #[error("{0}: close the store's other handles and snapshots first")]
+    InUse(String),
     /// A compaction hook refused to continue.
     #[error("compaction hook failed: {0}")]
     Hook(String),

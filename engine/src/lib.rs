@@ -39,10 +39,10 @@ pub use recall::{
 };
 pub use roaring::RoaringTreemap;
 pub use store::{
-    Blob, BlobInfo, BlobKind, BlobRewrite, CheckReport, CommitReceipt, CompactOptions,
-    CompactReport, CompactionHook, ITEM_VECTORS, ItemRewrite, KeepEverything, Options, Problem,
-    PutOutcome, PutStatus, ScanFilter, SegmentStats, Snapshot, Stats, Store, StoredVectors,
-    VectorHit, VectorScope, Victims, WriteBatch,
+    Blob, BlobInfo, BlobKind, BlobRewrite, CatalogShrink, CheckReport, CommitReceipt,
+    CompactOptions, CompactReport, CompactionHook, ITEM_VECTORS, ItemRewrite, KeepEverything,
+    Options, Problem, PutOutcome, PutStatus, ScanFilter, SegmentStats, Snapshot, Stats, Store,
+    StoredVectors, VectorHit, VectorScope, Victims, WriteBatch,
 };
 pub use vectors::{
     DEFAULT_REFINE_FACTOR, FLAT_BELOW_MATCH_FRACTION, FLAT_BELOW_ROWS, Filter as VectorFilter,

@@ -397,11 +397,12 @@ pub fn forget_block(r: &memdb::forget::ForgetReport) -> Block {
                 s.originals_dropped.to_string(),
                 s.original_bytes_dropped.to_string(),
                 s.nodes_faded.to_string(),
+                s.vectors_quantized.to_string(),
             ]
         })
         .collect();
     let title = format!(
-        "{}policy {} as of {}: {} bytes of pages and originals {}",
+        "{}policy {} as of {}: {} bytes of pages, originals and vectors {}",
         if r.dry_run { "dry run: " } else { "" },
         r.policy,
         r.as_of,
@@ -419,6 +420,7 @@ pub fn forget_block(r: &memdb::forget::ForgetReport) -> Block {
             "originals dropped",
             "their bytes",
             "nodes faded",
+            "vectors quantized",
         ],
         rows,
     )
@@ -436,6 +438,7 @@ pub fn forget_json(r: &memdb::forget::ForgetReport) -> Value {
             "page_bytes_before": s.page_bytes_before, "page_bytes_after": s.page_bytes_after,
             "originals_dropped": s.originals_dropped,
             "original_bytes_dropped": s.original_bytes_dropped, "nodes_faded": s.nodes_faded,
+            "vectors_quantized": s.vectors_quantized, "vector_bytes_saved": s.vector_bytes_saved,
         })).collect::<Vec<_>>(),
     })
 }

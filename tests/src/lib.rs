@@ -174,7 +174,8 @@ pub fn import_photos_at(
 /// Steps of the forgetting crash test: step k moves every page to stage k.
 pub const CRASH_FORGET_STEPS: u32 = 8;
 
-/// An eight-stage policy of ten days each, every stage lower in quality and scale.
+/// An eight-stage policy of ten days each, every stage lower in quality and scale, item
+/// vectors f32 in stages 0–2, f16 in 3–5, i8 in 6–7.
 pub fn crash_forget_policy() -> memdb::forget::Policy {
     let stages = (0..CRASH_FORGET_STEPS)
         .map(|k| memdb::forget::StageRule {
@@ -183,6 +184,11 @@ pub fn crash_forget_policy() -> memdb::forget::Policy {
             quality: 95 - 8 * k as u8,
             scale: 1.0 - 0.08 * k as f32,
             keep_originals: false,
+            vectors: match k {
+                0..=2 => memdb::Precision::F32,
+                3..=5 => memdb::Precision::F16,
+                _ => memdb::Precision::I8,
+            },
         })
         .collect();
     memdb::forget::Policy {

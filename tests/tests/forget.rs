@@ -331,3 +331,120 @@ fn salient_nodes_stay_legible_a_stage_longer_with_the_saliency_aware_layout() {
     // The model behind it: 22 px survives the Old stage, 14 px does not.
     assert!(legible(22, 0.6, 40) && !legible(14, 0.6, 40) && legible(14, 0.85, 70));
 }
+
+/// A unit vector that depends on `seed` only (no two seeds alike).
+fn unit_vector(seed: u64) -> Vec<f32> {
+    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut v: Vec<f32> = (0..64)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % 2001) as f32 / 1000.0 - 1.0
+        })
+        .collect();
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    v.iter_mut().for_each(|x| *x /= norm);
+    v
+}
+
+#[test]
+fn item_vectors_are_kept_at_their_page_stage_precision() {
+    use memdb::{ITEM_VECTORS, Precision, VectorScope};
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::create(dir.path().join("s"), Options::default()).unwrap();
+    // One note a day on three days: Recent, Mid and Old as of 2024-01-01 under timed-gentle.
+    let days = ["2023-12-01", "2023-03-01", "2021-01-01"];
+    let mut batch = store.batch();
+    for (i, d) in days.iter().enumerate() {
+        for n in 0..4u64 {
+            let when = format!("{d}T1{n}:00:00Z");
+            let mut fields = ItemFields::new(Source::Note, EventTime::parse(&when).unwrap());
+            fields.body = Some(format!("note {n} of day {i}"));
+            let draft = ItemDraft {
+                fields,
+                supersedes: None,
+            };
+            batch.put_with_vector(draft, Vec::new(), unit_vector(i as u64 * 10 + n));
+        }
+    }
+    let ids: Vec<u64> = batch.commit().unwrap().puts.iter().map(|p| p.id).collect();
+    store
+        .compose_pages(PageOptions::default(), &mut |_, _| {})
+        .unwrap();
+    let vector_bytes = |store: &Store| {
+        let stats = store.stats().unwrap();
+        stats
+            .blobs_by_kind
+            .iter()
+            .find(|b| b.0 == memdb::BlobKind::Vectors)
+            .map_or(0, |b| b.2)
+    };
+    let before = vector_bytes(&store);
+
+    let dry = forget(&store, "timed-gentle", "2024-01-01", true);
+    let quantized: Vec<u64> = dry.stages.iter().map(|s| s.vectors_quantized).collect();
+    assert_eq!(quantized, [0, 4, 4]);
+    assert_eq!(dry.stages[1].vector_bytes_saved, 4 * 64 * 2);
+    assert_eq!(dry.stages[2].vector_bytes_saved, 4 * 64 * 3);
+    let real = forget(&store, "timed-gentle", "2024-01-01", false);
+    assert_eq!(dry.stages, real.stages);
+    assert!(store.check().unwrap().is_clean());
+
+    let precisions = |store: &Store| -> Vec<Precision> {
+        let snap = store.snapshot().unwrap();
+        let space = snap.vectors(ITEM_VECTORS).unwrap().unwrap();
+        ids.iter()
+            .map(|id| space.precision_of(*id).unwrap())
+            .collect()
+    };
+    let want: Vec<Precision> = [Precision::F32, Precision::F16, Precision::I8]
+        .iter()
+        .flat_map(|p| [*p; 4])
+        .collect();
+    assert_eq!(precisions(&store), want);
+    assert!(
+        vector_bytes(&store) < before,
+        "vector blobs {before} -> {}",
+        vector_bytes(&store)
+    );
+    // Every vector still finds itself first, at its stored precision's accuracy.
+    {
+        let snap = store.snapshot().unwrap();
+        let space = snap.vectors(ITEM_VECTORS).unwrap().unwrap();
+        for (i, id) in ids.iter().enumerate() {
+            let query = unit_vector((i / 4) as u64 * 10 + (i % 4) as u64);
+            let hits = space.search(&query, 3, &VectorScope::all()).unwrap();
+            assert_eq!(hits[0].key, *id);
+            assert!((hits[0].score - 1.0).abs() < 0.02, "{hits:?}");
+        }
+    }
+
+    // Idempotent; a rebuild of the space keeps each row's precision; all survive a reopen.
+    let again = forget(&store, "timed-gentle", "2024-01-01", false);
+    assert!(again.stages.iter().all(|s| s.vectors_quantized == 0));
+    assert_eq!(store.compact_vectors(true).unwrap(), ["items"]);
+    assert_eq!(precisions(&store), want);
+    drop(store);
+    let store = Store::open(dir.path().join("s"), Options::default()).unwrap();
+    assert_eq!(precisions(&store), want);
+    // A vector put again on an old day is f32 until the next run quantizes it.
+    let mut batch = store.batch();
+    let old = store.snapshot().unwrap().get(ids[8]).unwrap().unwrap();
+    batch.put_vector(
+        ITEM_VECTORS,
+        ids[8],
+        old.fields.time.unix_ms,
+        old.fields.source.code(),
+        unit_vector(20),
+    );
+    batch.commit().unwrap();
+    assert_eq!(precisions(&store)[8], Precision::F32);
+    store.compact_vectors(true).unwrap();
+    assert_eq!(precisions(&store)[8], Precision::F32);
+    assert_eq!(precisions(&store)[9], Precision::I8);
+    let last = forget(&store, "timed-gentle", "2024-01-01", false);
+    assert_eq!(last.stages[2].vectors_quantized, 1);
+    assert_eq!(precisions(&store), want);
+    assert!(store.check().unwrap().is_clean());
+}

@@ -2,7 +2,8 @@
 //! killed with SIGKILL at random moments; after every kill the store opens, `check()` is clean,
 //! and every page shows the same step — the last one acknowledged or the one in flight, never a
 //! mix — with pixels that agree with its row (each part's width is the page width at the row's
-//! scale), and the segment files on disk are exactly the catalog's manifest (reliability R3).
+//! scale) and item vectors at that step's precision, and the segment files on disk are exactly
+//! the catalog's manifest (reliability R3).
 //!
 //! Seeded and reproducible: `MEMDB_CRASH_SEED` (default 1), `MEMDB_FORGET_KILLS` (default 16).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
@@ -12,7 +13,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use memdb::scrapbook::PageOptions;
-use memdb::{BlobKind, Options, Store};
+use memdb::{BlobKind, ITEM_VECTORS, Options, Precision, Store};
 use memdb_it::{
     CRASH_FORGET_STEPS, Rng, crash_forget_photo_time, env_u64, import_photos_at, shared_data,
 };
@@ -77,6 +78,17 @@ fn verify(path: &std::path::Path, committed: Option<u32>, in_flight: Option<u32>
         allowed.contains(&shown),
         "pages show step {shown:?}; acknowledged {committed:?}, in flight {in_flight:?}"
     );
+    // Item vectors are at the precision of the step the pages show.
+    let policy = memdb_it::crash_forget_policy();
+    let want = shown.map_or(Precision::F32, |k| policy.stages[k as usize].vectors);
+    let vectors = snap.vectors(ITEM_VECTORS).unwrap().unwrap();
+    for id in snap.item_ids().unwrap() {
+        assert_eq!(
+            vectors.precision_of(id),
+            Some(want),
+            "item {id}: pages show step {shown:?}"
+        );
+    }
     for page in &pages {
         for part in &page.parts {
             let bytes = snap.blob(*part).unwrap().unwrap();
@@ -108,6 +120,15 @@ fn killed_forgetting_leaves_every_page_old_or_new_never_a_mix() {
         let store = Store::create(&pristine, Options::default()).unwrap();
         let n = import_photos_at(&store, &photos, 24, |i| Some(crash_forget_photo_time(i)));
         assert_eq!(n, 24);
+        let snap = store.snapshot().unwrap();
+        let mut batch = store.batch();
+        for id in snap.item_ids().unwrap() {
+            let item = snap.get(id).unwrap().unwrap();
+            let vector = (0..32).map(|d| ((id * 31 + d) % 17) as f32 - 8.0).collect();
+            let (time, source) = (item.fields.time.unix_ms, item.fields.source.code());
+            batch.put_vector(ITEM_VECTORS, id, time, source, vector);
+        }
+        batch.commit().unwrap();
         store
             .compose_pages(PageOptions::default(), &mut |_, _| {})
             .unwrap();

@@ -326,7 +326,7 @@ fn main() {
                     let copy = work.path().join("forgetting");
                     let _ = std::fs::remove_dir_all(&copy);
                     copy_dir(source, &copy);
-                    let store = Store::open(&copy, Options::default()).unwrap();
+                    let mut store = Store::open(&copy, Options::default()).unwrap();
                     let (s0, _) = incidences(&store);
                     let report = store
                         .forget(
@@ -339,6 +339,8 @@ fn main() {
                             },
                         )
                         .unwrap();
+                    // As `memdb forget` does: the catalog pages forgetting freed go back.
+                    store.shrink_catalog().unwrap();
                     let (s1, _) = incidences(&store);
                     salient[layout].0 += s0;
                     salient[layout].1 += s1;

@@ -5,8 +5,9 @@
 //! [`Store::forget`] reads a snapshot, decides every page's new stage from its age on the
 //! `as_of` day, re-encodes the changed parts in parallel (crossbeam workers, progress
 //! reported), then runs one compaction whose hook swaps in the new parts and drops the
-//! originals, and whose commit also writes the new page rows and the graph pruning: the old
-//! state or the new one, never a mix, whatever the moment of a crash.
+//! originals, and whose commit also writes the new page rows, the graph pruning and the item
+//! vectors re-quantized to their page's stage precision: the old state or the new one, never a
+//! mix, whatever the moment of a crash.
 //!
 //! Invariants (tested): monotone — a page's stage, quality and scale never go back up (each is
 //! the minimum of what it has and what its stage asks); idempotent — a second run with the
@@ -28,7 +29,9 @@ pub use policy::{BUILTIN_POLICIES, Policy, PolicyError, StageRule};
 use crate::error::{Error, Result};
 use crate::scrapbook::{PageLayout, PageOptions, PageRow, reencode_jpeg};
 use crate::store::compact::{BlobRewrite, CompactOptions, CompactionHook, Victims};
-use crate::store::{BlobInfo, BlobKind, Store};
+use crate::store::vector_space::changes as vector_space_changes;
+use crate::store::{BlobInfo, BlobKind, ITEM_VECTORS, Store};
+use crate::vectors::Precision;
 
 /// Whether text drawn at `px` (scale 1.0) can still be read at `scale` and `quality`.
 pub fn legible(px: u8, scale: f32, quality: u8) -> bool {
@@ -65,6 +68,10 @@ pub struct StageReport {
     pub original_bytes_dropped: u64,
     /// (item, node) incidences no longer legible.
     pub nodes_faded: u64,
+    /// Item vectors re-quantized to the stage's precision.
+    pub vectors_quantized: u64,
+    /// Bytes their values shrink by.
+    pub vector_bytes_saved: u64,
 }
 
 /// What [`Store::forget`] did.
@@ -91,12 +98,14 @@ pub struct ForgetReport {
 }
 
 impl ForgetReport {
-    /// Bytes of pages and originals the run saved (or would save).
+    /// Bytes of pages, originals and item vectors the run saved (or would save).
     pub fn bytes_saved(&self) -> u64 {
         self.stages
             .iter()
             .map(|s| {
-                s.page_bytes_before.saturating_sub(s.page_bytes_after) + s.original_bytes_dropped
+                s.page_bytes_before.saturating_sub(s.page_bytes_after)
+                    + s.original_bytes_dropped
+                    + s.vector_bytes_saved
             })
             .sum()
     }
@@ -176,6 +185,13 @@ impl Store {
         let _graph = self.lock_graph()?;
         let snapshot = self.snapshot()?;
         let rows = snapshot.page_rows()?;
+        let item_vectors = snapshot.vectors(ITEM_VECTORS)?;
+        let precisions = item_vectors
+            .as_ref()
+            .map(|v| v.precisions())
+            .unwrap_or_default();
+        let dim = item_vectors.as_ref().map_or(0, |v| v.dim() as u64);
+        let mut quantize: BTreeMap<u64, Precision> = BTreeMap::new();
 
         let mut changes = Vec::new();
         let mut drop_originals: BTreeSet<u64> = BTreeSet::new();
@@ -208,6 +224,16 @@ impl Store {
                             stage.original_bytes_dropped += info.len;
                         }
                     }
+                }
+            }
+            for item in layout.items() {
+                if let Some(&now) = precisions.get(&item)
+                    && rule.vectors.bytes_per_value() < now.bytes_per_value()
+                    && quantize.insert(item, rule.vectors).is_none()
+                {
+                    stage.vectors_quantized += 1;
+                    stage.vector_bytes_saved +=
+                        dim * (now.bytes_per_value() - rule.vectors.bytes_per_value()) as u64;
                 }
             }
             if new == *row {
@@ -276,6 +302,16 @@ impl Store {
         for &blob in &drop_originals {
             victims.extend(snapshot.blob_segment(blob)?);
         }
+        if !quantize.is_empty()
+            && let Some(vectors) = &item_vectors
+        {
+            // The space is rewritten; its old blocks' segments are compacted in the same run
+            // so their bytes are freed now, not at some later compaction.
+            for block in vectors.block_ids() {
+                victims.extend(snapshot.blob_segment(block)?);
+            }
+        }
+        drop(item_vectors);
         drop(snapshot);
         if options.dry_run {
             report.store_bytes_after = report.store_bytes_before;
@@ -290,7 +326,7 @@ impl Store {
             victims: Victims::Segments(victims.into_iter().collect()),
         };
         let mut faded = crate::graph::Faded::default();
-        self.compact_with(&compact, &mut hook, &mut |txn, tables| {
+        self.compact_with(&compact, &mut hook, &mut |txn, tables, staged| {
             for (day, old, new) in &new_rows {
                 // The row must be the one the plan was made from: pages are only written by
                 // the writer, which this compaction holds, so a mismatch is a bug, not a race.
@@ -305,6 +341,7 @@ impl Store {
             for &node in &faded.nodes_purged {
                 tables.remove_vector(crate::graph::NODE_VECTORS, node)?;
             }
+            vector_space_changes(staged, ITEM_VECTORS).quantize = quantize.clone();
             Ok(!new_rows.is_empty() || faded.incidences > 0)
         })?;
         report.paths_pruned = faded.paths_pruned;

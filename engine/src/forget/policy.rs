@@ -1,13 +1,17 @@
 //! Forgetting policies: stage boundaries by age, and per stage the JPEG quality and scale of
-//! pages and whether photo originals are kept. The five built-ins are ScrapMem's Table 2;
-//! user policies are TOML (SPEC.md §10.1).
+//! pages, whether photo originals are kept and the precision item vectors are kept at. The
+//! five built-ins are ScrapMem's Table 2 (pages) with memdb's vector precisions; user policies
+//! are TOML (SPEC.md §5.5).
 //!
 //! Invariants (checked by [`Policy::validate`]): one to eight stages; each stage but the last
 //! ends at an age in days greater than the previous one's, the last has no end; quality
-//! (1–100) and scale (0 < S ≤ 1) never rise from one stage to the next, nor does keeping
-//! originals come back once a stage drops them — so forgetting is monotone by construction.
+//! (1–100), scale (0 < S ≤ 1) and vector precision never rise from one stage to the next, nor
+//! does keeping originals come back once a stage drops them — so forgetting is monotone by
+//! construction.
 
 use serde::Deserialize;
+
+use crate::vectors::Precision;
 
 /// One stage of a policy.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -25,6 +29,23 @@ pub struct StageRule {
     /// Whether photo originals are kept in this stage (otherwise the page is the memory).
     #[serde(default)]
     pub keep_originals: bool,
+    /// Precision the item vectors of this stage's pages are kept at (`f32`, `f16` or `i8`;
+    /// f32 when absent). Coarser than the store's vectors: they are re-quantized.
+    #[serde(default = "full_precision", deserialize_with = "precision_by_name")]
+    pub vectors: Precision,
+}
+
+fn full_precision() -> Precision {
+    Precision::F32
+}
+
+fn precision_by_name<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Precision, D::Error> {
+    let name = String::deserialize(d)?;
+    Precision::from_name(&name).ok_or_else(|| {
+        serde::de::Error::custom(format!(
+            "vectors = \"{name}\": expected \"f32\", \"f16\" or \"i8\""
+        ))
+    })
 }
 
 /// A forgetting policy.
@@ -69,12 +90,20 @@ pub const BUILTIN_POLICIES: [&str; 5] = [
 ];
 
 fn three(name: &str, q: [u8; 3], s: [f32; 3], t: [u32; 2]) -> Policy {
+    // Forgetting policies keep Mid-stage vectors at f16 and Old-stage ones at i8 (recall@10
+    // of i8 against f32 exact ≥ 0.99, bench `vectors`); no-forget keeps f32.
+    let vectors = if q == [100; 3] {
+        [Precision::F32; 3]
+    } else {
+        [Precision::F32, Precision::F16, Precision::I8]
+    };
     let stage = |i: usize, stage: &str, until: Option<u32>| StageRule {
         name: stage.to_owned(),
         until_days: until,
         quality: q[i],
         scale: s[i],
         keep_originals: false,
+        vectors: vectors[i],
     };
     Policy {
         name: name.to_owned(),
@@ -148,6 +177,12 @@ impl Policy {
                         "{at}: quality and scale may not rise from one stage to the next"
                     )));
                 }
+                if stage.vectors.bytes_per_value() > prev.vectors.bytes_per_value() {
+                    return Err(fail(format!(
+                        "{at}: vectors at {} after {}: precision may not rise",
+                        stage.vectors, prev.vectors
+                    )));
+                }
                 if stage.keep_originals && !prev.keep_originals {
                     return Err(fail(format!(
                         "{at}: originals dropped earlier cannot come back"
@@ -185,6 +220,10 @@ mod tests {
         let tg = Policy::builtin("timed-gentle").unwrap();
         let qs: Vec<(u8, f32)> = tg.stages.iter().map(|s| (s.quality, s.scale)).collect();
         assert_eq!(qs, vec![(90, 1.0), (70, 0.85), (40, 0.60)]);
+        let vectors: Vec<Precision> = tg.stages.iter().map(|s| s.vectors).collect();
+        assert_eq!(vectors, [Precision::F32, Precision::F16, Precision::I8]);
+        let none = Policy::builtin("no-forget").unwrap();
+        assert!(none.stages.iter().all(|s| s.vectors == Precision::F32));
         assert_eq!(
             (tg.stage_for(0), tg.stage_for(179), tg.stage_for(180)),
             (0, 0, 1)
@@ -217,6 +256,26 @@ mod tests {
         let p = Policy::from_toml(good).unwrap();
         assert_eq!(p.stages.len(), 2);
         assert!(p.stages[0].keep_originals && !p.stages[1].keep_originals);
+        assert_eq!(p.stages[1].vectors, Precision::F32);
+        let quantized = good.replace("scale = 0.5", "scale = 0.5\nvectors = \"i8\"");
+        assert_eq!(
+            Policy::from_toml(&quantized).unwrap().stages[1].vectors,
+            Precision::I8
+        );
+        let finer = good.replace("scale = 1.0", "scale = 1.0\nvectors = \"f16\"");
+        assert!(
+            Policy::from_toml(&finer)
+                .unwrap_err()
+                .to_string()
+                .contains("precision may not rise")
+        );
+        let unknown = good.replace("scale = 0.5", "scale = 0.5\nvectors = \"u4\"");
+        assert!(
+            Policy::from_toml(&unknown)
+                .unwrap_err()
+                .to_string()
+                .contains("expected \"f32\"")
+        );
         let rising = good.replace("quality = 50", "quality = 99");
         assert!(
             Policy::from_toml(&rising)

@@ -26,8 +26,11 @@ pub const HEADLINE_PX: u8 = 22;
 const TITLE_PX: u8 = 32;
 const MARGIN: u32 = 24;
 const GAP: u32 = 12;
-/// Two photos side by side at their Recent size.
-pub const PAGE_WIDTH: u32 = 2 * PHOTO_LONG_SIDE + 3 * MARGIN;
+/// The widest page: two photos side by side at their Recent size. A page is as wide as what
+/// it shows, up to this; white margins cost bytes at every stage.
+pub const MAX_PAGE_WIDTH: u32 = 2 * PHOTO_LONG_SIDE + 3 * MARGIN;
+/// A photo's column is at least this wide, so a narrow photo's caption still has room.
+const MIN_COLUMN: u32 = PHOTO_LONG_SIDE / 2;
 /// Pages taller than this are stored as several JPEG parts (bounded memory per part, and under
 /// JPEG's 65,535-pixel limit).
 pub const PART_HEIGHT: u32 = 8192;
@@ -175,7 +178,7 @@ fn mentions(text_lower: &str, phrases: &[String]) -> bool {
 pub(crate) fn plan(face: &Typeface, day: &str, items: &[DayItem], options: PageOptions) -> Plan {
     let mut ops = Vec::new();
     let mut blocks = Vec::new();
-    let text_width = (PAGE_WIDTH - 2 * MARGIN) as f32;
+    let text_width = (MAX_PAGE_WIDTH - 2 * MARGIN) as f32;
     let mut y = MARGIN;
     ops.push(DrawOp::Text {
         x: MARGIN,
@@ -201,8 +204,9 @@ pub(crate) fn plan(face: &Typeface, day: &str, items: &[DayItem], options: PageO
         let row_h = sizes.iter().map(|s| s.1).max().unwrap_or(0);
         y = fit(y, row_h);
         let mut captions_bottom = y + row_h;
-        for (col, (&index, &(w, h))) in row.iter().zip(&sizes).enumerate() {
-            let x = MARGIN + col as u32 * (PHOTO_LONG_SIDE + MARGIN);
+        let mut x = MARGIN;
+        for (&index, &(w, h)) in row.iter().zip(&sizes) {
+            let column = w.max(MIN_COLUMN);
             ops.push(DrawOp::Photo { index, x, y, w, h });
             blocks.push(Block {
                 item: items[index].id,
@@ -217,11 +221,12 @@ pub(crate) fn plan(face: &Typeface, day: &str, items: &[DayItem], options: PageO
                 options,
                 x,
                 y + row_h + GAP / 2,
-                PHOTO_LONG_SIDE as f32,
+                column as f32,
                 &mut ops,
                 &mut blocks,
             );
             captions_bottom = captions_bottom.max(bottom);
+            x += column + MARGIN;
         }
         y = captions_bottom + GAP;
     }
@@ -238,9 +243,17 @@ pub(crate) fn plan(face: &Typeface, day: &str, items: &[DayItem], options: PageO
             &mut blocks,
         ) + GAP;
     }
+    let right = ops
+        .iter()
+        .map(|op| match op {
+            DrawOp::Text { x, px, text, .. } => x + face.width(*px, text).ceil() as u32,
+            DrawOp::Photo { x, w, .. } => x + w,
+        })
+        .max()
+        .unwrap_or(0);
     Plan {
         layout: PageLayout {
-            width: PAGE_WIDTH,
+            width: (right + MARGIN).min(MAX_PAGE_WIDTH),
             height: y + MARGIN,
             salient_facts: options.salient_facts,
             blocks,

@@ -28,7 +28,9 @@ use crate::store::catalog::PAGES;
 use crate::store::{BlobKind, Snapshot, Store};
 pub(crate) use canvas::Canvas;
 use compose::DayItem;
-pub use compose::{BODY_PX, HEADLINE_PX, PAGE_WIDTH, PART_HEIGHT, PHOTO_LONG_SIDE, PageOptions};
+pub use compose::{
+    BODY_PX, HEADLINE_PX, MAX_PAGE_WIDTH, PART_HEIGHT, PHOTO_LONG_SIDE, PageOptions,
+};
 pub(crate) use font::Typeface;
 pub use layout::{Block, BlockKind, PageLayout};
 

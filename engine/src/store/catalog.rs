@@ -89,8 +89,10 @@ pub(crate) const KEY_NEXT_PATH: &str = "next_graph_path_id";
 /// Version 2 added the vector tables; a version-1 store is read as one without vectors and
 /// becomes version 2 at its first write. Version 3 added the `graph_*` tables (the EM-Graph);
 /// an older store is read as one without a graph and becomes version 3 at its first write.
-/// Version 4 added the `pages` table, with the same upgrade rule.
-pub(crate) const STORE_FORMAT_VERSION: u64 = 4;
+/// Version 4 added the `pages` table, with the same upgrade rule. Version 5 lets a vector block
+/// be coarser than its space (forgetting re-quantizes item vectors); a version-4 store is read
+/// as it is and becomes version 5 at its first write.
+pub(crate) const STORE_FORMAT_VERSION: u64 = 5;
 /// The oldest version this build opens.
 pub(crate) const OLDEST_FORMAT_VERSION: u64 = 1;
 

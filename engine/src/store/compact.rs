@@ -13,6 +13,7 @@
 //! orphans).
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 use memdb_formats::item::{ItemFields, ItemRecord, encode_record, put_framed};
 use memdb_formats::segment::{EntryKind, PAGE};
@@ -20,7 +21,7 @@ use redb::ReadableTable;
 
 use super::catalog::{self, BlobKind, BlobLoc, ItemLoc, SegmentRow, SegmentState};
 use super::read::{BlobInfo, blob_info, read_blob, read_record};
-use super::vector_space::{self, ITEM_VECTORS};
+use super::vector_space::{self, ITEM_VECTORS, StagedVectors};
 use super::write::Tables;
 use super::{OpenSegment, Store, now_ms};
 use crate::error::{CatalogResult, Error, Result};
@@ -93,6 +94,15 @@ impl Default for CompactOptions {
             victims: Victims::DeadRatio(0.25),
         }
     }
+}
+
+/// What [`Store::shrink_catalog`] did: the catalog file's length before and after.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CatalogShrink {
+    /// Bytes before.
+    pub bytes_before: u64,
+    /// Bytes after.
+    pub bytes_after: u64,
 }
 
 /// What a compaction did.
@@ -219,7 +229,36 @@ impl Store {
         options: &CompactOptions,
         hook: &mut dyn CompactionHook,
     ) -> Result<CompactReport> {
-        self.compact_with(options, hook, &mut |_, _| Ok(false))
+        self.compact_with(options, hook, &mut |_, _, _| Ok(false))
+    }
+
+    /// Gives the catalog's free pages back to the file system. A commit that frees catalog
+    /// pages (forgetting, deletes, compaction) leaves them for later commits to reuse but
+    /// never shortens the file, so after forgetting this is what makes the store smaller on
+    /// disk. It needs the store to itself: no clone of this handle and no snapshot alive
+    /// ([`Error::InUse`] otherwise). Crash-safe: the catalog's content does not change, and
+    /// redb moves pages with ordinary durable commits.
+    pub fn shrink_catalog(&mut self) -> Result<CatalogShrink> {
+        let path = self.inner.paths.catalog.clone();
+        let len = || -> Result<u64> {
+            Ok(std::fs::metadata(&path)
+                .map_err(Error::io("stat", &path))?
+                .len())
+        };
+        let bytes_before = len()?;
+        let inner = Arc::get_mut(&mut self.inner)
+            .ok_or_else(|| Error::InUse("shrink the catalog".into()))?;
+        match inner.db.compact() {
+            Ok(_) => {}
+            Err(redb::CompactionError::TransactionInProgress) => {
+                return Err(Error::InUse("shrink the catalog".into()));
+            }
+            Err(e) => return Err(Error::catalog("compact catalog")(e.into())),
+        }
+        Ok(CatalogShrink {
+            bytes_before,
+            bytes_after: len()?,
+        })
     }
 
     /// [`compact`](Self::compact), with `finish` writing more catalog rows into the same
@@ -229,7 +268,11 @@ impl Store {
         &self,
         options: &CompactOptions,
         hook: &mut dyn CompactionHook,
-        finish: &mut dyn FnMut(&redb::WriteTransaction, &mut Tables<'_>) -> Result<bool>,
+        finish: &mut dyn FnMut(
+            &redb::WriteTransaction,
+            &mut Tables<'_>,
+            &mut StagedVectors,
+        ) -> Result<bool>,
     ) -> Result<CompactReport> {
         let mut writer = self.lock_writer()?;
         let segments = self.current_segments()?;
@@ -245,6 +288,7 @@ impl Store {
             block_items: Vec::new(),
         };
         let mut finished_rows = false;
+        let mut new_graphs = Vec::new();
         let result = (|| -> Result<()> {
             let mut t = Tables::open(&txn)?;
             let rows = catalog::segment_rows(&t.segments)?;
@@ -255,116 +299,136 @@ impl Store {
                 })
                 .map(|(id, _)| *id)
                 .collect();
-            if victims.is_empty() {
-                finished_rows = finish(&txn, &mut t)?;
-                return t.flush_counters();
+            // `finish` first: a blob it drops is then not copied, and the vector blocks it
+            // stages go straight into the output.
+            let mut staged = StagedVectors::new();
+            finished_rows = finish(&txn, &mut t, &mut staged)?;
+            for block in vector_space::stage(&mut t, &segments, &self.inner.graphs, staged)? {
+                let (segment, offset) = output.add_blob(&mut t, &block.bytes)?;
+                let loc = BlobLoc {
+                    segment,
+                    offset,
+                    len: block.bytes.len() as u64,
+                    kind: BlobKind::Vectors,
+                    owner: 0,
+                };
+                t.blobs
+                    .insert(block.blob_id, loc.encode())
+                    .ctx("write blobs")?;
+                new_graphs.extend(block.graph.map(|g| (block.blob_id, g)));
+                finished_rows = true;
             }
 
-            // Blobs first: dropping one changes its owner's record, rewritten below.
-            let mut blobs = Vec::new();
-            for row in t.blobs.iter().ctx("scan blobs")? {
-                let (id, raw) = row.ctx("scan blobs")?;
-                let loc = BlobLoc::decode(id.value(), raw.value())?;
-                if victims.contains(&loc.segment) {
-                    blobs.push((id.value(), loc));
+            // A compaction with no victims only commits what `finish` did.
+            if !victims.is_empty() {
+                // Blobs first: dropping one changes its owner's record, rewritten below.
+                let mut blobs = Vec::new();
+                for row in t.blobs.iter().ctx("scan blobs")? {
+                    let (id, raw) = row.ctx("scan blobs")?;
+                    let loc = BlobLoc::decode(id.value(), raw.value())?;
+                    if victims.contains(&loc.segment) {
+                        blobs.push((id.value(), loc));
+                    }
                 }
-            }
-            blobs.sort_by_key(|(_, loc)| (loc.segment, loc.offset));
-            let mut dropped_by_owner: HashMap<u64, Vec<u64>> = HashMap::new();
-            for (id, loc) in blobs {
-                let bytes = read_blob(&segments, id, &loc)?;
-                let info = blob_info(id, &loc);
-                // Vector blocks belong to the store (their rows are reclaimed by
-                // `compact_vectors`), so hooks never see them.
-                let rewrite = if loc.kind == BlobKind::Vectors {
-                    BlobRewrite::Keep
-                } else {
-                    hook.rewrite_blob(&info, &bytes)?
-                };
-                let kept: Option<&[u8]> = match &rewrite {
-                    BlobRewrite::Keep => Some(&bytes),
-                    BlobRewrite::Replace(new) => Some(new),
-                    BlobRewrite::Drop => None,
-                };
-                if let Some(kept) = kept {
-                    let (segment, offset) = output.add_blob(&mut t, kept)?;
-                    let moved = BlobLoc {
-                        segment,
-                        offset,
-                        len: kept.len() as u64,
-                        ..loc
+                blobs.sort_by_key(|(_, loc)| (loc.segment, loc.offset));
+                let mut dropped_by_owner: HashMap<u64, Vec<u64>> = HashMap::new();
+                for (id, loc) in blobs {
+                    let bytes = read_blob(&segments, id, &loc)?;
+                    let info = blob_info(id, &loc);
+                    // Vector blocks belong to the store (their rows are reclaimed by
+                    // `compact_vectors`), so hooks never see them.
+                    let rewrite = if loc.kind == BlobKind::Vectors {
+                        BlobRewrite::Keep
+                    } else {
+                        hook.rewrite_blob(&info, &bytes)?
                     };
-                    t.blobs.insert(id, moved.encode()).ctx("write blobs")?;
-                }
-                match rewrite {
-                    BlobRewrite::Keep => report.blobs_kept += 1,
-                    BlobRewrite::Replace(_) => report.blobs_replaced += 1,
-                    BlobRewrite::Drop => {
-                        t.blobs.remove(id).ctx("remove blob")?;
-                        if loc.owner != 0 {
-                            dropped_by_owner.entry(loc.owner).or_default().push(id);
+                    let kept: Option<&[u8]> = match &rewrite {
+                        BlobRewrite::Keep => Some(&bytes),
+                        BlobRewrite::Replace(new) => Some(new),
+                        BlobRewrite::Drop => None,
+                    };
+                    if let Some(kept) = kept {
+                        let (segment, offset) = output.add_blob(&mut t, kept)?;
+                        let moved = BlobLoc {
+                            segment,
+                            offset,
+                            len: kept.len() as u64,
+                            ..loc
+                        };
+                        t.blobs.insert(id, moved.encode()).ctx("write blobs")?;
+                    }
+                    match rewrite {
+                        BlobRewrite::Keep => report.blobs_kept += 1,
+                        BlobRewrite::Replace(_) => report.blobs_replaced += 1,
+                        BlobRewrite::Drop => {
+                            t.blobs.remove(id).ctx("remove blob")?;
+                            if loc.owner != 0 {
+                                dropped_by_owner.entry(loc.owner).or_default().push(id);
+                            }
+                            report.blobs_dropped += 1;
                         }
-                        report.blobs_dropped += 1;
                     }
                 }
-            }
 
-            let mut items = Vec::new();
-            for row in t.items.iter().ctx("scan items")? {
-                let (id, raw) = row.ctx("scan items")?;
-                let loc = ItemLoc::decode(raw.value());
-                if victims.contains(&loc.segment) || dropped_by_owner.contains_key(&id.value()) {
-                    items.push((id.value(), loc));
+                let mut items = Vec::new();
+                for row in t.items.iter().ctx("scan items")? {
+                    let (id, raw) = row.ctx("scan items")?;
+                    let loc = ItemLoc::decode(raw.value());
+                    if victims.contains(&loc.segment) || dropped_by_owner.contains_key(&id.value())
+                    {
+                        items.push((id.value(), loc));
+                    }
                 }
-            }
-            items.sort_by_key(|(_, loc)| (loc.segment, loc.offset));
-            for (id, loc) in items {
-                let mut record = read_record(&segments, &loc)?;
-                let mut changed = false;
-                if let Some(dropped) = dropped_by_owner.get(&id) {
-                    record.blobs.retain(|b| !dropped.contains(b));
-                    changed = true;
-                }
-                if !victims.contains(&loc.segment) {
-                    t.add_dead(loc.segment, u64::from(loc.frame_len))?;
-                }
-                match hook.rewrite_item(&record)? {
-                    ItemRewrite::Keep => report.items_kept += 1,
-                    ItemRewrite::Replace(fields) => {
-                        fields
-                            .validate()
-                            .map_err(|reason| Error::Hook(format!("item {id}: {reason}")))?;
-                        reindex(&mut t, id, &record.fields, &fields)?;
-                        record.fields = *fields;
+                items.sort_by_key(|(_, loc)| (loc.segment, loc.offset));
+                for (id, loc) in items {
+                    let mut record = read_record(&segments, &loc)?;
+                    let mut changed = false;
+                    if let Some(dropped) = dropped_by_owner.get(&id) {
+                        record.blobs.retain(|b| !dropped.contains(b));
                         changed = true;
-                        report.items_replaced += 1;
                     }
-                    ItemRewrite::Drop => {
-                        drop_item(&mut t, id, &record)?;
-                        report.items_dropped += 1;
-                        continue;
+                    if !victims.contains(&loc.segment) {
+                        t.add_dead(loc.segment, u64::from(loc.frame_len))?;
                     }
+                    match hook.rewrite_item(&record)? {
+                        ItemRewrite::Keep => report.items_kept += 1,
+                        ItemRewrite::Replace(fields) => {
+                            fields
+                                .validate()
+                                .map_err(|reason| Error::Hook(format!("item {id}: {reason}")))?;
+                            reindex(&mut t, id, &record.fields, &fields)?;
+                            record.fields = *fields;
+                            changed = true;
+                            report.items_replaced += 1;
+                        }
+                        ItemRewrite::Drop => {
+                            drop_item(&mut t, id, &record)?;
+                            report.items_dropped += 1;
+                            continue;
+                        }
+                    }
+                    let bytes = if changed {
+                        encode_record(&record)
+                            .map_err(|e| Error::Hook(format!("item {id}: {e}")))?
+                    } else {
+                        // Unchanged records are copied byte for byte (already verified).
+                        let file = segments
+                            .get(&loc.segment)
+                            .ok_or_else(|| Error::Inconsistent("victim vanished".into()))?;
+                        let end = loc.offset + u64::from(loc.frame_len);
+                        let map = file.map_covering(end)?;
+                        map[(loc.offset as usize + memdb_formats::item::RECORD_FRAME_BYTES)
+                            ..end as usize]
+                            .to_vec()
+                    };
+                    output.add_record(
+                        &mut t,
+                        id,
+                        &bytes,
+                        record.fields.time.unix_ms,
+                        record.fields.source.code(),
+                    )?;
                 }
-                let bytes = if changed {
-                    encode_record(&record).map_err(|e| Error::Hook(format!("item {id}: {e}")))?
-                } else {
-                    // Unchanged records are copied byte for byte (already verified).
-                    let file = segments
-                        .get(&loc.segment)
-                        .ok_or_else(|| Error::Inconsistent("victim vanished".into()))?;
-                    let end = loc.offset + u64::from(loc.frame_len);
-                    let map = file.map_covering(end)?;
-                    map[(loc.offset as usize + memdb_formats::item::RECORD_FRAME_BYTES)
-                        ..end as usize]
-                        .to_vec()
-                };
-                output.add_record(
-                    &mut t,
-                    id,
-                    &bytes,
-                    record.fields.time.unix_ms,
-                    record.fields.source.code(),
-                )?;
             }
             output.flush_block(&mut t)?;
             output.seal_current()?;
@@ -389,7 +453,6 @@ impl Store {
                 report.segments_written.push(id);
             }
             report.segments_removed = victims.into_iter().collect();
-            finished_rows = finish(&txn, &mut t)?;
             t.flush_counters()
         })();
         let written: Vec<u64> = output
@@ -413,6 +476,9 @@ impl Store {
         }
         if active_id.is_some_and(|id| report.segments_removed.contains(&id)) {
             writer.active = None;
+        }
+        for (id, graph) in new_graphs {
+            self.inner.graphs.insert(id, graph);
         }
         self.retire_segments(&report.segments_removed)?;
         Ok(report)

@@ -21,7 +21,7 @@ mod dir;
 mod read;
 mod segment_file;
 mod stats;
-mod vector_space;
+pub(crate) mod vector_space;
 mod write;
 
 #[cfg(test)]
@@ -44,8 +44,8 @@ use segment_file::{SegmentFile, SegmentSet};
 pub use catalog::BlobKind;
 pub use check::{CheckReport, Problem};
 pub use compact::{
-    BlobRewrite, CompactOptions, CompactReport, CompactionHook, ItemRewrite, KeepEverything,
-    Victims,
+    BlobRewrite, CatalogShrink, CompactOptions, CompactReport, CompactionHook, ItemRewrite,
+    KeepEverything, Victims,
 };
 pub use read::{Blob, BlobInfo, ScanFilter, Snapshot};
 pub use stats::{SegmentStats, Stats};

@@ -422,3 +422,45 @@ fn a_store_never_mixes_encoder_models() {
         Some("all-MiniLM-L6-v2@53aa5117")
     );
 }
+
+#[test]
+fn shrink_catalog_returns_freed_pages_and_refuses_while_shared() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::create(dir.path().join("s"), Options::default()).unwrap();
+    let mut ids = Vec::new();
+    for chunk in 0..20 {
+        let mut batch = store.batch();
+        for i in 0..500 {
+            let minute = chunk * 500 + i;
+            batch.put(draft(&format!("external id {minute:0>40}"), minute, "x"));
+        }
+        ids.extend(batch.commit().unwrap().puts.iter().map(|p| p.id));
+    }
+    let mut batch = store.batch();
+    for id in &ids[..9_800] {
+        batch.delete(*id);
+    }
+    batch.commit().unwrap();
+
+    let clone = store.clone();
+    assert!(matches!(store.shrink_catalog(), Err(Error::InUse(_))));
+    drop(clone);
+    let snapshot = store.snapshot().unwrap();
+    assert!(matches!(store.shrink_catalog(), Err(Error::InUse(_))));
+    drop(snapshot);
+
+    let shrink = store.shrink_catalog().unwrap();
+    assert!(
+        shrink.bytes_after * 2 < shrink.bytes_before,
+        "catalog {} -> {} bytes",
+        shrink.bytes_before,
+        shrink.bytes_after
+    );
+    assert_eq!(store.stats().unwrap().catalog_bytes, shrink.bytes_after);
+    assert_eq!(store.snapshot().unwrap().item_count().unwrap(), 200);
+    assert!(store.check().unwrap().is_clean());
+    drop(store);
+    let store = Store::open(dir.path().join("s"), Options::default()).unwrap();
+    assert_eq!(store.snapshot().unwrap().item_count().unwrap(), 200);
+    assert!(store.check().unwrap().is_clean());
+}

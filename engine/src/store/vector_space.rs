@@ -12,8 +12,9 @@
 //!
 //! Invariants: every `vector_keys` row points at a row of a listed block whose id column holds
 //! that key and which is not marked deleted; a block whose rows are all deleted is dropped in
-//! the commit that deletes the last one; every block of a space has the space's dimension and
-//! precision. The item space ([`ITEM_VECTORS`]) is keyed by item id: deleting an item deletes
+//! the commit that deletes the last one; every block of a space has the space's dimension, and
+//! its precision or a coarser one (rows that forgetting re-quantized; a rebuild keeps each
+//! row's precision). The item space ([`ITEM_VECTORS`]) is keyed by item id: deleting an item deletes
 //! its vector, and an update that changes the item's time or source without giving a new vector
 //! deletes the old one (its filter columns would be stale).
 
@@ -133,6 +134,9 @@ pub(crate) struct StagedVector {
     pub(crate) time_ms: i64,
     pub(crate) source: u8,
     pub(crate) vector: Vec<f32>,
+    /// Stored at most at this precision (forgetting's re-quantization); the space's when
+    /// `None` or finer.
+    pub(crate) precision: Option<Precision>,
 }
 
 /// What a batch does to one space.
@@ -144,8 +148,11 @@ pub(crate) struct SpaceChanges {
     pub(crate) puts: BTreeMap<u64, StagedVector>,
     /// Keys whose vector goes (and gets no new one).
     pub(crate) removes: std::collections::BTreeSet<u64>,
-    /// Rewrite the space's live rows into one block.
+    /// Rewrite the space's live rows into one block per precision.
     pub(crate) rebuild: bool,
+    /// Keys whose stored vector is re-quantized to at most this precision (implies a rebuild,
+    /// which is what frees the finer rows' bytes).
+    pub(crate) quantize: BTreeMap<u64, Precision>,
 }
 
 impl SpaceChanges {
@@ -467,6 +474,11 @@ pub(crate) fn stage(
             }
         }
 
+        ch.quantize
+            .retain(|key, _| !ch.puts.contains_key(key) && !ch.removes.contains(key));
+        if !ch.quantize.is_empty() {
+            ch.rebuild = true;
+        }
         if ch.rebuild {
             let blocks = listed_blocks(&t.vector_blocks, &space)?;
             for listed in &blocks {
@@ -480,12 +492,18 @@ pub(crate) fn stage(
                     {
                         continue;
                     }
+                    let kept = view.precision();
                     ch.puts.insert(
                         key,
                         StagedVector {
                             time_ms: view.times[row],
                             source: view.sources[row],
                             vector: row_values(&view, row),
+                            precision: Some(
+                                ch.quantize
+                                    .get(&key)
+                                    .map_or(kept, |&asked| kept.coarsest(asked)),
+                            ),
                         },
                     );
                 }
@@ -516,53 +534,67 @@ pub(crate) fn stage(
             }
         }
 
-        if ch.puts.is_empty() {
-            continue;
+        let mut groups: BTreeMap<u8, Vec<(u64, StagedVector)>> = BTreeMap::new();
+        for (key, staged) in std::mem::take(&mut ch.puts) {
+            let stored = staged
+                .precision
+                .map_or(precision, |asked| precision.coarsest(asked));
+            groups.entry(stored.code()).or_default().push((key, staged));
         }
-        let mut writer =
-            FlatIndexWriter::new(precision, dim).map_err(|e| Error::InvalidVector {
-                space: space.clone(),
-                reason: e.to_string(),
-            })?;
-        writer.reserve(ch.puts.len());
-        let blob_id = t.take(catalog::KEY_NEXT_BLOB, 1)?;
-        for (key, staged) in &ch.puts {
-            let row = writer
-                .push(*key, staged.time_ms, staged.source, &staged.vector)
-                .map_err(|e| Error::InvalidVector {
-                    space: space.clone(),
-                    reason: format!("key {key}: {e}"),
-                })?;
-            t.vector_keys
-                .insert((space.as_str(), *key), (blob_id, row))
-                .ctx("write vector_keys")?;
+        for (code, rows) in groups {
+            let stored = Precision::try_from_code(code).unwrap_or(precision);
+            new_blocks.push(write_block(t, &space, dim, stored, &rows, ch.rebuild)?);
         }
-        let rows = u32::try_from(writer.len()).map_err(|_| Error::InvalidVector {
-            space: space.clone(),
-            reason: "more than u32::MAX vectors in one block".into(),
-        })?;
-        let index = writer.finish().map_err(block_error(&space, blob_id))?;
-        // A rebuild of a large f32 space persists a graph (with the flat block inside) instead
-        // of the bare block; blocks appended by ordinary batches stay flat until the next one.
-        let (kind, bytes, graph) =
-            if ch.rebuild && precision == Precision::F32 && rows as usize >= GRAPH_MIN_ROWS {
-                let graph = HnswIndex::build(index, HnswParams::default())
-                    .map_err(block_error(&space, blob_id))?;
-                let bytes = graph.to_bytes();
-                (KIND_GRAPH, bytes, Some(Arc::new(graph)))
-            } else {
-                (KIND_FLAT, index.as_bytes().to_vec(), None)
-            };
-        t.vector_blocks
-            .insert((space.as_str(), blob_id), (rows, kind, &[][..]))
-            .ctx("write vector_blocks")?;
-        new_blocks.push(NewBlock {
-            blob_id,
-            bytes,
-            graph,
-        });
     }
     Ok(new_blocks)
+}
+
+/// Writes `rows` as one new block of `space` at `precision` and points their keys at it. A
+/// rebuild of a large f32 space persists a graph (with the flat block inside) instead of the
+/// bare block; blocks appended by ordinary batches stay flat until the next one.
+fn write_block(
+    t: &mut Tables<'_>,
+    space: &str,
+    dim: usize,
+    precision: Precision,
+    rows: &[(u64, StagedVector)],
+    rebuild: bool,
+) -> Result<NewBlock> {
+    let invalid = |reason: String| Error::InvalidVector {
+        space: space.to_owned(),
+        reason,
+    };
+    let mut writer = FlatIndexWriter::new(precision, dim).map_err(|e| invalid(e.to_string()))?;
+    writer.reserve(rows.len());
+    let blob_id = t.take(catalog::KEY_NEXT_BLOB, 1)?;
+    for (key, staged) in rows {
+        let row = writer
+            .push(*key, staged.time_ms, staged.source, &staged.vector)
+            .map_err(|e| invalid(format!("key {key}: {e}")))?;
+        t.vector_keys
+            .insert((space, *key), (blob_id, row))
+            .ctx("write vector_keys")?;
+    }
+    let count = u32::try_from(writer.len())
+        .map_err(|_| invalid("more than u32::MAX vectors in one block".into()))?;
+    let index = writer.finish().map_err(block_error(space, blob_id))?;
+    let (kind, bytes, graph) =
+        if rebuild && precision == Precision::F32 && count as usize >= GRAPH_MIN_ROWS {
+            let graph = HnswIndex::build(index, HnswParams::default())
+                .map_err(block_error(space, blob_id))?;
+            let bytes = graph.to_bytes();
+            (KIND_GRAPH, bytes, Some(Arc::new(graph)))
+        } else {
+            (KIND_FLAT, index.as_bytes().to_vec(), None)
+        };
+    t.vector_blocks
+        .insert((space, blob_id), (count, kind, &[][..]))
+        .ctx("write vector_blocks")?;
+    Ok(NewBlock {
+        blob_id,
+        bytes,
+        graph,
+    })
 }
 
 /// A searchable view of one vector space as of a snapshot: its blocks, mapped and verified once
@@ -685,6 +717,33 @@ impl StoredVectors {
         Ok(hits)
     }
 
+    /// The precision `key`'s live vector is stored at (the space's, or coarser where
+    /// forgetting re-quantized it).
+    pub fn precision_of(&self, key: u64) -> Option<Precision> {
+        self.precisions().remove(&key)
+    }
+
+    /// Blob ids of the space's blocks.
+    pub(crate) fn block_ids(&self) -> Vec<u64> {
+        self.blocks.iter().map(|b| b.id).collect()
+    }
+
+    /// The precision of every live vector, by key.
+    pub(crate) fn precisions(&self) -> HashMap<u64, Precision> {
+        let mut out = HashMap::new();
+        for block in &self.blocks {
+            let Ok(view) = block.loaded.view() else {
+                continue;
+            };
+            for (row, key) in view.ids.iter().enumerate() {
+                if !block.deleted.contains(row as u32) {
+                    out.insert(*key, view.precision());
+                }
+            }
+        }
+        out
+    }
+
     /// The stored vector of `key` (as f32; i8 and f16 values converted back), if it is live.
     pub fn get(&self, key: u64) -> Option<Vec<f32>> {
         self.blocks.iter().find_map(|block| {
@@ -727,7 +786,9 @@ impl Snapshot {
             let id = listed.id;
             let loaded = load_block(&blobs, self.segments(), self.graphs(), space, &listed)?;
             let view = loaded.view().map_err(block_error(space, id))?;
-            if view.dim() != dim as usize || view.precision() != precision {
+            if view.dim() != dim as usize
+                || view.precision().bytes_per_value() > precision.bytes_per_value()
+            {
                 return Err(Error::Inconsistent(format!(
                     "vector space `{space}` is {precision} × {dim}, its block {id} {} × {}",
                     view.precision(),

@@ -574,6 +574,7 @@ fn commit_locked(store: &Store, writer: &mut Writer, ops: Vec<BatchOp>) -> Resul
                             time_ms,
                             source,
                             vector,
+                            precision: None,
                         },
                     );
                 }
@@ -946,6 +947,7 @@ fn stage_put(
                 time_ms,
                 source,
                 vector,
+                precision: None,
             },
         ),
         None => {

@@ -71,6 +71,25 @@ impl Precision {
             Self::I8 => 1,
         }
     }
+
+    /// The coarser of the two.
+    pub(crate) fn coarsest(self, other: Precision) -> Precision {
+        if other.bytes_per_value() < self.bytes_per_value() {
+            other
+        } else {
+            self
+        }
+    }
+
+    /// The precision named `f32`, `f16` or `i8`.
+    pub fn from_name(name: &str) -> Option<Precision> {
+        match name {
+            "f32" => Some(Self::F32),
+            "f16" => Some(Self::F16),
+            "i8" => Some(Self::I8),
+            _ => None,
+        }
+    }
 }
 
 impl std::fmt::Display for Precision {
