@@ -720,7 +720,11 @@ impl StoredVectors {
     /// The precision `key`'s live vector is stored at (the space's, or coarser where
     /// forgetting re-quantized it).
     pub fn precision_of(&self, key: u64) -> Option<Precision> {
-        self.precisions().remove(&key)
+        self.blocks.iter().find_map(|block| {
+            let view = block.loaded.view().ok()?;
+            let row = view.ids.iter().position(|id| *id == key)?;
+            (!block.deleted.contains(row as u32)).then(|| view.precision())
+        })
     }
 
     /// Blob ids of the space's blocks.
