@@ -152,6 +152,13 @@ impl Error {
         move |source| Error::Io { op, path, source }
     }
 
+    /// Whether this I/O error says a file is missing or shorter than it must be: damage that
+    /// persists, unlike a failed read.
+    pub(crate) fn is_missing_bytes(&self) -> bool {
+        matches!(self, Error::Io { source, .. }
+            if matches!(source.kind(), io::ErrorKind::NotFound | io::ErrorKind::UnexpectedEof))
+    }
+
     pub(crate) fn catalog(op: &'static str) -> impl FnOnce(redb::Error) -> Error {
         move |e| Error::Catalog {
             op,

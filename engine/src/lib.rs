@@ -38,12 +38,22 @@ pub use recall::{
     Explanation, Recall, RecallCounts, RecallHit, RecallOptions, RecallTimings, Signals, item_text,
 };
 pub use roaring::RoaringTreemap;
+pub use store::io::{OpenMode, OsIo, StorageIo};
 pub use store::{
     Blob, BlobInfo, BlobKind, BlobRewrite, CatalogShrink, CheckReport, CommitReceipt,
     CompactOptions, CompactReport, CompactionHook, ITEM_VECTORS, ItemRewrite, KeepEverything,
     Options, Problem, PutOutcome, PutStatus, ScanFilter, SegmentStats, Snapshot, Stats, Store,
     StoredVectors, VectorHit, VectorScope, Victims, WriteBatch,
 };
+/// Fault injection for reliability tests (feature `fault-injection`): a recording, failing
+/// [`StorageIo`], crash images built from its trace, and the fsync-ordering audit.
+#[cfg(feature = "fault-injection")]
+pub mod fault {
+    pub use crate::store::fault::{
+        CrashImage, DiskModel, FaultFs, FaultKind, Injection, Op, RandomFaults, Violation, audit,
+        catalog_segments, sealed_segment_problems,
+    };
+}
 pub use vectors::{
     DEFAULT_REFINE_FACTOR, FLAT_BELOW_MATCH_FRACTION, FLAT_BELOW_ROWS, Filter as VectorFilter,
     FlatIndex, FlatIndexWriter, FlatView, Hit, HnswIndex, HnswParams, Precision, RefinedFlatIndex,

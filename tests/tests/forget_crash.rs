@@ -107,6 +107,27 @@ fn verify(path: &std::path::Path, committed: Option<u32>, in_flight: Option<u32>
     shown
 }
 
+/// Imports the first `n` photos of `dir` dated by `crash_forget_photo_time`, gives every item
+/// a vector, and composes the pages: the store the forgetting schedule starts from.
+fn photos_with_vectors_and_pages(store: &Store, dir: &std::path::Path, n: usize) {
+    assert_eq!(
+        import_photos_at(store, dir, n, |i| Some(crash_forget_photo_time(i))),
+        n
+    );
+    let snap = store.snapshot().unwrap();
+    let mut batch = store.batch();
+    for id in snap.item_ids().unwrap() {
+        let item = snap.get(id).unwrap().unwrap();
+        let vector = (0..32).map(|d| ((id * 31 + d) % 17) as f32 - 8.0).collect();
+        let (time, source) = (item.fields.time.unix_ms, item.fields.source.code());
+        batch.put_vector(ITEM_VECTORS, id, time, source, vector);
+    }
+    batch.commit().unwrap();
+    store
+        .compose_pages(PageOptions::default(), &mut |_, _| {})
+        .unwrap();
+}
+
 #[test]
 fn killed_forgetting_leaves_every_page_old_or_new_never_a_mix() {
     let Some(photos) = shared_data("photos") else {
@@ -118,20 +139,7 @@ fn killed_forgetting_leaves_every_page_old_or_new_never_a_mix() {
     let pristine = dir.path().join("pristine");
     {
         let store = Store::create(&pristine, Options::default()).unwrap();
-        let n = import_photos_at(&store, &photos, 24, |i| Some(crash_forget_photo_time(i)));
-        assert_eq!(n, 24);
-        let snap = store.snapshot().unwrap();
-        let mut batch = store.batch();
-        for id in snap.item_ids().unwrap() {
-            let item = snap.get(id).unwrap().unwrap();
-            let vector = (0..32).map(|d| ((id * 31 + d) % 17) as f32 - 8.0).collect();
-            let (time, source) = (item.fields.time.unix_ms, item.fields.source.code());
-            batch.put_vector(ITEM_VECTORS, id, time, source, vector);
-        }
-        batch.commit().unwrap();
-        store
-            .compose_pages(PageOptions::default(), &mut |_, _| {})
-            .unwrap();
+        photos_with_vectors_and_pages(&store, &photos, 24);
     }
     let (mut killed, mut completed, mut rounds) = (0, 0, 0);
     while killed < kills {
@@ -176,5 +184,101 @@ fn killed_forgetting_leaves_every_page_old_or_new_never_a_mix() {
     }
     println!(
         "forgetting crash test: {killed} kills in {rounds} rounds, {completed} schedules completed"
+    );
+}
+
+/// Reliability R1 during forgetting (R3): the store, its photos, pages and the first three
+/// steps of the schedule are recorded through `FaultFs`; at every operation of the forgetting
+/// steps, each kind of power-loss image must open with `check()` clean, no orphan segment, and
+/// every page at one step — the acknowledged one or the one in flight — with its vectors at
+/// that step's precision. The same trace passes the fsync-ordering audit (R6).
+#[test]
+fn power_loss_during_forgetting_leaves_every_page_old_or_new() {
+    use memdb::fault::{CrashImage, DiskModel, FaultFs, Op, audit};
+    use memdb::forget::ForgetOptions;
+    use std::sync::Arc;
+
+    let Some(photos) = shared_data("photos") else {
+        return;
+    };
+    let steps = env_u64("MEMDB_FORGET_POWER_STEPS", 3) as u32;
+    let dir = tempfile::tempdir().unwrap();
+    // The four smallest photos that import keep each image small.
+    let small = dir.path().join("small");
+    std::fs::create_dir_all(&small).unwrap();
+    let mut files = memdb_it::files_under(&photos);
+    files.retain(|p| {
+        let bytes = std::fs::read(p).unwrap();
+        p.extension().is_some_and(|e| e.eq_ignore_ascii_case("jpg"))
+            && memdb_formats::import::photo::parse("x", &bytes, None, Default::default()).is_ok()
+            && memdb_formats::import::photo::decode_rgb(&bytes, Default::default()).is_ok()
+    });
+    files.sort_by_key(|p| std::fs::metadata(p).unwrap().len());
+    for (i, file) in files.iter().take(4).enumerate() {
+        std::fs::copy(file, small.join(format!("{i}.jpg"))).unwrap();
+    }
+
+    let root = dir.path().join("store");
+    let fs = Arc::new(FaultFs::new(&root));
+    let options = Options {
+        io: Arc::clone(&fs) as Arc<dyn memdb::StorageIo>,
+        ..Options::default()
+    };
+    {
+        let store = Store::create(&root, options).unwrap();
+        photos_with_vectors_and_pages(&store, &small, 4);
+        fs.mark(0);
+        let policy = memdb_it::crash_forget_policy();
+        for step in 0..steps {
+            store
+                .forget(
+                    &policy,
+                    memdb_it::crash_forget_as_of(step),
+                    ForgetOptions {
+                        dry_run: false,
+                        pages: Default::default(),
+                        progress: &mut |_, _| {},
+                    },
+                )
+                .unwrap();
+            fs.mark(u64::from(step) + 1);
+        }
+    }
+    let trace = fs.trace();
+    let violations = audit(&trace, dir.path());
+    assert!(violations.is_empty(), "{violations:#?}");
+
+    let mut disk = DiskModel::new();
+    let mut acked: Option<u64> = None;
+    let mut rng = 99u64;
+    let mut images = 0;
+    let mut shown_steps = BTreeSet::new();
+    for (k, op) in trace.iter().enumerate() {
+        disk.apply(op);
+        if let Op::Mark(m) = op {
+            acked = Some(*m);
+        }
+        let Some(acked) = acked else { continue };
+        // Mark 0: pages composed, no step run; mark m: step m − 1 acknowledged.
+        let committed = acked.checked_sub(1).map(|s| s as u32);
+        let in_flight = (acked < u64::from(steps)).then_some(acked as u32);
+        for kind in CrashImage::ALL {
+            let image = dir.path().join(format!("image-{k}-{kind:?}"));
+            std::fs::create_dir_all(&image).unwrap();
+            disk.write_image(kind, &mut rng, &image).unwrap();
+            let shown = std::panic::catch_unwind(|| verify(&image, committed, in_flight))
+                .unwrap_or_else(|_| panic!("op {k} of {} ({op:?}), {kind:?}", trace.len()));
+            shown_steps.insert(shown);
+            std::fs::remove_dir_all(&image).unwrap();
+            images += 1;
+        }
+    }
+    assert!(
+        shown_steps.len() as u32 >= steps,
+        "images showed {shown_steps:?}"
+    );
+    println!(
+        "power loss during forgetting: {images} crash images over {} operations, pages at steps {shown_steps:?}, 0 violations of the fsync order",
+        trace.len()
     );
 }

@@ -180,7 +180,7 @@ fn check_segment(
     row: &SegmentRow,
 ) -> Vec<WalkedEntry> {
     let id = file.id();
-    let mut entries = Vec::new();
+    let entries = Vec::new();
     let file_len = match file.file_len() {
         Ok(l) => l,
         Err(e) => {
@@ -216,6 +216,18 @@ fn check_segment(
             return entries;
         }
     };
+    check_segment_bytes(report, &map[..row.len as usize], id, row)
+}
+
+/// Verifies the bytes of segment `id` as `row` describes them: header page, every entry, and
+/// when sealed the footer, trailer and their agreement. `map` is exactly `row.len` bytes.
+fn check_segment_bytes(
+    report: &mut CheckReport,
+    map: &[u8],
+    id: u64,
+    row: &SegmentRow,
+) -> Vec<WalkedEntry> {
+    let mut entries = Vec::new();
     report.segments += 1;
     report.bytes += row.len;
     match SegmentHeader::decode(&map[..PAGE]) {
@@ -255,7 +267,7 @@ fn check_segment(
                 } else {
                     let footer_at = t.footer_page * PAGE as u64;
                     data_end = footer_at;
-                    match verify_entry(&map, id, footer_at, trailer_at) {
+                    match verify_entry(map, id, footer_at, trailer_at) {
                         Err((at, what)) => {
                             report.problem(Some(id), Some(at), format!("footer: {what}"))
                         }
@@ -305,7 +317,7 @@ fn check_segment(
     let mut offset = PAGE as u64;
     let mut index = 0usize;
     while offset < data_end {
-        match verify_entry(&map, id, offset, data_end) {
+        match verify_entry(map, id, offset, data_end) {
             Ok((header, next)) => {
                 report.entries += 1;
                 if header.kind == EntryKind::Footer {
@@ -384,6 +396,29 @@ fn inside(
                 }
         })
     })
+}
+
+/// What `check` finds wrong in the bytes of a sealed segment `id` (the whole file), for tests
+/// that damage segment bytes in memory by the million (reliability R5).
+#[cfg(any(test, feature = "fault-injection"))]
+pub(crate) fn sealed_segment_problems(bytes: &[u8], id: u64) -> Vec<Problem> {
+    let mut report = CheckReport::default();
+    let len = bytes.len() as u64;
+    if len < 2 * PAGE as u64 || !len.is_multiple_of(PAGE as u64) {
+        report.problem(
+            Some(id),
+            None,
+            format!("length {len} is not a sealed segment's"),
+        );
+        return report.problems;
+    }
+    let row = SegmentRow {
+        state: SegmentState::Sealed,
+        len,
+        dead_bytes: 0,
+    };
+    check_segment_bytes(&mut report, bytes, id, &row);
+    report.problems
 }
 
 impl Store {

@@ -154,7 +154,12 @@ impl Output<'_> {
         }
         if self.current.is_none() {
             let id = t.take(catalog::KEY_NEXT_SEGMENT, 1)?;
-            let seg = OpenSegment::create(&self.store.inner.paths, id, self.now)?;
+            let seg = OpenSegment::create(
+                &self.store.inner.options.io,
+                &self.store.inner.paths,
+                id,
+                self.now,
+            )?;
             self.store.publish_segment(&seg.file)?;
             self.current = Some(seg);
         }
@@ -471,7 +476,7 @@ impl Store {
         }
         if let Err(e) = txn.commit() {
             writer.poisoned = Some(format!("catalog commit of a compaction failed: {e}"));
-            self.retire_segments(&written)?;
+            self.abandon_segments(&written)?;
             return Err(Error::catalog("commit compaction")(e.into()));
         }
         if active_id.is_some_and(|id| report.segments_removed.contains(&id)) {

@@ -16,12 +16,12 @@
 //! milliseconds until the exec. `LOCK_GRACE` absorbs that window; a lock really held by another
 //! writer still fails well within 100 ms.
 
-use std::fs::{self, File, OpenOptions};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
+use crate::store::io::{OpenMode, OsIo, StorageIo};
 
 pub(crate) const CATALOG_FILE: &str = "catalog.redb";
 pub(crate) const SEGMENTS_DIR: &str = "segments";
@@ -32,34 +32,14 @@ pub(crate) const DIR_MODE: u32 = 0o700;
 pub(crate) const FILE_MODE: u32 = 0o600;
 
 /// Creates `path` (and missing parents) as an owner-only directory.
-pub(crate) fn create_private_dir(path: &Path) -> Result<()> {
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(DIR_MODE)
-        .create(path)
-        .map_err(Error::io("create directory", path))?;
-    // The mode given to mkdir is filtered by the umask but never widened; set it explicitly so
-    // a pre-existing directory is tightened too.
-    fs::set_permissions(path, fs::Permissions::from_mode(DIR_MODE))
-        .map_err(Error::io("chmod", path))
-}
-
-/// Opens `path` for reading and writing, creating it owner-only if missing.
-pub(crate) fn open_private_file(path: &Path, create_new: bool) -> Result<File> {
-    let mut opts = OpenOptions::new();
-    opts.read(true).write(true).mode(FILE_MODE);
-    if create_new {
-        opts.create_new(true);
-    } else {
-        opts.create(true);
-    }
-    opts.open(path).map_err(Error::io("open", path))
+pub(crate) fn create_private_dir(io: &dyn StorageIo, path: &Path) -> Result<()> {
+    io.create_dir(path)
+        .map_err(Error::io("create directory", path))
 }
 
 /// fsyncs a directory so entries created or removed in it are durable.
-pub(crate) fn sync_dir(path: &Path) -> Result<()> {
-    File::open(path)
-        .and_then(|d| d.sync_all())
+pub(crate) fn sync_dir(io: &dyn StorageIo, path: &Path) -> Result<()> {
+    io.sync_dir(path)
         .map_err(Error::io("fsync directory", path))
 }
 
@@ -93,7 +73,10 @@ impl StoreLock {
     /// Takes the exclusive lock: a second writer fails with `Locked` after `LOCK_GRACE`.
     pub(crate) fn acquire(store_dir: &Path) -> Result<StoreLock> {
         let path = store_dir.join(LOCK_FILE);
-        let file = open_private_file(&path, false)?;
+        // The LOCK holds no data, so it is opened directly, never through a test's StorageIo.
+        let file = OsIo
+            .open_file(&path, OpenMode::Create)
+            .map_err(Error::io("open", &path))?;
         let locked = retry_held_lock(
             || file.try_lock(),
             |e| matches!(e, std::fs::TryLockError::WouldBlock),

@@ -15,9 +15,12 @@
 //! 5. every byte read back from a segment is checked against a CRC32C before it is used.
 
 pub(crate) mod catalog;
-mod check;
+pub(crate) mod check;
 pub(crate) mod compact;
 mod dir;
+#[cfg(any(test, feature = "fault-injection"))]
+pub(crate) mod fault;
+pub(crate) mod io;
 mod read;
 mod segment_file;
 mod stats;
@@ -39,6 +42,7 @@ use redb::{ReadableDatabase, ReadableTable};
 use crate::error::{CatalogResult, Error, Result};
 use catalog::{SegmentRow, SegmentState};
 use dir::{StoreLock, StorePaths};
+use io::OpenMode;
 use segment_file::{SegmentFile, SegmentSet};
 
 pub use catalog::BlobKind;
@@ -59,6 +63,9 @@ pub struct Options {
     pub segment_target_bytes: u64,
     /// Memory redb may use to cache catalog pages.
     pub catalog_cache_bytes: usize,
+    /// Where every file operation goes: the OS ([`io::OsIo`]) unless a test records or fails
+    /// them.
+    pub io: Arc<dyn io::StorageIo>,
 }
 
 impl Default for Options {
@@ -66,6 +73,7 @@ impl Default for Options {
         Options {
             segment_target_bytes: 64 << 20,
             catalog_cache_bytes: 64 << 20,
+            io: Arc::new(io::OsIo),
         }
     }
 }
@@ -120,9 +128,14 @@ pub(crate) struct OpenSegment {
 }
 
 impl OpenSegment {
-    fn create(paths: &StorePaths, id: u64, now_ms: i64) -> Result<OpenSegment> {
-        let file = SegmentFile::create(paths.segment(id), id, now_ms)?;
-        dir::sync_dir(&paths.segments)?;
+    fn create(
+        io: &Arc<dyn io::StorageIo>,
+        paths: &StorePaths,
+        id: u64,
+        now_ms: i64,
+    ) -> Result<OpenSegment> {
+        let file = SegmentFile::create(io, paths.segment(id), id, now_ms)?;
+        dir::sync_dir(io.as_ref(), &paths.segments)?;
         Ok(OpenSegment {
             file: Arc::new(file),
             len: PAGE as u64,
@@ -210,19 +223,21 @@ impl Store {
             }
         }
         let paths = StorePaths::new(root);
-        dir::create_private_dir(&paths.root)?;
+        let io = options.io.as_ref();
+        dir::create_private_dir(io, &paths.root)?;
         let lock = StoreLock::acquire(&paths.root)?;
-        dir::create_private_dir(&paths.segments)?;
-        // Created owner-only first; redb then initialises the empty file in place.
-        drop(dir::open_private_file(&paths.catalog, true)?);
+        dir::create_private_dir(io, &paths.segments)?;
+        let backend =
+            io::CatalogBackend::open(Arc::clone(&options.io), &paths.catalog, OpenMode::CreateNew)
+                .map_err(Error::io("create catalog", &paths.catalog))?;
         let db = redb::Builder::new()
             .set_cache_size(options.catalog_cache_bytes)
-            .create(&paths.catalog)
+            .create_with_backend(backend)
             .ctx("create catalog")?;
         let txn = db.begin_write().ctx("begin write")?;
         catalog::initialise(&txn, now_ms())?;
         txn.commit().ctx("commit")?;
-        dir::sync_dir(&paths.root)?;
+        dir::sync_dir(io, &paths.root)?;
         drop(db);
         drop(lock);
         Store::open(root, options)
@@ -248,17 +263,13 @@ impl Store {
             )
             .map_err(Error::io("chmod", p))?;
         }
-        // Our LOCK is held, so a held catalog lock can only be our own previous handle still
-        // shared with a child forked by another thread (see `dir::retry_held_lock`).
-        let db = dir::retry_held_lock(
-            || {
-                redb::Builder::new()
-                    .set_cache_size(options.catalog_cache_bytes)
-                    .open(&paths.catalog)
-            },
-            |e| matches!(e, redb::DatabaseError::DatabaseAlreadyOpen),
-        )
-        .ctx("open catalog")?;
+        let backend =
+            io::CatalogBackend::open(Arc::clone(&options.io), &paths.catalog, OpenMode::ReadWrite)
+                .map_err(Error::io("open catalog", &paths.catalog))?;
+        let db = redb::Builder::new()
+            .set_cache_size(options.catalog_cache_bytes)
+            .create_with_backend(backend)
+            .ctx("open catalog")?;
         let rows = {
             let txn = db.begin_read().ctx("begin read")?;
             let meta = txn.open_table(catalog::META).ctx("open meta")?;
@@ -276,16 +287,19 @@ impl Store {
         let mut set = SegmentSet::new();
         let mut damaged = BTreeMap::new();
         for (&id, row) in &rows {
-            match open_segment(&paths, id, row) {
+            match open_segment(&options.io, &paths, id, row) {
                 Ok(seg) => {
                     set.insert(id, Arc::new(seg));
                 }
+                // A read that failed is not damage: fail the open rather than serve a store that
+                // is missing a healthy segment until the next open.
+                Err(e @ Error::Io { .. }) if !e.is_missing_bytes() => return Err(e),
                 Err(e) => {
                     damaged.insert(id, e.to_string());
                 }
             }
         }
-        remove_orphans(&paths, &rows)?;
+        remove_orphans(options.io.as_ref(), &paths, &rows)?;
 
         // The newest open segment keeps taking appends; its entry list is rebuilt by walking it.
         let active = rows
@@ -451,6 +465,18 @@ impl Store {
         Ok(())
     }
 
+    /// Removes segments written for a commit that failed from the shared set, leaving their
+    /// files: a failed catalog commit may still have reached the disk (its fsync failed after
+    /// the write), and then it references them. The next open deletes them if no committed
+    /// catalog does.
+    fn abandon_segments(&self, ids: &[u64]) -> Result<()> {
+        self.edit_segment_set(|set| {
+            for id in ids {
+                set.remove(id);
+            }
+        })
+    }
+
     /// Whether segment `id` was retired but is still held by a snapshot.
     fn is_retiring(&self, id: u64) -> bool {
         self.inner
@@ -481,8 +507,13 @@ impl Store {
     }
 }
 
-fn open_segment(paths: &StorePaths, id: u64, row: &SegmentRow) -> Result<SegmentFile> {
-    let file = SegmentFile::open(paths.segment(id), id, true)?;
+fn open_segment(
+    io: &Arc<dyn io::StorageIo>,
+    paths: &StorePaths,
+    id: u64,
+    row: &SegmentRow,
+) -> Result<SegmentFile> {
+    let file = SegmentFile::open(io, paths.segment(id), id)?;
     let file_len = file.file_len()?;
     if file_len < row.len {
         return Err(Error::SegmentUnavailable {
@@ -507,7 +538,11 @@ fn open_segment(paths: &StorePaths, id: u64, row: &SegmentRow) -> Result<Segment
 }
 
 /// Deletes segment files (and temporary files) that no committed catalog row references.
-fn remove_orphans(paths: &StorePaths, rows: &BTreeMap<u64, SegmentRow>) -> Result<()> {
+fn remove_orphans(
+    io: &dyn io::StorageIo,
+    paths: &StorePaths,
+    rows: &BTreeMap<u64, SegmentRow>,
+) -> Result<()> {
     let listing = std::fs::read_dir(&paths.segments).map_err(Error::io("list", &paths.segments))?;
     let mut removed = false;
     for entry in listing {
@@ -519,12 +554,13 @@ fn remove_orphans(paths: &StorePaths, rows: &BTreeMap<u64, SegmentRow>) -> Resul
             None => name.ends_with(".tmp"),
         };
         if orphan {
-            std::fs::remove_file(entry.path()).map_err(Error::io("remove orphan", entry.path()))?;
+            io.remove_file(&entry.path())
+                .map_err(Error::io("remove orphan", entry.path()))?;
             removed = true;
         }
     }
     if removed {
-        dir::sync_dir(&paths.segments)?;
+        dir::sync_dir(io, &paths.segments)?;
     }
     Ok(())
 }

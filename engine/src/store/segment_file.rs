@@ -11,7 +11,6 @@
 //! removed while a reader still maps it.
 
 use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
@@ -19,13 +18,14 @@ use std::sync::{Arc, RwLock};
 use memdb_formats::segment::{ENTRY_HEADER_BYTES, EntryHeader, PAGE, SegmentHeader};
 
 use crate::error::{Error, Result};
-use crate::store::dir;
+use crate::store::io::{OpenMode, StorageIo};
 
 /// An open segment file shared by the writer and every snapshot that references it.
 #[derive(Debug)]
 pub(crate) struct SegmentFile {
     id: u64,
     path: PathBuf,
+    io: Arc<dyn StorageIo>,
     file: File,
     map: RwLock<Option<Arc<memmap2::Mmap>>>,
     obsolete: AtomicBool,
@@ -34,19 +34,28 @@ pub(crate) struct SegmentFile {
 impl SegmentFile {
     /// Creates segment `id` with its header page and fsyncs it. The caller fsyncs the
     /// directory before any commit references the segment.
-    pub(crate) fn create(path: PathBuf, id: u64, now_ms: i64) -> Result<SegmentFile> {
-        let file = dir::open_private_file(&path, true)?;
+    pub(crate) fn create(
+        io: &Arc<dyn StorageIo>,
+        path: PathBuf,
+        id: u64,
+        now_ms: i64,
+    ) -> Result<SegmentFile> {
+        let file = io
+            .open_file(&path, OpenMode::CreateNew)
+            .map_err(Error::io("create segment", &path))?;
         let header = SegmentHeader {
             segment_id: id,
             created_unix_ms: now_ms,
         }
         .encode();
-        file.write_all_at(&header, 0)
+        io.write_at(&path, &file, &header, 0)
             .map_err(Error::io("write segment header", &path))?;
-        file.sync_all().map_err(Error::io("fsync", &path))?;
+        io.sync_data(&path, &file)
+            .map_err(Error::io("fdatasync", &path))?;
         Ok(SegmentFile {
             id,
             path,
+            io: Arc::clone(io),
             file,
             map: RwLock::new(None),
             obsolete: AtomicBool::new(false),
@@ -54,14 +63,12 @@ impl SegmentFile {
     }
 
     /// Opens segment `id` and checks its header page.
-    pub(crate) fn open(path: PathBuf, id: u64, writable: bool) -> Result<SegmentFile> {
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(writable)
-            .open(&path)
+    pub(crate) fn open(io: &Arc<dyn StorageIo>, path: PathBuf, id: u64) -> Result<SegmentFile> {
+        let file = io
+            .open_file(&path, OpenMode::ReadWrite)
             .map_err(Error::io("open segment", &path))?;
         let mut page = vec![0u8; PAGE];
-        file.read_exact_at(&mut page, 0)
+        io.read_at(&path, &file, &mut page, 0)
             .map_err(Error::io("read segment header", &path))?;
         let header =
             SegmentHeader::decode(&page).map_err(|source| Error::corruption(id, 0, source))?;
@@ -92,6 +99,7 @@ impl SegmentFile {
         Ok(SegmentFile {
             id,
             path,
+            io: Arc::clone(io),
             file,
             map: RwLock::new(None),
             obsolete: AtomicBool::new(false),
@@ -112,23 +120,23 @@ impl SegmentFile {
     }
 
     pub(crate) fn write_at(&self, bytes: &[u8], offset: u64) -> Result<()> {
-        self.file
-            .write_all_at(bytes, offset)
+        self.io
+            .write_at(&self.path, &self.file, bytes, offset)
             .map_err(Error::io("write", &self.path))
     }
 
     /// Makes appended bytes durable. fdatasync suffices: it also persists a changed file
     /// length (the metadata needed to read the data back), only skipping timestamps.
     pub(crate) fn sync(&self) -> Result<()> {
-        self.file
-            .sync_data()
+        self.io
+            .sync_data(&self.path, &self.file)
             .map_err(Error::io("fdatasync", &self.path))
     }
 
     /// Cuts the file to `len`. Only at open, before any mapping exists.
     pub(crate) fn truncate(&self, len: u64) -> Result<()> {
-        self.file
-            .set_len(len)
+        self.io
+            .set_len(&self.path, &self.file, len)
             .map_err(Error::io("truncate", &self.path))?;
         self.sync()
     }
@@ -197,7 +205,7 @@ impl Drop for SegmentFile {
     fn drop(&mut self) {
         if self.obsolete.load(Ordering::SeqCst) {
             // Failure only leaves an unreferenced file, which the next open deletes.
-            let _ = std::fs::remove_file(&self.path);
+            let _ = self.io.remove_file(&self.path);
         }
     }
 }
@@ -214,7 +222,8 @@ mod tests {
     fn mapping_grows_and_obsolete_files_go_with_the_last_handle() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("0000000000000001.seg");
-        let seg = Arc::new(SegmentFile::create(path.clone(), 1, 0).unwrap());
+        let io: Arc<dyn StorageIo> = Arc::new(crate::store::io::OsIo);
+        let seg = Arc::new(SegmentFile::create(&io, path.clone(), 1, 0).unwrap());
         let first = seg.map_covering(4096).unwrap();
         assert_eq!(first.len(), 4096);
         let entry = memdb_formats::segment::encode_entry(
@@ -241,16 +250,17 @@ mod tests {
     fn a_wrong_id_or_damaged_header_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("x.seg");
-        drop(SegmentFile::create(path.clone(), 5, 0).unwrap());
+        let io: Arc<dyn StorageIo> = Arc::new(crate::store::io::OsIo);
+        drop(SegmentFile::create(&io, path.clone(), 5, 0).unwrap());
         assert!(matches!(
-            SegmentFile::open(path.clone(), 6, false),
+            SegmentFile::open(&io, path.clone(), 6),
             Err(Error::SegmentUnavailable { .. })
         ));
         let mut bytes = std::fs::read(&path).unwrap();
         bytes[20] ^= 1;
         std::fs::write(&path, &bytes).unwrap();
         assert!(matches!(
-            SegmentFile::open(path, 5, false),
+            SegmentFile::open(&io, path, 5),
             Err(Error::Corruption { page: 0, .. })
         ));
     }

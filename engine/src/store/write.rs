@@ -718,7 +718,7 @@ fn commit_locked(store: &Store, writer: &mut Writer, ops: Vec<BatchOp>) -> Resul
             }
             if writer.active.is_none() {
                 let id = t.take(catalog::KEY_NEXT_SEGMENT, 1)?;
-                let seg = OpenSegment::create(&inner.paths, id, now)?;
+                let seg = OpenSegment::create(&inner.options.io, &inner.paths, id, now)?;
                 store.publish_segment(&seg.file)?;
                 new_segments.push(id);
                 writer.active = Some(seg);
@@ -773,7 +773,7 @@ fn commit_locked(store: &Store, writer: &mut Writer, ops: Vec<BatchOp>) -> Resul
         writer.poisoned = Some(format!("catalog commit failed: {e}"));
         writer.active = None;
         if !new_segments.is_empty() {
-            store.retire_segments(&new_segments)?;
+            store.abandon_segments(&new_segments)?;
         }
         return Err(Error::catalog("commit")(e.into()));
     }
