@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # The system packages memdb's build needs, installed when missing (CI machines start bare):
 # libjpeg-turbo's TurboJPEG library and headers (the `turbojpeg` crate links it through
-# pkg-config) and a C++ compiler (cargo-fuzz's sanitizer runtime). Debian/Ubuntu only.
+# pkg-config), a C++ compiler (cargo-fuzz's sanitizer runtime), and `unshare` and `ip` (util-linux,
+# iproute2: the tests run in a network namespace with only loopback). Debian/Ubuntu only.
 set -euo pipefail
 need=()
 command -v pkg-config >/dev/null || need+=(pkg-config)
 pkg-config --exists libturbojpeg 2>/dev/null || need+=(libturbojpeg0-dev)
 command -v c++ >/dev/null || need+=(g++)
+command -v unshare >/dev/null || need+=(util-linux)
+command -v ip >/dev/null || need+=(iproute2)
 [ ${#need[@]} -eq 0 ] && exit 0
 echo "memdb: installing system packages: ${need[*]}" >&2
 sudo=""

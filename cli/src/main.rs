@@ -286,6 +286,16 @@ pub(crate) fn open_store(dir: &std::path::Path) -> Result<Store, String> {
     Store::open(dir, Options::default()).map_err(|e| format!("{}: {e}", dir.display()))
 }
 
+/// Opens a store for a command that only reads: as its writer, or read-only beside the
+/// process that holds it (an application, another shell), so reading never waits for a writer.
+pub(crate) fn open_for_reading(dir: &std::path::Path) -> Result<Store, String> {
+    match Store::open(dir, Options::default()) {
+        Err(memdb::Error::Locked { .. }) => Store::open_read_only(dir, Options::default()),
+        other => other,
+    }
+    .map_err(|e| e.to_string())
+}
+
 fn run(command: Command, out: &Out) -> Result<ExitCode, String> {
     let open = |dir: &PathBuf| Store::open(dir, Options::default()).map_err(|e| e.to_string());
     match command {
@@ -326,7 +336,7 @@ fn run(command: Command, out: &Out) -> Result<ExitCode, String> {
             out.emit(summary.json(), || summary.text());
         }
         Command::Get { dir, key, external } => {
-            let store = open(&dir)?;
+            let store = open_for_reading(&dir)?;
             let snap = store.snapshot().map_err(|e| e.to_string())?;
             let item = if external {
                 snap.get_by_external_id(&key)
@@ -341,7 +351,7 @@ fn run(command: Command, out: &Out) -> Result<ExitCode, String> {
             out.emit(item_json(&item), || item_table(&item));
         }
         Command::Ls { dir, window, limit } => {
-            let store = open(&dir)?;
+            let store = open_for_reading(&dir)?;
             let filter = ScanFilter {
                 limit: Some(limit),
                 ..window.parse()?
@@ -356,11 +366,11 @@ fn run(command: Command, out: &Out) -> Result<ExitCode, String> {
             );
         }
         Command::Stats { dir } => {
-            let stats = open(&dir)?.stats().map_err(|e| e.to_string())?;
+            let stats = open_for_reading(&dir)?.stats().map_err(|e| e.to_string())?;
             out.emit(stats_json(&stats), || stats_table(&stats));
         }
         Command::Check { dir } => {
-            let report = open(&dir)?.check().map_err(|e| e.to_string())?;
+            let report = open_for_reading(&dir)?.check().map_err(|e| e.to_string())?;
             out.emit(output::check_json(&report), || output::check_text(&report));
             if !report.is_clean() {
                 return Ok(ExitCode::from(1));
@@ -410,7 +420,7 @@ fn run(command: Command, out: &Out) -> Result<ExitCode, String> {
             k,
             window,
         } => {
-            let store = open(&dir)?;
+            let store = open_for_reading(&dir)?;
             let filter = window.parse()?;
             let mut scope = memdb::VectorScope::all();
             if filter.from_ms.is_some() || filter.to_ms.is_some() {
@@ -470,7 +480,7 @@ fn run(command: Command, out: &Out) -> Result<ExitCode, String> {
             k,
             window,
         } => {
-            let store = open(&dir)?;
+            let store = open_for_reading(&dir)?;
             let filter = window.parse()?;
             let options = memdb::RecallOptions {
                 k,

@@ -149,7 +149,7 @@ pub(crate) fn show_page(
     to: Option<PathBuf>,
     out: &Out,
 ) -> Result<(), String> {
-    let store = crate::open_store(dir)?;
+    let store = crate::open_for_reading(dir)?;
     let snapshot = store.snapshot().map_err(|e| e.to_string())?;
     let page = snapshot
         .page(day)

@@ -573,3 +573,55 @@ fn pages_forget_and_show_page_from_the_command_line() {
     let check = memdb(&["check", store]);
     assert!(check.status.success());
 }
+
+/// While another process holds a store as its writer (here a `memdb shell`), the commands that
+/// only read open it read-only beside it and work; a command that writes is refused with the
+/// lock error, at once.
+#[test]
+fn reading_commands_work_beside_a_running_writer() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let store = store.to_str().unwrap();
+    let jsonl = dir.path().join("items.jsonl");
+    std::fs::write(
+        &jsonl,
+        "{\"source\":\"note\",\"time\":\"2024-05-01T09:30:00Z\",\"body\":\"hotel in Lisbon\",\"external_id\":\"n1\"}\n",
+    )
+    .unwrap();
+    assert!(
+        memdb(&["import", "jsonl", store, jsonl.to_str().unwrap()])
+            .status
+            .success()
+    );
+    let mut shell = Command::new(env!("CARGO_BIN_EXE_memdb"))
+        .args(["shell", store])
+        .env("HOME", dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // The banner comes once the shell holds the store.
+    let mut banner = String::new();
+    BufReader::new(shell.stdout.take().unwrap())
+        .read_line(&mut banner)
+        .unwrap();
+    assert!(banner.contains("memdb shell"), "{banner}");
+
+    let stats = json(&memdb(&["--json", "stats", store]));
+    assert_eq!(stats["items"], 1, "{stats}");
+    let got = json(&memdb(&["--json", "get", store, "--external", "n1"]));
+    assert_eq!(got["body"], "hotel in Lisbon", "{got}");
+    assert!(memdb(&["check", store]).status.success());
+    let compact = memdb(&["compact", store]);
+    assert!(!compact.status.success());
+    assert!(
+        String::from_utf8_lossy(&compact.stderr).contains("locked"),
+        "{}",
+        String::from_utf8_lossy(&compact.stderr)
+    );
+    drop(shell.stdin.take());
+    assert!(shell.wait().unwrap().success());
+}

@@ -18,6 +18,12 @@ pub enum Error {
         /// The store directory.
         path: PathBuf,
     },
+    /// A write was attempted through a handle opened with `Store::open_read_only`.
+    #[error("store {} is open read-only here: open it as its writer to change it", path.display())]
+    ReadOnly {
+        /// The store directory.
+        path: PathBuf,
+    },
     /// `create` found a store (or other files) already in the directory.
     #[error("{} already holds a store (or is not empty)", path.display())]
     AlreadyExists {
@@ -150,6 +156,11 @@ impl Error {
     ) -> impl FnOnce(io::Error) -> Error {
         let path = path.into();
         move |source| Error::Io { op, path, source }
+    }
+
+    /// Whether this is an I/O error saying a file does not exist.
+    pub(crate) fn is_not_found(&self) -> bool {
+        matches!(self, Error::Io { source, .. } if source.kind() == io::ErrorKind::NotFound)
     }
 
     /// Whether this I/O error says a file is missing or shorter than it must be: damage that

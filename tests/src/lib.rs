@@ -65,6 +65,41 @@ pub fn crash_external_id(batch: u64, index: u64) -> String {
     format!("b{batch}-i{index}")
 }
 
+/// What a `crash_writer` child acknowledged: batches whose commit returned (with the external
+/// ids each deleted), and the batch it had started.
+#[derive(Default, Debug)]
+pub struct CrashLog {
+    pub committed: Vec<(u64, Vec<String>)>,
+    pub in_flight: Option<(u64, Vec<String>)>,
+}
+
+/// Parses a `crash_writer` log: `I batch deletes…` before a commit, `C batch` after it.
+pub fn read_crash_log(text: &str) -> CrashLog {
+    let mut log = CrashLog::default();
+    for line in text.lines() {
+        let mut parts = line.split(' ');
+        match (
+            parts.next(),
+            parts.next().and_then(|b| b.parse::<u64>().ok()),
+        ) {
+            (Some("I"), Some(batch)) => {
+                log.in_flight = Some((
+                    batch,
+                    parts.filter(|s| !s.is_empty()).map(str::to_owned).collect(),
+                ));
+            }
+            (Some("C"), Some(batch)) => {
+                let (b, deletes) = log.in_flight.take().expect("C without I");
+                assert_eq!(b, batch);
+                log.committed.push((batch, deletes));
+            }
+            // A torn last line (killed mid-write) carries no acknowledgement.
+            _ => {}
+        }
+    }
+    log
+}
+
 /// Items in crash batch `batch`.
 pub fn crash_batch_len(batch: u64) -> u64 {
     Rng::new(batch ^ 0xABCD).range(1, 40)

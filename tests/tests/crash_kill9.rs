@@ -11,39 +11,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use memdb::{Options, Store};
-use memdb_it::{Rng, crash_batch_len, crash_external_id, crash_item, env_u64};
-
-#[derive(Default)]
-struct Log {
-    committed: Vec<(u64, Vec<String>)>,
-    in_flight: Option<(u64, Vec<String>)>,
-}
-
-fn read_log(text: &str) -> Log {
-    let mut log = Log::default();
-    for line in text.lines() {
-        let mut parts = line.split(' ');
-        match (
-            parts.next(),
-            parts.next().and_then(|b| b.parse::<u64>().ok()),
-        ) {
-            (Some("I"), Some(batch)) => {
-                log.in_flight = Some((
-                    batch,
-                    parts.filter(|s| !s.is_empty()).map(str::to_owned).collect(),
-                ));
-            }
-            (Some("C"), Some(batch)) => {
-                let (b, deletes) = log.in_flight.take().expect("C without I");
-                assert_eq!(b, batch);
-                log.committed.push((batch, deletes));
-            }
-            // A torn last line (killed mid-write) carries no acknowledgement.
-            _ => {}
-        }
-    }
-    log
-}
+use memdb_it::{Rng, crash_batch_len, crash_external_id, crash_item, env_u64, read_crash_log};
 
 #[test]
 fn kill9_loop_loses_no_committed_item() {
@@ -76,7 +44,7 @@ fn kill9_loop_loses_no_committed_item() {
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
 
-        let log = read_log(&std::fs::read_to_string(&log_path).unwrap_or_default());
+        let log = read_crash_log(&std::fs::read_to_string(&log_path).unwrap_or_default());
         let store = Store::open(&store_dir, options.clone())
             .unwrap_or_else(|e| panic!("run {run}: store does not open after kill: {e}"));
         let report = store.check().unwrap();

@@ -107,6 +107,39 @@ fn verify(path: &std::path::Path, committed: Option<u32>, in_flight: Option<u32>
     shown
 }
 
+/// A copy of a closed store, permissions and all.
+fn copy_store(from: &std::path::Path, to: &std::path::Path) {
+    let status = Command::new("cp")
+        .arg("-a")
+        .arg(from)
+        .arg(to)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// Copies the `n` smallest photos under `photos` that import and decode into `dir` (small
+/// stores keep each crash image small).
+fn smallest_photos(
+    photos: &std::path::Path,
+    dir: &std::path::Path,
+    n: usize,
+) -> std::path::PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let mut files = memdb_it::files_under(photos);
+    files.retain(|p| {
+        let bytes = std::fs::read(p).unwrap();
+        p.extension().is_some_and(|e| e.eq_ignore_ascii_case("jpg"))
+            && memdb_formats::import::photo::parse("x", &bytes, None, Default::default()).is_ok()
+            && memdb_formats::import::photo::decode_rgb(&bytes, Default::default()).is_ok()
+    });
+    files.sort_by_key(|p| std::fs::metadata(p).unwrap().len());
+    for (i, file) in files.iter().take(n).enumerate() {
+        std::fs::copy(file, dir.join(format!("{i}.jpg"))).unwrap();
+    }
+    dir.to_path_buf()
+}
+
 /// Imports the first `n` photos of `dir` dated by `crash_forget_photo_time`, gives every item
 /// a vector, and composes the pages: the store the forgetting schedule starts from.
 fn photos_with_vectors_and_pages(store: &Store, dir: &std::path::Path, n: usize) {
@@ -145,13 +178,7 @@ fn killed_forgetting_leaves_every_page_old_or_new_never_a_mix() {
     while killed < kills {
         rounds += 1;
         let work = dir.path().join(format!("round-{rounds}"));
-        let status = Command::new("cp")
-            .arg("-a")
-            .arg(&pristine)
-            .arg(&work)
-            .status()
-            .unwrap();
-        assert!(status.success());
+        copy_store(&pristine, &work);
         let log = dir.path().join(format!("round-{rounds}.log"));
         let mut next = 0;
         while next < CRASH_FORGET_STEPS {
@@ -203,20 +230,7 @@ fn power_loss_during_forgetting_leaves_every_page_old_or_new() {
     };
     let steps = env_u64("MEMDB_FORGET_POWER_STEPS", 3) as u32;
     let dir = tempfile::tempdir().unwrap();
-    // The four smallest photos that import keep each image small.
-    let small = dir.path().join("small");
-    std::fs::create_dir_all(&small).unwrap();
-    let mut files = memdb_it::files_under(&photos);
-    files.retain(|p| {
-        let bytes = std::fs::read(p).unwrap();
-        p.extension().is_some_and(|e| e.eq_ignore_ascii_case("jpg"))
-            && memdb_formats::import::photo::parse("x", &bytes, None, Default::default()).is_ok()
-            && memdb_formats::import::photo::decode_rgb(&bytes, Default::default()).is_ok()
-    });
-    files.sort_by_key(|p| std::fs::metadata(p).unwrap().len());
-    for (i, file) in files.iter().take(4).enumerate() {
-        std::fs::copy(file, small.join(format!("{i}.jpg"))).unwrap();
-    }
+    let small = smallest_photos(&photos, &dir.path().join("small"), 4);
 
     let root = dir.path().join("store");
     let fs = Arc::new(FaultFs::new(&root));
@@ -280,5 +294,89 @@ fn power_loss_during_forgetting_leaves_every_page_old_or_new() {
     println!(
         "power loss during forgetting: {images} crash images over {} operations, pages at steps {shown_steps:?}, 0 violations of the fsync order",
         trace.len()
+    );
+}
+
+/// Reliability R3 + R4: the first forgetting step with the n-th file operation failing — for
+/// n = 1, 2, … until the step completes — as ENOSPC from then on (a full disk) and as EIO
+/// once. Every failure is a typed error, never a panic; on reopen the old pages and segments
+/// still serve (or, where the commit reached the disk before its fsync failed, the new ones),
+/// never a mix, `check()` clean and no orphan segment.
+#[test]
+fn a_failing_disk_mid_forget_leaves_the_old_pages_serving() {
+    use memdb::fault::{FaultFs, FaultKind, Injection};
+    use memdb::forget::ForgetOptions;
+    use std::sync::Arc;
+
+    let Some(photos) = shared_data("photos") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let small = smallest_photos(&photos, &dir.path().join("small"), 4);
+    let pristine = dir.path().join("pristine");
+    photos_with_vectors_and_pages(
+        &Store::create(&pristine, Options::default()).unwrap(),
+        &small,
+        4,
+    );
+    let policy = memdb_it::crash_forget_policy();
+    let (mut runs, mut failed, mut old_serving) = (0, 0, 0);
+    for (kind, forever) in [(FaultKind::NoSpace, true), (FaultKind::Eio, false)] {
+        for at in 1.. {
+            let work = dir.path().join(format!("run-{runs}"));
+            copy_store(&pristine, &work);
+            let fs = Arc::new(FaultFs::new(&work));
+            fs.inject(Some(Injection { at, forever, kind }));
+            let context = format!("forget step 0, operation {at} failing with {kind:?}");
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let store = Store::open(
+                    &work,
+                    Options {
+                        io: Arc::clone(&fs) as Arc<dyn memdb::StorageIo>,
+                        ..Options::default()
+                    },
+                )?;
+                store.forget(
+                    &policy,
+                    memdb_it::crash_forget_as_of(0),
+                    ForgetOptions {
+                        dry_run: false,
+                        pages: Default::default(),
+                        progress: &mut |_, _| {},
+                    },
+                )
+            }))
+            .unwrap_or_else(|_| panic!("{context}: panicked"));
+            let fired = fs.failures() > 0;
+            let shown = verify(&work, None, Some(0));
+            runs += 1;
+            std::fs::remove_dir_all(&work).unwrap();
+            match outcome {
+                Ok(_) => {
+                    assert_eq!(
+                        shown,
+                        Some(0),
+                        "{context}: a reported success is not on disk"
+                    );
+                    if !fired {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    assert!(fired, "{context}: failed with no fault: {e}");
+                    assert!(
+                        e.to_string().contains('/') || matches!(e, memdb::Error::WriterPoisoned(_)),
+                        "{context}: the error does not name its file: {e}"
+                    );
+                    failed += 1;
+                    if shown.is_none() {
+                        old_serving += 1;
+                    }
+                }
+            }
+        }
+    }
+    println!(
+        "failing disk mid-forget: {runs} runs, {failed} typed errors, {old_serving} of them left the old pages serving, the rest the new; 0 panics"
     );
 }

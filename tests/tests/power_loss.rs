@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use memdb::fault::{CrashImage, DiskModel, FaultFs, Op, audit};
+use memdb::fault::{CrashImage, DiskModel, FaultFs, Op, audit, catalog_segments};
 use memdb::{CompactOptions, KeepEverything, Options, ScanFilter, Store, Victims};
 use memdb_it::{Rng, crash_item, env_u64};
 
@@ -255,8 +255,8 @@ fn the_audit_reports_a_broken_fsync_order() {
         "{found:#?}"
     );
 
-    // Unlink the first removed segment right after the first catalog fsync that follows its
-    // creation, while the catalog still references it.
+    // Unlink the first removed segment right after the first catalog fsync that makes a
+    // commit referencing it durable.
     let removed_at = recorded
         .trace
         .iter()
@@ -270,11 +270,21 @@ fn the_audit_reports_a_broken_fsync_order() {
         .iter()
         .position(|op| *op == Op::Create(victim.clone()))
         .unwrap();
-    let referenced_at = created_at
-        + recorded.trace[created_at..]
-            .iter()
-            .position(catalog_sync)
-            .unwrap();
+    let id = u64::from_str_radix(victim.file_stem().unwrap().to_str().unwrap(), 16).unwrap();
+    let mut disk = DiskModel::new();
+    let mut referenced_at = None;
+    for (k, op) in recorded.trace.iter().enumerate() {
+        disk.apply(op);
+        if k > created_at && catalog_sync(op) {
+            let image = disk.image(CrashImage::Synced, &mut 1);
+            let catalog = &image[Path::new("catalog.redb")];
+            if catalog_segments(catalog, dir.path()).is_ok_and(|rows| rows.contains_key(&id)) {
+                referenced_at = Some(k);
+                break;
+            }
+        }
+    }
+    let referenced_at = referenced_at.expect("a durable commit references the victim");
     let mut early_unlink = recorded.trace.clone();
     let op = early_unlink.remove(removed_at);
     early_unlink.insert(referenced_at + 1, op);

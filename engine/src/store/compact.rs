@@ -23,7 +23,7 @@ use super::catalog::{self, BlobKind, BlobLoc, ItemLoc, SegmentRow, SegmentState}
 use super::read::{BlobInfo, blob_info, read_blob, read_record};
 use super::vector_space::{self, ITEM_VECTORS, StagedVectors};
 use super::write::Tables;
-use super::{OpenSegment, Store, now_ms};
+use super::{Catalog, OpenSegment, Store, now_ms};
 use crate::error::{CatalogResult, Error, Result};
 
 /// What to do with an item during compaction.
@@ -253,7 +253,12 @@ impl Store {
         let bytes_before = len()?;
         let inner = Arc::get_mut(&mut self.inner)
             .ok_or_else(|| Error::InUse("shrink the catalog".into()))?;
-        match inner.db.compact() {
+        let Catalog::Writer(db) = &mut inner.db else {
+            return Err(Error::ReadOnly {
+                path: inner.paths.root.clone(),
+            });
+        };
+        match db.compact() {
             Ok(_) => {}
             Err(redb::CompactionError::TransactionInProgress) => {
                 return Err(Error::InUse("shrink the catalog".into()));
@@ -282,7 +287,7 @@ impl Store {
         let mut writer = self.lock_writer()?;
         let segments = self.current_segments()?;
         let active_id = writer.active.as_ref().map(|a| a.id());
-        let txn = self.inner.db.begin_write().ctx("begin write")?;
+        let txn = self.inner.db.begin_write(&self.inner.paths)?;
         let mut report = CompactReport::default();
         let mut output = Output {
             store: self,

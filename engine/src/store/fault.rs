@@ -229,7 +229,8 @@ impl StorageIo for FaultFs {
 
     fn open_file(&self, path: &Path, mode: OpenMode) -> io::Result<File> {
         let mut state = self.state();
-        if let Some(kind) = self.fault(&mut state, mode == OpenMode::ReadWrite) {
+        let opens_existing = matches!(mode, OpenMode::ReadWrite | OpenMode::ReadOnly);
+        if let Some(kind) = self.fault(&mut state, opens_existing) {
             return Err(error(kind));
         }
         let existed = path.exists();

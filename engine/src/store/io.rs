@@ -10,7 +10,7 @@
 //!
 //! What does not go through it, and why: segment bytes are read through a shared mmap (a page
 //! fault cannot return an error; the checksums on every read catch what a bad page would return),
-//! and the LOCK is an OS lock, not data. memdb never renames a file: a segment becomes live by
+//! and locks (the LOCK, redb's byte-range locks) are not data. memdb never renames a file: a segment becomes live by
 //! being referenced from a catalog commit, not by a rename.
 //!
 //! Invariants: an implementation must either perform an operation completely and return `Ok`,
@@ -19,9 +19,12 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io;
+use std::ops::Bound;
 use std::os::unix::fs::{DirBuilderExt, FileExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+use redb::BackendError;
 
 use crate::store::dir::{DIR_MODE, FILE_MODE};
 
@@ -34,6 +37,8 @@ pub enum OpenMode {
     Create,
     /// Open an existing file for reading and writing.
     ReadWrite,
+    /// Open an existing file for reading only.
+    ReadOnly,
 }
 
 /// The file-system operations of a store (see the module documentation).
@@ -76,11 +81,13 @@ impl StorageIo for OsIo {
 
     fn open_file(&self, path: &Path, mode: OpenMode) -> io::Result<File> {
         let mut opts = OpenOptions::new();
-        opts.read(true).write(true).mode(FILE_MODE);
+        opts.read(true)
+            .write(mode != OpenMode::ReadOnly)
+            .mode(FILE_MODE);
         match mode {
             OpenMode::CreateNew => opts.create_new(true),
             OpenMode::Create => opts.create(true),
-            OpenMode::ReadWrite => &mut opts,
+            OpenMode::ReadWrite | OpenMode::ReadOnly => &mut opts,
         };
         opts.open(path)
     }
@@ -110,24 +117,34 @@ impl StorageIo for OsIo {
     }
 }
 
-/// The redb catalog's storage: its one file, every operation through [`StorageIo`].
+/// The redb catalog's storage: its one file, every read and write through [`StorageIo`].
 ///
-/// It takes no file locks (redb's own `FileBackend` would): the store's LOCK already admits one
-/// writer process, and redb then runs in its exclusive-writer mode, which needs none.
+/// redb's multi-process locks (its `SingleWriter` mode: one writer process, any number of
+/// read-only processes following its commits) are taken by redb's own `FileBackend` on a second
+/// descriptor of the same file: they are byte-range locks of the file, not data, so they stay
+/// out of the recorded I/O.
 #[derive(Debug)]
 pub(crate) struct CatalogBackend {
     io: Arc<dyn StorageIo>,
     path: PathBuf,
     file: File,
+    locks: redb::backends::FileBackend,
 }
 
 impl CatalogBackend {
     pub(crate) fn open(io: Arc<dyn StorageIo>, path: &Path, mode: OpenMode) -> io::Result<Self> {
         let file = io.open_file(path, mode)?;
+        let lock_mode = match mode {
+            OpenMode::ReadOnly => OpenMode::ReadOnly,
+            _ => OpenMode::ReadWrite,
+        };
+        let locks = redb::backends::FileBackend::new(OsIo.open_file(path, lock_mode)?)
+            .map_err(io::Error::other)?;
         Ok(CatalogBackend {
             io,
             path: path.to_path_buf(),
             file,
+            locks,
         })
     }
 }
@@ -172,6 +189,38 @@ impl redb::StorageBackend for CatalogBackend {
         self.io
             .write_at(&self.path, &self.file, data, offset)
             .map_err(self.context("write", offset))
+    }
+
+    fn close(&self) -> io::Result<()> {
+        self.locks.close()
+    }
+
+    fn try_lock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<bool, BackendError> {
+        self.locks.try_lock_range(start, end)
+    }
+
+    fn try_lock_shared_range(
+        &self,
+        start: Bound<u64>,
+        end: Bound<u64>,
+    ) -> Result<bool, BackendError> {
+        self.locks.try_lock_shared_range(start, end)
+    }
+
+    fn lock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<(), BackendError> {
+        self.locks.lock_range(start, end)
+    }
+
+    fn lock_shared_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<(), BackendError> {
+        self.locks.lock_shared_range(start, end)
+    }
+
+    fn unlock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<(), BackendError> {
+        self.locks.unlock_range(start, end)
+    }
+
+    fn query_lock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<bool, BackendError> {
+        self.locks.query_lock_range(start, end)
     }
 }
 

@@ -32,7 +32,7 @@ mod tests;
 #[cfg(test)]
 mod vector_tests;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
@@ -92,10 +92,39 @@ impl std::fmt::Debug for Store {
     }
 }
 
+/// The catalog as this handle opened it: as the store's one writer, or read-only beside it.
+enum Catalog {
+    Writer(redb::Database),
+    Reader(redb::ReadOnlyDatabase),
+}
+
+impl Catalog {
+    fn begin_read(&self) -> Result<redb::ReadTransaction> {
+        match self {
+            Catalog::Writer(db) => db.begin_read(),
+            Catalog::Reader(db) => db.begin_read(),
+        }
+        .ctx("begin read")
+    }
+
+    fn begin_write(&self, paths: &StorePaths) -> Result<redb::WriteTransaction> {
+        match self {
+            Catalog::Writer(db) => db.begin_write().ctx("begin write"),
+            Catalog::Reader(_) => Err(Error::ReadOnly {
+                path: paths.root.clone(),
+            }),
+        }
+    }
+
+    fn is_read_only(&self) -> bool {
+        matches!(self, Catalog::Reader(_))
+    }
+}
+
 // Field order is drop order: the catalog closes before the LOCK is released.
 pub(crate) struct StoreInner {
     paths: StorePaths,
-    db: redb::Database,
+    db: Catalog,
     options: Options,
     segments: RwLock<Arc<SegmentSet>>,
     writer: Mutex<Writer>,
@@ -108,7 +137,8 @@ pub(crate) struct StoreInner {
     graph_update: Mutex<()>,
     /// Recall's lexical index of the newest snapshot.
     recall: crate::recall::RecallCache,
-    _lock: StoreLock,
+    /// The writer's LOCK; a read-only handle takes none.
+    _lock: Option<StoreLock>,
 }
 
 /// State only the writer touches.
@@ -225,6 +255,13 @@ impl Store {
         let paths = StorePaths::new(root);
         let io = options.io.as_ref();
         dir::create_private_dir(io, &paths.root)?;
+        // The store's own directory entry must be durable too, or a power loss could take the
+        // whole new store with it.
+        let parent = match paths.root.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => std::path::PathBuf::from("."),
+        };
+        dir::sync_dir(io, &parent)?;
         let lock = StoreLock::acquire(&paths.root)?;
         dir::create_private_dir(io, &paths.segments)?;
         let backend =
@@ -232,6 +269,7 @@ impl Store {
                 .map_err(Error::io("create catalog", &paths.catalog))?;
         let db = redb::Builder::new()
             .set_cache_size(options.catalog_cache_bytes)
+            .set_concurrency_mode(CONCURRENCY)
             .create_with_backend(backend)
             .ctx("create catalog")?;
         let txn = db.begin_write().ctx("begin write")?;
@@ -254,6 +292,7 @@ impl Store {
             });
         }
         let lock = StoreLock::acquire(&paths.root)?;
+        refuse_empty_catalog(&paths)?;
         // Tighten permissions of files made by older builds or copied in.
         {
             let p = &paths.catalog;
@@ -263,26 +302,25 @@ impl Store {
             )
             .map_err(Error::io("chmod", p))?;
         }
-        let backend =
-            io::CatalogBackend::open(Arc::clone(&options.io), &paths.catalog, OpenMode::ReadWrite)
-                .map_err(Error::io("open catalog", &paths.catalog))?;
-        let db = redb::Builder::new()
-            .set_cache_size(options.catalog_cache_bytes)
-            .create_with_backend(backend)
-            .ctx("open catalog")?;
-        let rows = {
-            let txn = db.begin_read().ctx("begin read")?;
-            let meta = txn.open_table(catalog::META).ctx("open meta")?;
-            let version = catalog::meta_get(&meta, catalog::KEY_FORMAT_VERSION)?;
-            if !(catalog::OLDEST_FORMAT_VERSION..=catalog::STORE_FORMAT_VERSION).contains(&version)
-            {
-                return Err(Error::UnsupportedVersion {
-                    found: version,
-                    supported: catalog::STORE_FORMAT_VERSION,
-                });
-            }
-            catalog::segment_rows(&txn.open_table(catalog::SEGMENTS).ctx("open segments")?)?
-        };
+        // Our LOCK is held, so a held catalog lock can only be our own previous handle still
+        // shared with a child forked by another thread (see `dir::retry_held_lock`).
+        let db = dir::retry_held_lock(
+            dir::CATALOG_LOCK_GRACE,
+            || -> std::result::Result<redb::Database, redb::DatabaseError> {
+                let backend = io::CatalogBackend::open(
+                    Arc::clone(&options.io),
+                    &paths.catalog,
+                    OpenMode::ReadWrite,
+                )?;
+                redb::Builder::new()
+                    .set_cache_size(options.catalog_cache_bytes)
+                    .set_concurrency_mode(CONCURRENCY)
+                    .create_with_backend(backend)
+            },
+            |e| matches!(e, redb::DatabaseError::DatabaseAlreadyOpen),
+        )
+        .ctx("open catalog")?;
+        let rows = committed_segment_rows(&db.begin_read().ctx("begin read")?)?;
 
         let mut set = SegmentSet::new();
         let mut damaged = BTreeMap::new();
@@ -322,7 +360,7 @@ impl Store {
         Ok(Store {
             inner: Arc::new(StoreInner {
                 paths,
-                db,
+                db: Catalog::Writer(db),
                 options,
                 segments: RwLock::new(Arc::new(set)),
                 writer: Mutex::new(Writer {
@@ -334,9 +372,55 @@ impl Store {
                 graphs: Arc::new(vector_space::GraphCache::default()),
                 graph_update: Mutex::new(()),
                 recall: crate::recall::RecallCache::default(),
-                _lock: lock,
+                _lock: Some(lock),
             }),
         })
+    }
+
+    /// Opens the store read-only, beside its writer if one is running (in this process or
+    /// another): takes no LOCK, changes no file, and each [`snapshot`](Self::snapshot) sees the
+    /// writer's latest commit. Writes fail with [`Error::ReadOnly`].
+    pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<Store> {
+        let root = path.as_ref();
+        let paths = StorePaths::new(root);
+        if !paths.catalog.is_file() {
+            return Err(Error::NoStore {
+                path: root.to_path_buf(),
+            });
+        }
+        refuse_empty_catalog(&paths)?;
+        let backend =
+            io::CatalogBackend::open(Arc::clone(&options.io), &paths.catalog, OpenMode::ReadOnly)
+                .map_err(Error::io("open catalog", &paths.catalog))?;
+        let db = redb::Builder::new()
+            .set_cache_size(options.catalog_cache_bytes)
+            .set_concurrency_mode(CONCURRENCY)
+            .open_read_only_with_backend(backend)
+            .ctx("open catalog read-only")?;
+        committed_segment_rows(&db.begin_read().ctx("begin read")?)?;
+        Ok(Store {
+            inner: Arc::new(StoreInner {
+                paths,
+                db: Catalog::Reader(db),
+                options,
+                segments: RwLock::new(Arc::new(SegmentSet::new())),
+                writer: Mutex::new(Writer {
+                    active: None,
+                    poisoned: None,
+                }),
+                damaged: BTreeMap::new(),
+                retiring: Mutex::new(BTreeMap::new()),
+                graphs: Arc::new(vector_space::GraphCache::default()),
+                graph_update: Mutex::new(()),
+                recall: crate::recall::RecallCache::default(),
+                _lock: None,
+            }),
+        })
+    }
+
+    /// Whether this handle was opened with [`open_read_only`](Self::open_read_only).
+    pub fn is_read_only(&self) -> bool {
+        self.inner.db.is_read_only()
     }
 
     /// Opens the store at `path`, creating it if the directory has no store yet.
@@ -355,6 +439,9 @@ impl Store {
 
     /// A consistent read-only view of the store as of the last commit.
     pub fn snapshot(&self) -> Result<Snapshot> {
+        if self.is_read_only() {
+            return self.reader_snapshot();
+        }
         let guard = self
             .inner
             .segments
@@ -363,9 +450,54 @@ impl Store {
         // Both are taken under the read lock: a writer retires segments under the write lock
         // after its commit, so this view's catalog never references a segment missing here.
         let segments = Arc::clone(&guard);
-        let txn = self.inner.db.begin_read().ctx("begin read")?;
+        let txn = self.inner.db.begin_read()?;
         drop(guard);
         Ok(Snapshot::new(txn, segments, Arc::clone(&self.inner.graphs)))
+    }
+
+    /// A read-only handle's snapshot: the writer's latest commit, with the segment files it
+    /// references opened (kept open, so a segment the writer unlinks later stays readable here).
+    /// A file already unlinked means a newer commit dropped it: look again.
+    fn reader_snapshot(&self) -> Result<Snapshot> {
+        const ATTEMPTS: usize = 16;
+        // Segments found missing once: if a newer commit still lists one, it is really gone.
+        let mut missing = BTreeSet::new();
+        for _ in 0..ATTEMPTS {
+            let txn = self.inner.db.begin_read()?;
+            let rows =
+                catalog::segment_rows(&txn.open_table(catalog::SEGMENTS).ctx("open segments")?)?;
+            let known = self.current_segments()?;
+            let mut set = SegmentSet::new();
+            let mut vanished = false;
+            for &id in rows.keys() {
+                if let Some(file) = known.get(&id) {
+                    set.insert(id, Arc::clone(file));
+                    continue;
+                }
+                let path = self.inner.paths.segment(id);
+                match SegmentFile::open(&self.inner.options.io, path, id, OpenMode::ReadOnly) {
+                    Ok(file) => {
+                        set.insert(id, Arc::new(file));
+                    }
+                    Err(e) if e.is_not_found() && missing.insert(id) => {
+                        vanished = true;
+                        break;
+                    }
+                    // Damaged (or missing though a newer commit still lists it): left out, so
+                    // reads of it fail with `SegmentUnavailable`.
+                    Err(_) => {}
+                }
+            }
+            if vanished {
+                continue;
+            }
+            let set = Arc::new(set);
+            self.edit_segment_set(|shared| shared.clone_from(&set))?;
+            return Ok(Snapshot::new(txn, set, Arc::clone(&self.inner.graphs)));
+        }
+        Err(Error::Inconsistent(format!(
+            "segment files kept vanishing under {ATTEMPTS} newer commits of the writer"
+        )))
     }
 
     /// A new, empty write batch.
@@ -375,9 +507,19 @@ impl Store {
 
     /// Records `model_id` (model name and weights hash) as the encoder of this store's vectors,
     /// or checks that it is the one already recorded: a store never mixes models.
+    /// Through a read-only handle it only checks: it records nothing.
     pub fn bind_model(&self, model_id: &str) -> Result<()> {
+        if self.is_read_only() {
+            return match self.model()? {
+                Some(stored) if stored != model_id => Err(Error::ModelMismatch {
+                    stored,
+                    given: model_id.to_owned(),
+                }),
+                _ => Ok(()),
+            };
+        }
         let _writer = self.lock_writer()?;
-        let txn = self.inner.db.begin_write().ctx("begin write")?;
+        let txn = self.inner.db.begin_write(&self.inner.paths)?;
         {
             let mut settings = txn.open_table(catalog::SETTINGS).ctx("open settings")?;
             let stored = settings
@@ -427,6 +569,11 @@ impl Store {
     }
 
     fn lock_writer(&self) -> Result<MutexGuard<'_, Writer>> {
+        if self.is_read_only() {
+            return Err(Error::ReadOnly {
+                path: self.inner.paths.root.clone(),
+            });
+        }
         let writer = self
             .inner
             .writer
@@ -507,13 +654,47 @@ impl Store {
     }
 }
 
+/// redb's multi-process regime: one writer process (the LOCK already ensures it), any number of
+/// read-only processes following its commits.
+const CONCURRENCY: redb::ConcurrencyMode = redb::ConcurrencyMode::SingleWriter;
+
+/// An empty catalog file is a store whose creation never finished; redb would initialise it
+/// as a new database, so it is refused here, before redb sees it.
+fn refuse_empty_catalog(paths: &StorePaths) -> Result<()> {
+    let len = std::fs::metadata(&paths.catalog)
+        .map_err(Error::io("stat", &paths.catalog))?
+        .len();
+    if len == 0 {
+        return Err(Error::io("open catalog", &paths.catalog)(
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "the catalog is empty: the store's creation never finished",
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The committed segment rows, after checking the store's format version.
+fn committed_segment_rows(txn: &redb::ReadTransaction) -> Result<BTreeMap<u64, SegmentRow>> {
+    let meta = txn.open_table(catalog::META).ctx("open meta")?;
+    let version = catalog::meta_get(&meta, catalog::KEY_FORMAT_VERSION)?;
+    if !(catalog::OLDEST_FORMAT_VERSION..=catalog::STORE_FORMAT_VERSION).contains(&version) {
+        return Err(Error::UnsupportedVersion {
+            found: version,
+            supported: catalog::STORE_FORMAT_VERSION,
+        });
+    }
+    catalog::segment_rows(&txn.open_table(catalog::SEGMENTS).ctx("open segments")?)
+}
+
 fn open_segment(
     io: &Arc<dyn io::StorageIo>,
     paths: &StorePaths,
     id: u64,
     row: &SegmentRow,
 ) -> Result<SegmentFile> {
-    let file = SegmentFile::open(io, paths.segment(id), id)?;
+    let file = SegmentFile::open(io, paths.segment(id), id, OpenMode::ReadWrite)?;
     let file_len = file.file_len()?;
     if file_len < row.len {
         return Err(Error::SegmentUnavailable {

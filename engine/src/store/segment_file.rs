@@ -63,9 +63,14 @@ impl SegmentFile {
     }
 
     /// Opens segment `id` and checks its header page.
-    pub(crate) fn open(io: &Arc<dyn StorageIo>, path: PathBuf, id: u64) -> Result<SegmentFile> {
+    pub(crate) fn open(
+        io: &Arc<dyn StorageIo>,
+        path: PathBuf,
+        id: u64,
+        mode: OpenMode,
+    ) -> Result<SegmentFile> {
         let file = io
-            .open_file(&path, OpenMode::ReadWrite)
+            .open_file(&path, mode)
             .map_err(Error::io("open segment", &path))?;
         let mut page = vec![0u8; PAGE];
         io.read_at(&path, &file, &mut page, 0)
@@ -253,14 +258,14 @@ mod tests {
         let io: Arc<dyn StorageIo> = Arc::new(crate::store::io::OsIo);
         drop(SegmentFile::create(&io, path.clone(), 5, 0).unwrap());
         assert!(matches!(
-            SegmentFile::open(&io, path.clone(), 6),
+            SegmentFile::open(&io, path.clone(), 6, OpenMode::ReadWrite),
             Err(Error::SegmentUnavailable { .. })
         ));
         let mut bytes = std::fs::read(&path).unwrap();
         bytes[20] ^= 1;
         std::fs::write(&path, &bytes).unwrap();
         assert!(matches!(
-            SegmentFile::open(&io, path, 5),
+            SegmentFile::open(&io, path, 5, OpenMode::ReadWrite),
             Err(Error::Corruption { page: 0, .. })
         ));
     }

@@ -413,7 +413,10 @@ proptest! {
                             && source.is_none_or(|src| src == *s)
                             && allowed.as_ref().is_none_or(|list| list.contains(key))
                     })
-                    .map(|(key, (_, _, v))| (v.iter().zip(&query).map(|(a, b)| a * b).sum(), *key))
+                    // `+ 0.0` makes a −0.0 sum +0.0: the ranking treats both zeros as one score.
+                    .map(|(key, (_, _, v))| {
+                        (v.iter().zip(&query).map(|(a, b)| a * b).sum::<f32>() + 0.0, *key)
+                    })
                     .collect();
                 expected.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
                 expected.truncate(k);

@@ -524,7 +524,7 @@ fn commit_locked(store: &Store, writer: &mut Writer, ops: Vec<BatchOp>) -> Resul
     let inner = &store.inner;
     let now = now_ms();
     let segments = store.current_segments()?;
-    let txn = inner.db.begin_write().ctx("begin write")?;
+    let txn = inner.db.begin_write(&inner.paths)?;
     let mut receipt = CommitReceipt::default();
     let mut deleted_items: Vec<u64> = Vec::new();
     let mut staged = Staged {
