@@ -180,11 +180,9 @@ impl FaultFs {
             } else {
                 faults.write_one_in
             };
-            *rng ^= *rng << 13;
-            *rng ^= *rng >> 7;
-            *rng ^= *rng << 17;
-            if one_in > 0 && (*rng).is_multiple_of(one_in) {
-                kind = Some(if *rng & 256 == 0 {
+            let draw = next(rng);
+            if one_in > 0 && draw.is_multiple_of(one_in) {
+                kind = Some(if draw & 256 == 0 {
                     FaultKind::Eio
                 } else {
                     FaultKind::NoSpace
@@ -539,7 +537,7 @@ pub fn audit(trace: &[Op], scratch: &Path) -> Vec<Violation> {
             });
         }
         disk.apply(op);
-        if *op != Op::Sync(catalog_path.clone()) {
+        if !matches!(op, Op::Sync(path) if *path == catalog_path) {
             continue;
         }
         let Some(catalog) = disk.files.get(&catalog_path) else {

@@ -284,15 +284,8 @@ impl Store {
     /// Opens an existing store for reading and writing. Recovers from a crash: cuts the
     /// uncommitted tail of open segments and deletes segment files no commit references.
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Store> {
-        let root = path.as_ref();
-        let paths = StorePaths::new(root);
-        if !paths.catalog.is_file() {
-            return Err(Error::NoStore {
-                path: root.to_path_buf(),
-            });
-        }
+        let paths = existing_store_paths(path.as_ref())?;
         let lock = StoreLock::acquire(&paths.root)?;
-        refuse_empty_catalog(&paths)?;
         // Tighten permissions of files made by older builds or copied in.
         {
             let p = &paths.catalog;
@@ -357,10 +350,51 @@ impl Store {
                 })
             });
 
-        Ok(Store {
+        Ok(Store::assemble(
+            paths,
+            Catalog::Writer(db),
+            options,
+            (set, active, damaged),
+            Some(lock),
+        ))
+    }
+
+    /// Opens the store read-only, beside its writer if one is running (in this process or
+    /// another): takes no LOCK, changes no file, and each [`snapshot`](Self::snapshot) sees the
+    /// writer's latest commit. Writes fail with [`Error::ReadOnly`].
+    pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<Store> {
+        let paths = existing_store_paths(path.as_ref())?;
+        let backend =
+            io::CatalogBackend::open(Arc::clone(&options.io), &paths.catalog, OpenMode::ReadOnly)
+                .map_err(Error::io("open catalog", &paths.catalog))?;
+        let db = redb::Builder::new()
+            .set_cache_size(options.catalog_cache_bytes)
+            .set_concurrency_mode(CONCURRENCY)
+            .open_read_only_with_backend(backend)
+            .ctx("open catalog read-only")?;
+        committed_segment_rows(&db.begin_read().ctx("begin read")?)?;
+        Ok(Store::assemble(
+            paths,
+            Catalog::Reader(db),
+            options,
+            (SegmentSet::new(), None, BTreeMap::new()),
+            None,
+        ))
+    }
+
+    /// The handle over an opened catalog: its segments, the writer's open segment and the
+    /// segments found damaged at open.
+    fn assemble(
+        paths: StorePaths,
+        db: Catalog,
+        options: Options,
+        (set, active, damaged): (SegmentSet, Option<OpenSegment>, BTreeMap<u64, String>),
+        lock: Option<StoreLock>,
+    ) -> Store {
+        Store {
             inner: Arc::new(StoreInner {
                 paths,
-                db: Catalog::Writer(db),
+                db,
                 options,
                 segments: RwLock::new(Arc::new(set)),
                 writer: Mutex::new(Writer {
@@ -372,50 +406,9 @@ impl Store {
                 graphs: Arc::new(vector_space::GraphCache::default()),
                 graph_update: Mutex::new(()),
                 recall: crate::recall::RecallCache::default(),
-                _lock: Some(lock),
+                _lock: lock,
             }),
-        })
-    }
-
-    /// Opens the store read-only, beside its writer if one is running (in this process or
-    /// another): takes no LOCK, changes no file, and each [`snapshot`](Self::snapshot) sees the
-    /// writer's latest commit. Writes fail with [`Error::ReadOnly`].
-    pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<Store> {
-        let root = path.as_ref();
-        let paths = StorePaths::new(root);
-        if !paths.catalog.is_file() {
-            return Err(Error::NoStore {
-                path: root.to_path_buf(),
-            });
         }
-        refuse_empty_catalog(&paths)?;
-        let backend =
-            io::CatalogBackend::open(Arc::clone(&options.io), &paths.catalog, OpenMode::ReadOnly)
-                .map_err(Error::io("open catalog", &paths.catalog))?;
-        let db = redb::Builder::new()
-            .set_cache_size(options.catalog_cache_bytes)
-            .set_concurrency_mode(CONCURRENCY)
-            .open_read_only_with_backend(backend)
-            .ctx("open catalog read-only")?;
-        committed_segment_rows(&db.begin_read().ctx("begin read")?)?;
-        Ok(Store {
-            inner: Arc::new(StoreInner {
-                paths,
-                db: Catalog::Reader(db),
-                options,
-                segments: RwLock::new(Arc::new(SegmentSet::new())),
-                writer: Mutex::new(Writer {
-                    active: None,
-                    poisoned: None,
-                }),
-                damaged: BTreeMap::new(),
-                retiring: Mutex::new(BTreeMap::new()),
-                graphs: Arc::new(vector_space::GraphCache::default()),
-                graph_update: Mutex::new(()),
-                recall: crate::recall::RecallCache::default(),
-                _lock: None,
-            }),
-        })
     }
 
     /// Whether this handle was opened with [`open_read_only`](Self::open_read_only).
@@ -658,9 +651,16 @@ impl Store {
 /// read-only processes following its commits.
 const CONCURRENCY: redb::ConcurrencyMode = redb::ConcurrencyMode::SingleWriter;
 
-/// An empty catalog file is a store whose creation never finished; redb would initialise it
-/// as a new database, so it is refused here, before redb sees it.
-fn refuse_empty_catalog(paths: &StorePaths) -> Result<()> {
+/// The paths of the store at `root`, if it has a catalog. An empty catalog file is a store
+/// whose creation never finished; redb would initialise it as a new database, so it is refused
+/// here, before redb sees it.
+fn existing_store_paths(root: &Path) -> Result<StorePaths> {
+    let paths = StorePaths::new(root);
+    if !paths.catalog.is_file() {
+        return Err(Error::NoStore {
+            path: root.to_path_buf(),
+        });
+    }
     let len = std::fs::metadata(&paths.catalog)
         .map_err(Error::io("stat", &paths.catalog))?
         .len();
@@ -672,7 +672,7 @@ fn refuse_empty_catalog(paths: &StorePaths) -> Result<()> {
             ),
         ));
     }
-    Ok(())
+    Ok(paths)
 }
 
 /// The committed segment rows, after checking the store's format version.

@@ -52,14 +52,18 @@ impl SegmentFile {
             .map_err(Error::io("write segment header", &path))?;
         io.sync_data(&path, &file)
             .map_err(Error::io("fdatasync", &path))?;
-        Ok(SegmentFile {
+        Ok(SegmentFile::with_file(io, path, id, file))
+    }
+
+    fn with_file(io: &Arc<dyn StorageIo>, path: PathBuf, id: u64, file: File) -> SegmentFile {
+        SegmentFile {
             id,
             path,
             io: Arc::clone(io),
             file,
             map: RwLock::new(None),
             obsolete: AtomicBool::new(false),
-        })
+        }
     }
 
     /// Opens segment `id` and checks its header page.
@@ -101,14 +105,7 @@ impl SegmentFile {
                 },
             ));
         }
-        Ok(SegmentFile {
-            id,
-            path,
-            io: Arc::clone(io),
-            file,
-            map: RwLock::new(None),
-            obsolete: AtomicBool::new(false),
-        })
+        Ok(SegmentFile::with_file(io, path, id, file))
     }
 
     pub(crate) fn id(&self) -> u64 {
