@@ -42,7 +42,7 @@ impl Rng {
 
 /// `rows + queries` lowrank vectors (shared/reference/vectors/README.md): normalise(z·B +
 /// 0.25·g/√dim), z ~ N(0, I_rank), B a fixed Gaussian rank × dim matrix / √rank.
-fn lowrank(seed: u64, dim: usize, rank: usize, count: usize) -> Vec<Vec<f32>> {
+pub(crate) fn lowrank(seed: u64, dim: usize, rank: usize, count: usize) -> Vec<Vec<f32>> {
     let mut rng = Rng(seed, None);
     let scale = 1.0 / (rank as f64).sqrt();
     let basis: Vec<f64> = (0..rank * dim).map(|_| rng.normal() * scale).collect();
@@ -305,6 +305,39 @@ proptest! {
         // The persisted form answers the same.
         let loaded = HnswIndex::from_bytes(&index.to_bytes()).unwrap();
         prop_assert_eq!(loaded.search_with(&c.query, c.k, &filter, 8, c.route).unwrap(), hits);
+    }
+
+    #[test]
+    fn exact_search_through_i8_bounds_equals_the_f32_scan(mut c in case(), spread in any::<bool>()) {
+        if spread {
+            // Row norms from 0.001 to 1000: the bound must hold at every scale.
+            for (r, v) in c.vectors.iter_mut().enumerate() {
+                let m = 10f32.powi((r % 7) as i32 - 3);
+                v.iter_mut().for_each(|x| *x *= m);
+            }
+        }
+        let n = c.vectors.len();
+        // Near-duplicates that i8 cannot tell apart (the bound's slack is all that separates
+        // them), and exact ties, so the order by row is tested too.
+        for r in (1..n).step_by(3) {
+            let nudge = c.vectors[(r + 1) % n].clone();
+            c.vectors[r] = c.vectors[r - 1].iter().zip(nudge).map(|(v, d)| v + 0.002 * d).collect();
+        }
+        for r in (5..n).step_by(5) {
+            c.vectors[r] = c.vectors[r / 5].clone();
+        }
+        let mut exact = flat(&c.vectors, c.dim);
+        for &row in &c.deleted {
+            exact.delete_row(row);
+        }
+        let refined = RefinedFlatIndex::build(exact.clone(), Precision::I8, 1).unwrap();
+        let filter = case_filter(&c);
+        let want = exact.search(&c.query, c.k, &filter).unwrap();
+        let got = refined.search_exact(&c.query, c.k, &filter).unwrap();
+        let bits = |hits: &[Hit]| hits.iter().map(|h| (h.row, h.id, h.score.to_bits())).collect::<Vec<_>>();
+        prop_assert_eq!(bits(&got), bits(&want));
+        let batch = refined.search_exact_batch(&c.query, c.k, &filter, 2).unwrap();
+        prop_assert_eq!(bits(&batch[0]), bits(&want));
     }
 
     #[test]

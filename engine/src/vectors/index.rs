@@ -18,14 +18,11 @@ use roaring::RoaringBitmap;
 use super::VectorError;
 use super::filter::Filter;
 use super::kernels::{
-    F16, Precision, TILE_QUERIES, TILE_ROWS, dot_f16, dot_f32, dot_f32_rows, dot_i8, dot_tile_f32,
-    encode_f16, quantize_i8, score_i8,
+    F16, Precision, TILE_QUERIES, TILE_ROWS, dot_f16, dot_f32, dot_i8, dot_tile_f32, encode_f16,
+    quantize_i8, score_i8, top_f32_rows,
 };
 use super::layout::{AlignedBuf, FlatView, HEADER_LEN, Layout, MAX_ROWS, Vectors};
 use super::topk::{Hit, Scored, TopK};
-
-/// Rows scored per kernel call by an unfiltered f32 scan (a 1 KiB score buffer on the stack).
-const ROW_CHUNK: usize = 256;
 
 /// Bytes of rows a batched scan keeps hot while it scores a tile of queries against them.
 const ROW_BLOCK_BYTES: usize = 128 * 1024;
@@ -309,7 +306,11 @@ impl Encoded {
 }
 
 impl FlatView<'_> {
-    fn check_queries(&self, queries: &[f32], what: &'static str) -> Result<usize, VectorError> {
+    pub(crate) fn check_queries(
+        &self,
+        queries: &[f32],
+        what: &'static str,
+    ) -> Result<usize, VectorError> {
         let dim = self.dim();
         if !queries.len().is_multiple_of(dim) {
             return Err(VectorError::DimensionMismatch {
@@ -324,7 +325,7 @@ impl FlatView<'_> {
         Ok(queries.len() / dim)
     }
 
-    fn hits(&self, top: TopK) -> Vec<Hit> {
+    pub(crate) fn hits(&self, top: TopK) -> Vec<Hit> {
         top.into_sorted()
             .into_iter()
             .map(|Scored { score, row }| Hit {
@@ -361,19 +362,8 @@ impl FlatView<'_> {
         let (dim, stride) = (self.dim(), self.layout.stride_values());
         match (self.vectors, Encoded::new(self.precision(), dim, query)) {
             (Vectors::F32(v), Encoded::F32(q)) => match candidates.every_row(filter) {
-                // Unfiltered: score a chunk of rows per kernel call (see `dot_f32_rows`).
-                Some(n) => {
-                    let mut scores = [0f32; ROW_CHUNK];
-                    let mut first = 0;
-                    while first < n {
-                        let len = (n - first).min(ROW_CHUNK);
-                        dot_f32_rows(&q, v, stride, first, &mut scores[..len]);
-                        for (i, &score) in scores[..len].iter().enumerate() {
-                            top.push(score, (first + i) as u32);
-                        }
-                        first += len;
-                    }
-                }
+                // Unfiltered: the whole scan runs inside the kernel (see `top_f32_rows`).
+                Some(n) => top_f32_rows(&q, v, stride, 0..n, &mut top),
                 None => candidates.for_each(self, filter, |row| {
                     let at = row * stride;
                     top.push(dot_f32(&q, &v[at..at + dim]), row as u32);

@@ -64,6 +64,24 @@ impl TopK {
         }
     }
 
+    /// A score below which a candidate cannot enter: the worst kept score once the heap is
+    /// full, −∞ before. A candidate scoring exactly the floor may still enter (on its row).
+    #[inline]
+    pub(crate) fn floor(&self) -> f32 {
+        match self.heap.peek() {
+            Some(Reverse(worst)) if self.heap.len() >= self.k => worst.score,
+            _ => f32::NEG_INFINITY,
+        }
+    }
+
+    /// Whether a candidate scoring `score` may enter a heap whose [`TopK::floor`] is `floor`:
+    /// `false` only when it certainly cannot (a NaN score is always offered, so the heap's total
+    /// order places it).
+    #[inline]
+    pub(crate) fn may_enter(score: f32, floor: f32) -> bool {
+        score >= floor || score.is_nan()
+    }
+
     /// Offers a candidate; it stays if it beats the worst one kept (or the heap is not full).
     #[inline]
     pub(crate) fn push(&mut self, score: f32, row: u32) {
