@@ -55,7 +55,7 @@ pub mod fault {
     };
 }
 pub use vectors::{
-    DEFAULT_REFINE_FACTOR, FLAT_BELOW_MATCH_FRACTION, FLAT_BELOW_ROWS, Filter as VectorFilter,
-    FlatIndex, FlatIndexWriter, FlatView, Hit, HnswIndex, HnswParams, Precision, RefinedFlatIndex,
-    Route, Traversal, VectorError,
+    DEFAULT_REFINE_FACTOR, EF_SCALE_ROWS, FLAT_BELOW_MATCH_FRACTION, FLAT_BELOW_ROWS,
+    Filter as VectorFilter, FlatIndex, FlatIndexWriter, FlatView, Hit, HnswIndex, HnswParams,
+    Precision, RefinedFlatIndex, Route, Traversal, VectorError, default_ef,
 };

@@ -21,6 +21,10 @@
 //! `/proc/self/clear_refs`, minus the RSS at the reset). hnswlib is built only up to
 //! `--hnswlib-max` rows (it does not finish 1M in 10 minutes on 2 cores); above that its insert
 //! rate is measured on the first 100,000 rows and its build time extrapolated, and labelled so.
+//! The flat f32 scan is timed a second time right after the peer, so the two memdb figures
+//! bracket faiss's in time (this machine's memory bandwidth drifts between minutes).
+//! `flat f32 exact via i8 bounds` is [`RefinedFlatIndex::search_exact`]: it must return the f32
+//! scan's ids exactly (asserted), from the i8 rows and certified per-row bounds.
 //!
 //! `--crossover` instead measures where flat and HNSW search cross: unfiltered QPS at several
 //! sizes, and filtered QPS at several filter selectivities (the measurements behind
@@ -631,7 +635,6 @@ fn main() {
             });
         }
     }
-    drop(data);
 
     let peer = if a.skip_peer {
         Err("--skip-peer given".to_owned())
@@ -713,6 +716,33 @@ fn main() {
         }
         Err(why) => println!("peer skipped: {why}\n"),
     }
+    // The host's memory bandwidth drifts over minutes (faiss's single-query rate on 1M rows
+    // ranged 15.9–18.6 QPS between runs), so the f32 scan is timed again right after faiss: the
+    // two memdb figures bracket the peer's in time, and both ratios are printed.
+    if faiss.is_some() {
+        let (index, _) = build_flat(Precision::F32, &data);
+        let (again, qps_single) = time_single(&queries, |q| index.search(q, a.k, &filter).unwrap());
+        assert_eq!(
+            again, truth,
+            "the f32 scan answered differently the second time"
+        );
+        eprintln!("memdb flat f32 after the peer: {qps_single:.1} QPS");
+        flat_qps.push((
+            "flat f32, timed again after the peer".to_owned(),
+            qps_single,
+            f64::NAN,
+        ));
+        rows.push(Row {
+            engine: "memdb flat f32, timed again after the peer (single only)".to_owned(),
+            qps_single,
+            qps_batch: f64::NAN,
+            recall: 1.0,
+            bytes: index.memory_bytes(),
+            build_s: f64::NAN,
+            peak_mib: f64::NAN,
+        });
+    }
+    drop(data);
 
     println!(
         "{label}, N = {n}, d = {DIM}, {n_queries} queries, k = {}; single: 1 query per call, 1 \

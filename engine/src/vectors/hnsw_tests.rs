@@ -9,7 +9,7 @@ use roaring::RoaringBitmap;
 use super::kernels::dot_f32;
 use super::{
     Filter, FlatIndex, FlatIndexWriter, Hit, HnswIndex, HnswParams, Precision, RefinedFlatIndex,
-    Route, Traversal, VectorError,
+    Route, Traversal, VectorError, default_ef,
 };
 
 /// splitmix64 + Box–Muller, as the bench's generator (seeded, machine-independent).
@@ -276,6 +276,16 @@ fn case_matches(c: &Case, row: usize) -> bool {
         && c.allow.as_ref().is_none_or(|a| a.contains(&(row as u32)))
         && c.time.is_none_or(|(a, b)| (a..b).contains(&(row as i64)))
         && c.source.is_none_or(|s| (row % 4) as u8 == s)
+}
+
+#[test]
+fn default_ef_doubles_per_tenfold_rows_above_100k() {
+    assert_eq!(default_ef(128, 10), 128);
+    assert_eq!(default_ef(128, 100_000), 128);
+    assert_eq!(default_ef(128, 1_000_000), 256);
+    assert_eq!(default_ef(128, 10_000_000), 512);
+    let efs: Vec<usize> = (1..=40).map(|i| default_ef(128, i * 50_000)).collect();
+    assert!(efs.windows(2).all(|w| w[0] <= w[1]), "{efs:?}");
 }
 
 proptest! {

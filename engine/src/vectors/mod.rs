@@ -40,7 +40,8 @@ mod tests;
 pub use error::VectorError;
 pub use filter::Filter;
 pub use hnsw::{
-    FLAT_BELOW_MATCH_FRACTION, FLAT_BELOW_ROWS, HnswIndex, HnswParams, Route, Traversal,
+    EF_SCALE_ROWS, FLAT_BELOW_MATCH_FRACTION, FLAT_BELOW_ROWS, HnswIndex, HnswParams, Route,
+    Traversal, default_ef,
 };
 pub use index::{FlatIndex, FlatIndexWriter};
 pub use kernels::Precision;
