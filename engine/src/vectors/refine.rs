@@ -113,6 +113,11 @@ impl RowBounds {
         out
     }
 
+    /// Bytes held.
+    fn bytes(&self) -> usize {
+        (self.coded_norm.len() + self.residual_norm.len()) * std::mem::size_of::<f32>()
+    }
+
     /// The factors for `query` (f32) and its i8 form `codes`·`scale`.
     fn query(query: &[f32], codes: &[i8], scale: f32) -> QueryBound {
         let (mut norm, mut residual) = (0.0f64, 0.0f64);
@@ -245,9 +250,9 @@ impl RefinedFlatIndex {
         &self.coarse
     }
 
-    /// Bytes held in memory: both blocks.
+    /// Bytes held in memory: both blocks and the per-row bound terms.
     pub fn memory_bytes(&self) -> usize {
-        self.coarse.memory_bytes() + self.exact.memory_bytes()
+        self.coarse.memory_bytes() + self.exact.memory_bytes() + self.bounds.bytes()
     }
 
     /// The `k` best rows for `query` among the non-deleted rows passing `filter`, scored
