@@ -43,6 +43,7 @@ use super::filter::Filter;
 use super::index::FlatIndex;
 use super::kernels::{F16, Precision, dot_f16, dot_f32, dot_i8, encode_f16, quantize_i8, score_i8};
 use super::layout::{FlatView, Vectors};
+use super::parallel;
 use super::topk::{Hit, Scored, TopK};
 
 /// Below this many rows a search scans the flat block instead of walking the graph.
@@ -807,11 +808,7 @@ impl HnswIndex {
                     .collect(),
                 entry: Mutex::new((0, levels[0])),
             };
-            let threads = match params.threads {
-                0 => std::thread::available_parallelism().map_or(1, |t| t.get()),
-                t => t,
-            }
-            .clamp(1, n);
+            let threads = parallel::thread_count(params.threads).clamp(1, n);
             let next = AtomicUsize::new(1);
             std::thread::scope(|scope| {
                 let workers: Vec<_> = (0..threads)
@@ -1153,41 +1150,9 @@ impl HnswIndex {
                 found: queries.len(),
             });
         }
-        let n_queries = queries.len() / dim;
-        if n_queries == 0 {
-            return Ok(Vec::new());
-        }
-        let threads = match threads {
-            0 => std::thread::available_parallelism().map_or(1, |t| t.get()),
-            t => t,
-        }
-        .clamp(1, n_queries);
-        let per_thread = n_queries.div_ceil(threads);
-        let mut out = Vec::with_capacity(n_queries);
-        std::thread::scope(|scope| {
-            let workers: Vec<_> = queries
-                .chunks(per_thread * dim)
-                .map(|share| {
-                    scope.spawn(move || {
-                        share
-                            .chunks_exact(dim)
-                            .map(|q| self.search_with(q, k, filter, ef, Route::Auto))
-                            .collect::<Result<Vec<_>, _>>()
-                    })
-                })
-                .collect();
-            for worker in workers {
-                match worker.join() {
-                    Ok(share) => out.push(share),
-                    Err(panic) => std::panic::resume_unwind(panic),
-                }
-            }
-        });
-        let mut hits = Vec::with_capacity(n_queries);
-        for share in out {
-            hits.extend(share?);
-        }
-        Ok(hits)
+        parallel::search_each(queries, dim, threads, |q| {
+            self.search_with(q, k, filter, ef, Route::Auto)
+        })
     }
 }
 

@@ -22,6 +22,7 @@ use super::kernels::{
     quantize_i8, score_i8, top_f32_rows,
 };
 use super::layout::{AlignedBuf, FlatView, HEADER_LEN, Layout, MAX_ROWS, Vectors};
+use super::parallel;
 use super::topk::{Hit, Scored, TopK};
 
 /// Bytes of rows a batched scan keeps hot while it scores a tile of queries against them.
@@ -407,11 +408,7 @@ impl FlatView<'_> {
         if k == 0 || n_queries == 0 {
             return Ok(vec![Vec::new(); n_queries]);
         }
-        let threads = match threads {
-            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
-            n => n,
-        }
-        .min(n_queries);
+        let threads = parallel::thread_count(threads).min(n_queries);
         let rows = filter
             .candidates(self.len(), deleted)
             .materialize(self, filter);

@@ -13,6 +13,7 @@
 //!   with exact f32 rows; and its exact search, which scans the i8 rows with a certified upper
 //!   bound per row and reads an f32 row only where the bound can still reach the top k, giving
 //!   the f32 scan's answer bit for bit from about a quarter of the bytes.
+//! - [`parallel`]: spreading a batch's queries over threads.
 //! - [`hnsw`]: [`HnswIndex`], the approximate (HNSW) index over an f32 block: i8-code traversal,
 //!   f32 rerank, filtered search with a flat fallback, parallel build, persisted form.
 //!
@@ -29,6 +30,7 @@ mod hnsw;
 mod index;
 pub(crate) mod kernels;
 pub(crate) mod layout;
+mod parallel;
 mod refine;
 mod topk;
 

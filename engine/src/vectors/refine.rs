@@ -24,6 +24,7 @@ use super::filter::Filter;
 use super::index::{FlatIndex, FlatIndexWriter};
 use super::kernels::{Precision, dot_f32, dot_i8, quantize_i8, score_i8};
 use super::layout::Vectors;
+use super::parallel;
 use super::topk::{Hit, TopK};
 
 /// Candidates the compact scan keeps per result when none is given.
@@ -295,34 +296,9 @@ impl RefinedFlatIndex {
         threads: usize,
     ) -> Result<Vec<Vec<Hit>>, VectorError> {
         let view = self.exact.view()?;
-        let (dim, n_queries) = (view.dim(), view.check_queries(queries, "query batch")?);
-        let threads = match threads {
-            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
-            n => n,
-        }
-        .clamp(1, n_queries.max(1));
-        let per_thread = n_queries.div_ceil(threads).max(1) * dim;
-        std::thread::scope(|scope| {
-            let workers: Vec<_> = queries
-                .chunks(per_thread)
-                .map(|share| {
-                    scope.spawn(move || {
-                        share
-                            .chunks_exact(dim)
-                            .map(|q| self.search_exact(q, k, filter))
-                            .collect::<Result<Vec<_>, _>>()
-                    })
-                })
-                .collect();
-            let mut out = Vec::with_capacity(n_queries);
-            for worker in workers {
-                // A worker only panics if the scan has a bug; re-raise it on this thread.
-                match worker.join() {
-                    Ok(share) => out.extend(share?),
-                    Err(panic) => std::panic::resume_unwind(panic),
-                }
-            }
-            Ok(out)
+        view.check_queries(queries, "query batch")?;
+        parallel::search_each(queries, view.dim(), threads, |q| {
+            self.search_exact(q, k, filter)
         })
     }
 
