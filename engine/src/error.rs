@@ -99,7 +99,7 @@ pub enum Error {
     Inconsistent(String),
     /// A forgetting policy does not hold together.
     #[error(transparent)]
-    Policy(#[from] crate::forget::PolicyError),
+    Policy(#[from] PolicyError),
     /// An item given to a write batch is not acceptable.
     #[error("item #{index} of the batch is invalid: {reason}")]
     InvalidItem {
@@ -144,7 +144,7 @@ pub enum Error {
         /// Their bytes.
         bytes: u64,
         /// Each of them, in day order.
-        originals: Vec<crate::forget::OriginalDrop>,
+        originals: Vec<OriginalDrop>,
     },
     /// A compaction hook refused to continue.
     #[error("compaction hook failed: {0}")]
@@ -254,4 +254,45 @@ impl<T, E: Into<redb::Error>> CatalogResult<T> for std::result::Result<T, E> {
     fn ctx(self, op: &'static str) -> Result<T> {
         self.map_err(|e| Error::catalog(op)(e.into()))
     }
+}
+
+// Forgetting's error details live here, below every module, so the error type names no
+// client module (`forget` re-exports them).
+
+/// A policy that does not hold together.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PolicyError {
+    /// The TOML does not parse or has unknown or missing fields.
+    #[error("policy file: {0}")]
+    Toml(String),
+    /// A rule is broken.
+    #[error("policy `{policy}`: {reason}")]
+    Invalid {
+        /// The policy's name.
+        policy: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// No built-in policy has this name.
+    #[error(
+        "no built-in policy `{0}` (built-ins: no-forget, very-soft, softer-old, timed-gentle, boundary-365)"
+    )]
+    Unknown(String),
+}
+
+/// A photo original a run drops (or, in a dry run, would drop).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OriginalDrop {
+    /// The item that owns it.
+    pub item: u64,
+    /// The item's external id, if it has one.
+    pub external_id: Option<String>,
+    /// The blob.
+    pub blob: u64,
+    /// Its bytes.
+    pub bytes: u64,
+    /// The day of the page that shows it.
+    pub day: String,
+    /// The stage whose rule drops it.
+    pub stage: String,
 }

@@ -22,7 +22,7 @@
 mod error;
 pub mod forget;
 pub mod graph;
-mod lexical;
+mod open;
 pub mod recall;
 pub mod scrapbook;
 mod store;

@@ -24,7 +24,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use memdb_formats::item::ItemRecord;
 
-pub use policy::{BUILTIN_POLICIES, Policy, PolicyError, StageRule};
+pub use crate::error::{OriginalDrop, PolicyError};
+pub use policy::{BUILTIN_POLICIES, Policy, StageRule};
 
 use crate::error::{Error, Result};
 use crate::scrapbook::{PageLayout, PageOptions, PageRow, reencode_jpeg};
@@ -76,23 +77,6 @@ pub struct StageReport {
     pub vectors_quantized: u64,
     /// Bytes their values shrink by.
     pub vector_bytes_saved: u64,
-}
-
-/// A photo original a run drops (or, in a dry run, would drop).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OriginalDrop {
-    /// The item that owns it.
-    pub item: u64,
-    /// The item's external id, if it has one.
-    pub external_id: Option<String>,
-    /// The blob.
-    pub blob: u64,
-    /// Its bytes.
-    pub bytes: u64,
-    /// The day of the page that shows it.
-    pub day: String,
-    /// The stage whose rule drops it.
-    pub stage: String,
 }
 
 /// What [`Store::forget`] did.
@@ -205,7 +189,8 @@ impl Store {
             report.pages_composed = composed.photo_pages + composed.text_pages;
         }
         // Graph updates read, then write: none may interleave with the pruning below.
-        let _graph = self.lock_graph()?;
+        let update_lock = self.extension::<crate::graph::UpdateLock>()?;
+        let _graph = update_lock.hold()?;
         let snapshot = self.snapshot()?;
         let rows = snapshot.page_rows()?;
         let item_vectors = snapshot.vectors(ITEM_VECTORS)?;

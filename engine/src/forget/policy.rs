@@ -11,6 +11,8 @@
 
 use serde::Deserialize;
 
+use crate::error::PolicyError;
+
 use crate::vectors::Precision;
 
 /// One stage of a policy.
@@ -62,27 +64,6 @@ pub struct Policy {
     /// Its stages, youngest first.
     #[serde(rename = "stage")]
     pub stages: Vec<StageRule>,
-}
-
-/// A policy that does not hold together.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PolicyError {
-    /// The TOML does not parse or has unknown or missing fields.
-    #[error("policy file: {0}")]
-    Toml(String),
-    /// A rule is broken.
-    #[error("policy `{policy}`: {reason}")]
-    Invalid {
-        /// The policy's name.
-        policy: String,
-        /// What is wrong.
-        reason: String,
-    },
-    /// No built-in policy has this name.
-    #[error(
-        "no built-in policy `{0}` (built-ins: no-forget, very-soft, softer-old, timed-gentle, boundary-365)"
-    )]
-    Unknown(String),
 }
 
 /// Names of the built-in policies, mildest first.

@@ -14,9 +14,9 @@
 //! loop over all nodes.
 
 pub mod extract;
-mod forget;
 mod llm;
 mod overlap;
+mod remove;
 mod update;
 
 #[cfg(test)]
@@ -34,9 +34,9 @@ use crate::store::catalog::{
 };
 
 pub use extract::{NodeDraft, NodeKind, item_nodes, query_nodes};
-pub(crate) use forget::{Faded, fade_nodes, forget_items};
 pub use llm::LlmExtractor;
 pub use overlap::{CANDIDATE_CAP, PathMatch, PathOverlapStats, PathsMatched};
+pub(crate) use remove::{Faded, fade_nodes, remove_items};
 pub use update::{GraphOptions, GraphReport};
 
 /// The vector space of node embeddings, keyed by node id.
@@ -147,6 +147,47 @@ pub(crate) enum GraphWrite {
 }
 
 const ALIAS_SEPARATOR: char = '\u{1f}';
+
+impl crate::store::derived::DerivedWrite for GraphWrite {
+    fn apply(
+        self: Box<Self>,
+        commit: &mut crate::store::derived::DerivedCommit<'_, '_>,
+    ) -> Result<()> {
+        let (txn, counters) = commit.txn_and_counters();
+        apply(txn, counters, *self)
+    }
+}
+
+/// The graph as a client of the store: a commit that deletes, changes or loses items takes
+/// their graph rows with it (paths, and nodes no item uses any more, with their vectors).
+pub(crate) struct GraphRows;
+
+impl crate::store::derived::DerivedData for GraphRows {
+    fn forget_items(
+        &self,
+        txn: &redb::WriteTransaction,
+        items: &[u64],
+    ) -> Result<Vec<(&'static str, u64)>> {
+        Ok(remove_items(txn, items)?
+            .into_iter()
+            .map(|node| (NODE_VECTORS, node))
+            .collect())
+    }
+}
+
+/// Serialises EM-Graph updates, which read the graph, then commit what they derived (kept per
+/// store as a store extension).
+#[derive(Default)]
+pub(crate) struct UpdateLock(std::sync::Mutex<()>);
+
+impl UpdateLock {
+    /// Holds the lock until the guard drops.
+    pub(crate) fn hold(&self) -> Result<std::sync::MutexGuard<'_, ()>> {
+        self.0
+            .lock()
+            .map_err(|_| Error::WriterPoisoned("a graph update thread panicked".into()))
+    }
+}
 
 /// Applies one graph write in the batch's transaction.
 pub(crate) fn apply(

@@ -83,7 +83,8 @@ impl Store {
         options: &GraphOptions,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<GraphReport> {
-        let _graph = self.lock_graph()?;
+        let update_lock = self.extension::<crate::graph::UpdateLock>()?;
+        let _graph = update_lock.hold()?;
         let snapshot = self.snapshot()?;
         let seen = snapshot.graph().seen_items()?;
         let todo: Vec<u64> = snapshot
@@ -188,7 +189,7 @@ impl Store {
             match best {
                 Some((node, score)) if score >= options.merge_threshold => {
                     aliases_added.entry(node).or_default().push(phrase.clone());
-                    batch.graph_write(GraphWrite::Alias {
+                    batch.derived(GraphWrite::Alias {
                         phrase: phrase.clone(),
                         node,
                     });
@@ -209,7 +210,7 @@ impl Store {
                             aliases: Vec::new(),
                         },
                     );
-                    batch.graph_write(GraphWrite::Alias {
+                    batch.derived(GraphWrite::Alias {
                         phrase: phrase.clone(),
                         node: id,
                     });
@@ -225,11 +226,11 @@ impl Store {
                 n.aliases.extend(added);
             } else if let Some(mut stored_node) = graph.node(node)? {
                 stored_node.aliases.extend(added);
-                batch.graph_write(GraphWrite::Node(stored_node));
+                batch.derived(GraphWrite::Node(stored_node));
             }
         }
         for node in new_nodes.into_values() {
-            batch.graph_write(GraphWrite::Node(node));
+            batch.derived(GraphWrite::Node(node));
         }
 
         // One path per page; Q-matrix rows both ways.
@@ -258,7 +259,7 @@ impl Store {
                     }
                 }
                 item_ids.push(*item);
-                batch.graph_write(GraphWrite::Item {
+                batch.derived(GraphWrite::Item {
                     item: *item,
                     path,
                     nodes: ids,
@@ -275,11 +276,11 @@ impl Store {
                 };
                 paths.insert(path_bit);
             }
-            batch.graph_write(GraphWrite::PathNodes {
+            batch.derived(GraphWrite::PathNodes {
                 path,
                 nodes: nodes_bitmap,
             });
-            batch.graph_write(GraphWrite::Path(GraphPath {
+            batch.derived(GraphWrite::Path(GraphPath {
                 id: path,
                 page,
                 nodes: order,
@@ -288,9 +289,9 @@ impl Store {
             report.new_paths += 1;
         }
         for (node, paths) in node_paths {
-            batch.graph_write(GraphWrite::NodePaths { node, paths });
+            batch.derived(GraphWrite::NodePaths { node, paths });
         }
-        batch.graph_write(GraphWrite::Counters {
+        batch.derived(GraphWrite::Counters {
             next_node,
             next_path,
         });

@@ -3,7 +3,7 @@
 //! Three signals, each computed over the items the filters allow (never filtered after
 //! ranking):
 //! - **dense**: the question's embedding against the item vector space (exact or HNSW);
-//! - **lexical**: BM25 over item text ([`crate::lexical`]);
+//! - **lexical**: BM25 over item text ([`lexical`]);
 //! - **graph**: query nodes (the extractor of [`crate::graph`]) matched to graph nodes exactly
 //!   and by embedding similarity, weighted by similarity × idf over paths; candidate EM-Paths
 //!   from the Q-matrix bitmaps scored by weighted overlap; items of the best paths scored by
@@ -18,6 +18,8 @@
 //! locomo bench runs (the only labelled data here; there is no held-out set), one setting for
 //! every store.
 
+mod lexical;
+
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Instant;
@@ -27,8 +29,8 @@ use roaring::{RoaringBitmap, RoaringTreemap};
 
 use crate::error::Result;
 use crate::graph::{Embedder, NODE_VECTORS, embed_checked};
-use crate::lexical::Bm25;
 use crate::store::{ITEM_VECTORS, ScanFilter, Snapshot, Store, VectorScope};
+use lexical::Bm25;
 
 /// Which signals a recall uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -240,7 +242,7 @@ impl Store {
 
     fn item_index(&self, snapshot: &Snapshot) -> Result<Arc<ItemIndex>> {
         let op_seq = snapshot.op_seq()?;
-        let cache = self.recall_cache();
+        let cache = self.extension::<RecallCache>()?;
         if let Ok(guard) = cache.newest.lock()
             && let Some(index) = guard.as_ref()
             && index.op_seq == op_seq

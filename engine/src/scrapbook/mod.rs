@@ -124,6 +124,85 @@ pub(crate) fn replace_page_row(
     Ok(old.transpose()?.map(|r| r.parts).unwrap_or_default())
 }
 
+/// A change to a day's page, staged in a batch and applied inside its commit.
+pub(crate) enum PageWrite {
+    /// The day's page: its row, with `parts` stored as new page blobs replacing the old ones;
+    /// `handled` are the day's stale marks (item, op sequence) the page accounts for.
+    Put {
+        day: String,
+        row: PageRow,
+        parts: Vec<Vec<u8>>,
+        handled: Vec<(u64, u64)>,
+    },
+    /// Removes a day's page, its blobs and its stale marks.
+    Delete { day: String },
+    /// Removes stale marks of a day that need no page change (a forgotten page is kept).
+    ClearStale {
+        day: String,
+        handled: Vec<(u64, u64)>,
+    },
+}
+
+impl crate::store::derived::DerivedWrite for PageWrite {
+    fn apply(
+        self: Box<Self>,
+        commit: &mut crate::store::derived::DerivedCommit<'_, '_>,
+    ) -> Result<()> {
+        match *self {
+            PageWrite::Put {
+                day,
+                mut row,
+                parts,
+                handled,
+            } => {
+                commit.clear_stale_day(&day, Some(&handled))?;
+                row.parts = parts
+                    .into_iter()
+                    .map(|bytes| commit.add_blob(BlobKind::Page, bytes))
+                    .collect::<Result<_>>()?;
+                for old in replace_page_row(commit.txn(), &day, Some(&row))? {
+                    commit.remove_blob(old)?;
+                }
+            }
+            PageWrite::Delete { day } => {
+                commit.clear_stale_day(&day, None)?;
+                for old in replace_page_row(commit.txn(), &day, None)? {
+                    commit.remove_blob(old)?;
+                }
+            }
+            PageWrite::ClearStale { day, handled } => {
+                commit.clear_stale_day(&day, Some(&handled))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The pages as a client of the store: a page part lost to damage is stood in for by a grey
+/// part of its size, and a Recent page with a lost part is made again from the originals.
+pub(crate) struct PageRows;
+
+impl crate::store::derived::DerivedData for PageRows {
+    fn salvage_lost_blobs(
+        &self,
+        snapshot: &Snapshot,
+        lost: &BTreeSet<u64>,
+    ) -> Result<crate::store::derived::Salvage> {
+        let mut salvage = crate::store::derived::Salvage::default();
+        for (day, row) in snapshot.page_rows()? {
+            for (index, part) in row.parts.iter().enumerate() {
+                if lost.contains(part) {
+                    salvage.replacements.insert(*part, lost_part(&row, index)?);
+                    if row.stage == 0 {
+                        salvage.stale_days.push(day.clone());
+                    }
+                }
+            }
+        }
+        Ok(salvage)
+    }
+}
+
 fn open_pages(
     snapshot: &Snapshot,
 ) -> Result<Option<redb::ReadOnlyTable<&'static str, RawPageRow<'static>>>> {
@@ -485,7 +564,7 @@ impl Store {
             .filter(|d| !days.contains_key(*d))
             .filter(|d| scope == ComposeScope::All || stale.contains_key(*d));
         for day in gone_days {
-            batch.delete_page(day.clone());
+            batch.derived(PageWrite::Delete { day: day.clone() });
             report.removed += 1;
         }
         let mut work = Vec::new();
@@ -511,13 +590,23 @@ impl Store {
                             .collect();
                         if gone.is_empty() {
                             report.kept_forgotten += 1;
-                            batch.clear_stale(day.clone(), handled);
+                            if !handled.is_empty() {
+                                batch.derived(PageWrite::ClearStale {
+                                    day: day.clone(),
+                                    handled,
+                                });
+                            }
                         } else {
                             let (new_row, parts) =
                                 blank_items(&snapshot, &day, row, layout, &gone)?;
                             report.bytes_written +=
                                 parts.iter().map(|p| p.len() as u64).sum::<u64>();
-                            batch.put_page(day.clone(), new_row, parts, handled);
+                            batch.derived(PageWrite::Put {
+                                day: day.clone(),
+                                row: new_row,
+                                parts,
+                                handled,
+                            });
                             report.blanked += 1;
                         }
                     } else {
@@ -594,7 +683,12 @@ impl Store {
                 report.bytes_written += composed.parts.iter().map(|p| p.len() as u64).sum::<u64>();
                 report.photo_errors.extend(composed.photo_errors);
                 report.photos_partial.extend(composed.photos_partial);
-                batch.put_page(composed.day, composed.row, composed.parts, composed.handled);
+                batch.derived(PageWrite::Put {
+                    day: composed.day,
+                    row: composed.row,
+                    parts: composed.parts,
+                    handled: composed.handled,
+                });
                 pending += 1;
                 if pending >= PAGES_PER_COMMIT {
                     std::mem::replace(&mut batch, self.batch()).commit()?;

@@ -17,6 +17,7 @@
 pub(crate) mod catalog;
 pub(crate) mod check;
 pub(crate) mod compact;
+pub(crate) mod derived;
 mod dir;
 #[cfg(any(test, feature = "fault-injection"))]
 pub(crate) mod fault;
@@ -137,10 +138,10 @@ pub(crate) struct StoreInner {
     retiring: Mutex<BTreeMap<u64, std::sync::Weak<SegmentFile>>>,
     /// Approximate-search graphs loaded from their blobs, shared by every snapshot.
     graphs: Arc<vector_space::GraphCache>,
-    /// Serialises EM-Graph updates, which read the graph, then commit what they derived.
-    graph_update: Mutex<()>,
-    /// Recall's lexical index of the newest snapshot.
-    recall: crate::recall::RecallCache,
+    /// Clients keeping derived rows inside this store's commits (see [`derived`]).
+    clients: derived::Clients,
+    /// Clients' per-store state (caches, update locks).
+    extensions: derived::Extensions,
     /// The writer's LOCK; a read-only handle takes none.
     _lock: Option<StoreLock>,
 }
@@ -245,8 +246,13 @@ pub(crate) fn now_ms() -> i64 {
 }
 
 impl Store {
-    /// Creates a new, empty store at `path` (the directory may exist but must be empty).
-    pub fn create(path: impl AsRef<Path>, options: Options) -> Result<Store> {
+    /// Creates a new, empty store at `path` (the directory may exist but must be empty), with
+    /// `clients` keeping their derived rows in its commits.
+    pub(crate) fn create_with(
+        path: impl AsRef<Path>,
+        options: Options,
+        clients: derived::Clients,
+    ) -> Result<Store> {
         let root = path.as_ref();
         if root.exists() {
             let mut entries = std::fs::read_dir(root).map_err(Error::io("list", root))?;
@@ -282,12 +288,17 @@ impl Store {
         dir::sync_dir(io, &paths.root)?;
         drop(db);
         drop(lock);
-        Store::open(root, options)
+        Store::open_with(root, options, clients)
     }
 
-    /// Opens an existing store for reading and writing. Recovers from a crash: cuts the
-    /// uncommitted tail of open segments and deletes segment files no commit references.
-    pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Store> {
+    /// Opens an existing store for reading and writing, with `clients` keeping their derived
+    /// rows in its commits. Recovers from a crash: cuts the uncommitted tail of open segments
+    /// and deletes segment files no commit references.
+    pub(crate) fn open_with(
+        path: impl AsRef<Path>,
+        options: Options,
+        clients: derived::Clients,
+    ) -> Result<Store> {
         let paths = existing_store_paths(path.as_ref())?;
         let lock = StoreLock::acquire(&paths.root)?;
         // Tighten permissions of files made by older builds or copied in.
@@ -368,13 +379,16 @@ impl Store {
             options,
             (set, active, damaged),
             Some(lock),
+            clients,
         ))
     }
 
-    /// Opens the store read-only, beside its writer if one is running (in this process or
-    /// another): takes no LOCK, changes no file, and each [`snapshot`](Self::snapshot) sees the
-    /// writer's latest commit. Writes fail with [`Error::ReadOnly`].
-    pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<Store> {
+    /// Opens the store read-only beside its writer (see the engine's `Store::open_read_only`).
+    pub(crate) fn open_read_only_with(
+        path: impl AsRef<Path>,
+        options: Options,
+        clients: derived::Clients,
+    ) -> Result<Store> {
         let paths = existing_store_paths(path.as_ref())?;
         let backend =
             io::CatalogBackend::open(Arc::clone(&options.io), &paths.catalog, OpenMode::ReadOnly)
@@ -394,6 +408,7 @@ impl Store {
             options,
             (SegmentSet::new(), None, BTreeMap::new()),
             None,
+            clients,
         ))
     }
 
@@ -405,6 +420,7 @@ impl Store {
         options: Options,
         (set, active, damaged): (SegmentSet, Option<OpenSegment>, BTreeMap<u64, String>),
         lock: Option<StoreLock>,
+        clients: derived::Clients,
     ) -> Store {
         Store {
             inner: Arc::new(StoreInner {
@@ -419,8 +435,8 @@ impl Store {
                 damaged,
                 retiring: Mutex::new(BTreeMap::new()),
                 graphs: Arc::new(vector_space::GraphCache::default()),
-                graph_update: Mutex::new(()),
-                recall: crate::recall::RecallCache::default(),
+                clients,
+                extensions: derived::Extensions::default(),
                 _lock: lock,
             }),
         }
@@ -431,13 +447,9 @@ impl Store {
         self.inner.db.is_read_only()
     }
 
-    /// Opens the store at `path`, creating it if the directory has no store yet.
-    pub fn open_or_create(path: impl AsRef<Path>, options: Options) -> Result<Store> {
-        if path.as_ref().join(dir::CATALOG_FILE).is_file() {
-            Store::open(path, options)
-        } else {
-            Store::create(path, options)
-        }
+    /// Whether `path` holds a store's catalog.
+    pub(crate) fn exists_at(path: &Path) -> bool {
+        path.join(dir::CATALOG_FILE).is_file()
     }
 
     /// The store directory.
@@ -565,15 +577,15 @@ impl Store {
             .map(|v| v.value().to_owned()))
     }
 
-    pub(crate) fn recall_cache(&self) -> &crate::recall::RecallCache {
-        &self.inner.recall
+    /// A client's per-store state of type `T` (made on first use), shared by every clone of
+    /// this handle.
+    pub(crate) fn extension<T: std::any::Any + Send + Sync + Default>(&self) -> Result<Arc<T>> {
+        self.inner.extensions.get::<T>()
     }
 
-    pub(crate) fn lock_graph(&self) -> Result<MutexGuard<'_, ()>> {
-        self.inner
-            .graph_update
-            .lock()
-            .map_err(|_| Error::WriterPoisoned("a graph update thread panicked".into()))
+    /// The clients keeping derived rows in this store.
+    pub(crate) fn clients(&self) -> &derived::Clients {
+        &self.inner.clients
     }
 
     fn lock_writer(&self) -> Result<MutexGuard<'_, Writer>> {

@@ -270,10 +270,11 @@ impl Store {
     /// Rebuilds the store at `path` from its segment files when its catalog cannot be read
     /// (see the module header); `why` says what failed. The old directory is kept beside it as
     /// `<name>.damaged-<unix seconds>`. `progress` gets (items written, items to write).
-    pub fn rebuild(
+    pub(crate) fn rebuild_with(
         path: impl AsRef<Path>,
         why: &str,
         progress: &mut dyn FnMut(u64, u64),
+        clients: super::derived::Clients,
     ) -> Result<RebuildReport> {
         let root = path.as_ref();
         let paths = StorePaths::new(root);
@@ -388,7 +389,7 @@ impl Store {
             }
         }
         let fresh = parent.join(format!("{unfinished}{}", std::process::id()));
-        let store = Store::create(&fresh, Options::default())?;
+        let store = Store::create_with(&fresh, Options::default(), clients)?;
         let total = keep.len() as u64;
         let mut batch = store.batch();
         let (mut pending, mut pending_bytes) = (0usize, 0usize);

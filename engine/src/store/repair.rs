@@ -160,17 +160,15 @@ impl Store {
         victims.retain(|id| listed.contains_key(id));
         let lost_blobs: BTreeMap<u64, BlobInfo> =
             before.damage.blobs.iter().map(|b| (b.id, *b)).collect();
+        // Clients stand in for the lost blobs they can draw again (a grey page part) and name
+        // the days to derive again.
+        let lost_ids: BTreeSet<u64> = lost_blobs.keys().copied().collect();
         let mut grey_parts = BTreeMap::new();
         let mut stale_days = Vec::new();
-        for (day, row) in snapshot.page_rows()? {
-            for (index, part) in row.parts.iter().enumerate() {
-                if lost_blobs.contains_key(part) {
-                    grey_parts.insert(*part, crate::scrapbook::lost_part(&row, index)?);
-                    if row.stage == 0 {
-                        stale_days.push(day.clone());
-                    }
-                }
-            }
+        for client in self.clients() {
+            let salvage = client.salvage_lost_blobs(&snapshot, &lost_ids)?;
+            grey_parts.extend(salvage.replacements);
+            stale_days.extend(salvage.stale_days);
         }
         // A lost photo's fields come back from its original, where that survives.
         let mut reread = BTreeMap::new();
@@ -225,8 +223,10 @@ impl Store {
             &mut hook,
             &mut |txn, t, _staged| {
                 // What was derived from a lost item goes now; a stand-in is derived again.
-                for node in crate::graph::forget_items(txn, &lost_items)? {
-                    t.remove_vector(crate::graph::NODE_VECTORS, node)?;
+                for client in self.clients() {
+                    for (space, key) in client.forget_items(txn, &lost_items)? {
+                        t.remove_vector(space, key)?;
+                    }
                 }
                 for &item in &lost_items {
                     t.remove_vector(ITEM_VECTORS, item)?;

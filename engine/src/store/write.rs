@@ -18,6 +18,7 @@ use memdb_formats::segment::{EntryKind, PAGE};
 use redb::ReadableTable;
 
 use super::catalog::{self, BlobKind, BlobLoc, ItemLoc, OpCode, SegmentRow, SegmentState};
+use super::derived::{DerivedCommit, DerivedWrite};
 use super::read::read_record;
 use super::vector_space::{self, ITEM_VECTORS, StagedVector, StagedVectors};
 use super::{OpenSegment, Store, Writer, now_ms};
@@ -96,25 +97,8 @@ enum BatchOp {
     DeleteBlob {
         id: u64,
     },
-    /// A row of the EM-Graph tables, written as computed by `Store::update_graph`.
-    Graph(crate::graph::GraphWrite),
-    /// A day's page: its row, with `parts` stored as new page blobs replacing the old ones;
-    /// `handled` are the day's stale marks (item, op sequence) the page accounts for.
-    PutPage {
-        day: String,
-        row: crate::scrapbook::PageRow,
-        parts: Vec<Vec<u8>>,
-        handled: Vec<(u64, u64)>,
-    },
-    /// Removes a day's page, its blobs and its stale marks.
-    DeletePage {
-        day: String,
-    },
-    /// Removes stale marks of a day that need no page change (a forgotten page is kept).
-    ClearStale {
-        day: String,
-        handled: Vec<(u64, u64)>,
-    },
+    /// A client's derived rows (the EM-Graph's, a day's page), applied inside the commit.
+    Derived(Box<dyn DerivedWrite>),
     /// An item as it was in another store, with its own id, ingest time and blob ids
     /// (`Store::rebuild` salvaging a store whose catalog is damaged).
     Restore {
@@ -260,27 +244,10 @@ impl<'s> WriteBatch<'s> {
         self
     }
 
-    /// Stages a write to the graph tables (crate-internal: the graph update computes them).
-    pub(crate) fn graph_write(&mut self, write: crate::graph::GraphWrite) -> &mut Self {
-        self.ops.push(BatchOp::Graph(write));
-        self
-    }
-
-    /// Stages a day's page (crate-internal: `Store::compose_pages` computes it), clearing the
-    /// stale marks it `handled`.
-    pub(crate) fn put_page(
-        &mut self,
-        day: String,
-        row: crate::scrapbook::PageRow,
-        parts: Vec<Vec<u8>>,
-        handled: Vec<(u64, u64)>,
-    ) -> &mut Self {
-        self.ops.push(BatchOp::PutPage {
-            day,
-            row,
-            parts,
-            handled,
-        });
+    /// Stages a client's derived write (the graph update and page composition compute them),
+    /// applied inside this batch's commit after the operations staged before it.
+    pub(crate) fn derived(&mut self, write: impl DerivedWrite + 'static) -> &mut Self {
+        self.ops.push(BatchOp::Derived(Box::new(write)));
         self
     }
 
@@ -295,20 +262,6 @@ impl<'s> WriteBatch<'s> {
             record: Box::new(record),
             blobs,
         });
-        self
-    }
-
-    /// Stages the removal of stale marks a kept page `handled`.
-    pub(crate) fn clear_stale(&mut self, day: String, handled: Vec<(u64, u64)>) -> &mut Self {
-        if !handled.is_empty() {
-            self.ops.push(BatchOp::ClearStale { day, handled });
-        }
-        self
-    }
-
-    /// Stages the removal of a day's page.
-    pub(crate) fn delete_page(&mut self, day: String) -> &mut Self {
-        self.ops.push(BatchOp::DeletePage { day });
         self
     }
 
@@ -361,11 +314,11 @@ struct StagedRecord {
     blobs: Vec<u64>,
 }
 
-struct StagedBlob {
-    id: u64,
-    kind: BlobKind,
-    bytes: Vec<u8>,
-    owner: u64,
+pub(super) struct StagedBlob {
+    pub(super) id: u64,
+    pub(super) kind: BlobKind,
+    pub(super) bytes: Vec<u8>,
+    pub(super) owner: u64,
 }
 
 pub(crate) struct Tables<'t> {
@@ -814,39 +767,11 @@ fn commit_locked(store: &Store, writer: &mut Writer, ops: Vec<BatchOp>) -> Resul
                         )),
                     }
                 }
-                BatchOp::Graph(write) => crate::graph::apply(&txn, &mut t.meta, write)?,
-                BatchOp::PutPage {
-                    day,
-                    mut row,
-                    parts,
-                    handled,
-                } => {
-                    t.clear_stale_page(&day, Some(&handled))?;
-                    let mut ids = Vec::with_capacity(parts.len());
-                    for bytes in parts {
-                        let id = t.take(catalog::KEY_NEXT_BLOB, 1)?;
-                        staged.blobs.push(Some(StagedBlob {
-                            id,
-                            kind: BlobKind::Page,
-                            bytes,
-                            owner: 0,
-                        }));
-                        ids.push(id);
-                    }
-                    row.parts = ids;
-                    for old in crate::scrapbook::replace_page_row(&txn, &day, Some(&row))? {
-                        t.remove_blob(old)?;
-                    }
-                }
-                BatchOp::DeletePage { day } => {
-                    t.clear_stale_page(&day, None)?;
-                    for old in crate::scrapbook::replace_page_row(&txn, &day, None)? {
-                        t.remove_blob(old)?;
-                    }
-                }
-                BatchOp::ClearStale { day, handled } => {
-                    t.clear_stale_page(&day, Some(&handled))?;
-                }
+                BatchOp::Derived(write) => write.apply(&mut DerivedCommit {
+                    txn: &txn,
+                    tables: &mut t,
+                    new_blobs: &mut staged.blobs,
+                })?,
                 BatchOp::Restore { record, blobs } => {
                     stage_restore(&mut t, &mut staged, index, *record, blobs, now)?;
                 }
@@ -856,8 +781,10 @@ fn commit_locked(store: &Store, writer: &mut Writer, ops: Vec<BatchOp>) -> Resul
         // (until the next graph update derives it again from its new text); nodes no item uses
         // any more go, with their vectors.
         deleted_items.append(&mut staged.invalidated);
-        for node in crate::graph::forget_items(&txn, &deleted_items)? {
-            vector_space::changes(&mut staged.vectors, crate::graph::NODE_VECTORS).remove(node);
+        for client in &inner.clients {
+            for (space, key) in client.forget_items(&txn, &deleted_items)? {
+                vector_space::changes(&mut staged.vectors, space).remove(key);
+            }
         }
 
         for block in vector_space::stage(

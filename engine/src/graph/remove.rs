@@ -198,7 +198,7 @@ impl<'t> GraphTables<'t> {
 }
 
 /// Removes `items` from the graph; returns the node ids purged (their vectors must go too).
-pub(crate) fn forget_items(txn: &redb::WriteTransaction, items: &[u64]) -> Result<Vec<u64>> {
+pub(crate) fn remove_items(txn: &redb::WriteTransaction, items: &[u64]) -> Result<Vec<u64>> {
     if items.is_empty() || !has_graph(txn)? {
         return Ok(Vec::new());
     }

@@ -1,0 +1,61 @@
+//! Opening a store as the engine: the store with the engine's clients registered.
+//!
+//! The store (`store/`) knows no client; the EM-Graph (`graph`) and the scrapbook pages
+//! (`scrapbook`) keep rows derived from items inside its commits through
+//! [`store::derived::DerivedData`](crate::store::derived::DerivedData). This module is the one
+//! place that wires them together, so every handle an application opens maintains both.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::error::Result;
+use crate::store::derived::Clients;
+use crate::store::{Options, RebuildReport, Store};
+
+/// The clients every store handle maintains, in the order the store calls them.
+fn clients() -> Clients {
+    vec![
+        Arc::new(crate::graph::GraphRows),
+        Arc::new(crate::scrapbook::PageRows),
+    ]
+}
+
+impl Store {
+    /// Creates a new, empty store at `path` (the directory may exist but must be empty).
+    pub fn create(path: impl AsRef<Path>, options: Options) -> Result<Store> {
+        Store::create_with(path, options, clients())
+    }
+
+    /// Opens an existing store for reading and writing. Recovers from a crash: cuts the
+    /// uncommitted tail of open segments and deletes segment files no commit references.
+    pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Store> {
+        Store::open_with(path, options, clients())
+    }
+
+    /// Opens the store read-only, beside its writer if one is running (in this process or
+    /// another): takes no LOCK, changes no file, and each [`snapshot`](Self::snapshot) sees the
+    /// writer's latest commit. Writes fail with [`Error::ReadOnly`](crate::Error::ReadOnly).
+    pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<Store> {
+        Store::open_read_only_with(path, options, clients())
+    }
+
+    /// Opens the store at `path`, creating it if the directory has no store yet.
+    pub fn open_or_create(path: impl AsRef<Path>, options: Options) -> Result<Store> {
+        if Store::exists_at(path.as_ref()) {
+            Store::open(path, options)
+        } else {
+            Store::create(path, options)
+        }
+    }
+
+    /// Rebuilds the store at `path` from its segment files when its catalog cannot be read
+    /// (see `store/rebuild.rs`); `why` says what failed. The old directory is kept beside it as
+    /// `<name>.damaged-<unix seconds>`. `progress` gets (items written, items to write).
+    pub fn rebuild(
+        path: impl AsRef<Path>,
+        why: &str,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<RebuildReport> {
+        Store::rebuild_with(path, why, progress, clients())
+    }
+}
