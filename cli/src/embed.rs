@@ -9,12 +9,9 @@
 use std::time::Instant;
 
 use memdb::{
-    GraphOptions, GraphReport, ITEM_VECTORS, Item, Store, VectorHit, VectorScope, item_text,
+    GraphReport, ITEM_VECTORS, IngestOptions, Item, PageStage, Store, VectorHit, VectorScope,
 };
 use memdb_encode::{Encoder, EncoderOptions, MiniLm};
-
-/// Items encoded and committed together.
-const WINDOW: usize = 256;
 
 /// Loads the encoder and binds the store to it. A model not installed yet is downloaded only
 /// as `download` allows (see [`crate::model::Download`]).
@@ -83,79 +80,32 @@ impl EmbedReport {
     }
 }
 
-/// Encodes every item of `store` that has no vector yet and stores the vectors, a window of
-/// items per commit.
+/// The engine's ingest with no new items: every item without a vector is encoded (a window
+/// per commit), the memory graph takes the items it has not seen, and the pages of changed
+/// items are composed again (days that never had a page wait for `memdb pages`).
 pub(crate) fn embed_missing(
     store: &Store,
     encoder: &MiniLm,
     progress: bool,
 ) -> Result<EmbedReport, String> {
     let started = Instant::now();
-    let snapshot = store.snapshot().map_err(|e| e.to_string())?;
-    let done = snapshot
-        .vector_keys(ITEM_VECTORS)
-        .map_err(|e| e.to_string())?;
-    let todo: Vec<u64> = snapshot
-        .item_ids()
-        .map_err(|e| e.to_string())?
-        .into_iter()
-        .filter(|id| !done.contains(*id))
-        .collect();
-    let mut bar = crate::progress::bar(todo.len() as u64, "embedding items", progress);
-    let mut encoded = 0;
-    for window in todo.chunks(WINDOW) {
-        let mut items = Vec::with_capacity(window.len());
-        for id in window {
-            // An item deleted since the snapshot is simply skipped.
-            if let Some(item) = snapshot.get(*id).map_err(|e| e.to_string())? {
-                items.push(item);
-            }
-        }
-        let texts: Vec<String> = items.iter().map(item_text).collect();
-        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let vectors = encoder.encode(&refs).map_err(|e| e.to_string())?;
-        let mut batch = store.batch();
-        for (item, vector) in items.iter().zip(vectors) {
-            batch.put_vector(
-                ITEM_VECTORS,
-                item.id,
-                item.fields.time.unix_ms,
-                item.fields.source.code(),
-                vector,
-            );
-        }
-        batch.commit().map_err(|e| e.to_string())?;
-        encoded += items.len();
-        bar.inc(window.len() as u64);
-    }
-    bar.finish_and_clear();
-    // The EM-Graph takes the items it has not seen (nodes, merges, paths, Q-matrix).
-    let mut graph_bar = crate::progress::bar(0, "memory graph", progress);
-    let graph = store
-        .update_graph(encoder, &GraphOptions::default(), &mut |done, total| {
-            graph_bar.set_length(total);
-            graph_bar.set_position(done);
-        })
-        .map_err(|e| e.to_string())?;
-    graph_bar.finish_and_clear();
-    // Pages whose items changed since they were composed follow the new text now (days that
-    // never had a page wait for `memdb pages`).
-    let mut page_bar = crate::progress::bar(0, "changed pages", progress);
-    let pages = store
-        .refresh_stale_pages(
-            memdb::scrapbook::PageOptions::default(),
-            &mut |done, total| {
-                page_bar.set_length(total);
-                page_bar.set_position(done);
-            },
-        )
+    let mut stages = crate::progress::Stages::new(progress);
+    let options = IngestOptions {
+        pages: PageStage::Stale,
+        ..IngestOptions::default()
+    };
+    let report = store
+        .ingest(options)
+        .and_then(|ingest| ingest.finish(Some(encoder), &mut |s, d, t| stages.report(s, d, t)))
         .map_err(crate::output::engine_error)?;
-    page_bar.finish_and_clear();
+    stages.finish();
+    let embedded = report.embedded.unwrap_or_default();
+    let pages = report.pages.unwrap_or_default();
     Ok(EmbedReport {
         pages_refreshed: pages.photo_pages + pages.text_pages + pages.blanked,
-        graph,
-        encoded,
-        already: done.len(),
+        graph: report.graph.unwrap_or_default(),
+        encoded: embedded.encoded as usize,
+        already: embedded.already,
         seconds: started.elapsed().as_secs_f64(),
         model: encoder.model_id().to_string(),
         threads: encoder.threads(),

@@ -22,16 +22,13 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::progress::Progress;
-use memdb::{BlobKind, ItemDraft, PutStatus, Snapshot, Store};
+use memdb::{BlobKind, ItemDraft, Store};
 use memdb_formats::ImportError;
 use memdb_formats::import::photo::{self, PhotoLimits};
 use memdb_formats::import::{ImportReport, Imported, jsonl, locomo, mail};
 use serde_json::{Value, json};
 
 use crate::ImportFormat;
-
-/// An item to put and the blobs it owns.
-type Staged = (ItemDraft, Vec<(BlobKind, Vec<u8>)>);
 
 /// Blob bytes staged before a commit.
 const MAX_PENDING_BLOB_BYTES: usize = 64 << 20;
@@ -218,28 +215,26 @@ fn parse_input(format: ImportFormat, input: &Input, bytes: &[u8]) -> ImportRepor
     }
 }
 
-/// Stages drafts, commits batches, and keeps the summary.
+/// Feeds the engine's ingest file by file, and keeps the summary.
 struct Importer<'s> {
-    store: &'s Store,
-    /// The store as of the last commit: what "already stored" means.
-    snapshot: Snapshot,
-    batch_size: usize,
-    pending: Vec<Staged>,
-    /// Photos staged in this batch, by external id, to merge a second file of the same photo.
+    ingest: memdb::Ingest<'s>,
+    /// Photos staged in the ingest's pending batch, by external id, to merge a second file of
+    /// the same photo.
     pending_photos: HashMap<String, (usize, String)>,
-    pending_bytes: usize,
     summary: Summary,
 }
 
 impl<'s> Importer<'s> {
     fn new(store: &'s Store, batch_size: usize) -> Result<Importer<'s>, String> {
         Ok(Importer {
-            store,
-            snapshot: store.snapshot().map_err(|e| e.to_string())?,
-            batch_size,
-            pending: Vec::new(),
+            ingest: store
+                .ingest(memdb::IngestOptions {
+                    batch_items: batch_size,
+                    batch_blob_bytes: MAX_PENDING_BLOB_BYTES,
+                    ..memdb::IngestOptions::commit_only()
+                })
+                .map_err(|e| e.to_string())?,
             pending_photos: HashMap::new(),
-            pending_bytes: 0,
             summary: Summary::default(),
         })
     }
@@ -249,11 +244,23 @@ impl<'s> Importer<'s> {
         self.summary.skipped.push(what);
     }
 
-    fn stage(&mut self, draft: ItemDraft, blobs: Vec<(BlobKind, Vec<u8>)>) -> Result<(), String> {
-        self.pending_bytes += blobs.iter().map(|b| b.1.len()).sum::<usize>();
-        self.pending.push((draft, blobs));
-        if self.pending.len() >= self.batch_size || self.pending_bytes >= MAX_PENDING_BLOB_BYTES {
-            self.commit()?;
+    fn stage(
+        &mut self,
+        draft: ItemDraft,
+        blobs: Vec<(BlobKind, Vec<u8>)>,
+        origin: String,
+    ) -> Result<(), String> {
+        let committed = self
+            .ingest
+            .add(memdb::IngestItem {
+                draft,
+                blobs,
+                origin,
+                vector: None,
+            })
+            .map_err(|e| format!("commit failed (earlier batches are kept): {e}"))?;
+        if committed {
+            self.pending_photos.clear();
         }
         Ok(())
     }
@@ -262,7 +269,8 @@ impl<'s> Importer<'s> {
     fn stored(&self, id: Option<&str>) -> Result<Option<memdb::Item>, String> {
         match id {
             Some(id) => self
-                .snapshot
+                .ingest
+                .snapshot()
                 .get_by_external_id(id)
                 .map_err(|e| e.to_string()),
             None => Ok(None),
@@ -302,8 +310,10 @@ impl<'s> Importer<'s> {
         if let Some((slot, first)) = self.pending_photos.get(&id) {
             // The same picture twice in this batch: one item, both names.
             let (slot, first) = (*slot, first.clone());
-            let tags = &mut self.pending[slot].0.fields.tags;
-            *tags = merge_file_tags(tags, &photo.draft.fields.tags);
+            if let Some(staged) = self.ingest.pending_item_mut(slot) {
+                let tags = &mut staged.draft.fields.tags;
+                *tags = merge_file_tags(tags, &photo.draft.fields.tags);
+            }
             self.summary.warnings.push(format!(
                 "{}: the same photo as {first} (one item; both file names tagged)",
                 shown.display()
@@ -320,8 +330,8 @@ impl<'s> Importer<'s> {
             None => vec![(BlobKind::Original, bytes)],
         };
         self.pending_photos
-            .insert(id, (self.pending.len(), shown.display().to_string()));
-        self.stage(photo.draft, blobs)
+            .insert(id, (self.ingest.pending(), shown.display().to_string()));
+        self.stage(photo.draft, blobs, shown.display().to_string())
     }
 
     /// One JSONL line's record with its `original` file, if it names one.
@@ -331,15 +341,16 @@ impl<'s> Importer<'s> {
         input: &Input,
         item: Imported,
     ) -> Result<(), String> {
+        let origin = format!("{}:{}", input.shown().display(), item.location);
         let Some(original) = &item.original else {
-            return self.stage(item.draft, Vec::new());
+            return self.stage(item.draft, Vec::new(), origin);
         };
         let base = match input {
             Input::File { path, .. } => path.parent().map(Path::to_path_buf).unwrap_or_default(),
             Input::Stdin => PathBuf::new(),
         };
         let file = base.join(&original.file);
-        let at = format!("{}:{}", input.shown().display(), item.location);
+        let at = origin.clone();
         let bytes = match std::fs::read(&file) {
             Ok(bytes) => bytes,
             Err(e) => {
@@ -368,7 +379,11 @@ impl<'s> Importer<'s> {
         let stored = self.stored(item.draft.fields.external_id.as_deref())?;
         let mut has_it = false;
         for blob in stored.iter().flat_map(|s| s.blobs.iter()) {
-            if let Some(blob) = self.snapshot.blob(*blob).map_err(|e| e.to_string())?
+            if let Some(blob) = self
+                .ingest
+                .snapshot()
+                .blob(*blob)
+                .map_err(|e| e.to_string())?
                 && blob.info().kind == BlobKind::Original
                 && photo::content_id(&blob) == photo::content_id(&bytes)
             {
@@ -380,36 +395,25 @@ impl<'s> Importer<'s> {
         } else {
             vec![(BlobKind::Original, bytes)]
         };
-        self.stage(item.draft, blobs)
+        self.stage(item.draft, blobs, origin)
     }
 
-    fn commit(&mut self) -> Result<(), String> {
-        self.pending_photos.clear();
-        self.pending_bytes = 0;
-        if self.pending.is_empty() {
-            return Ok(());
-        }
-        let mut batch = self.store.batch();
-        for (draft, blobs) in self.pending.drain(..) {
-            if blobs.is_empty() {
-                batch.put(draft);
-            } else {
-                batch.put_with_blobs(draft, blobs);
-            }
-        }
-        let receipt = batch
-            .commit()
+    /// Commits what is pending and takes the ingest's counts into the summary.
+    fn finish(mut self) -> Result<Summary, String> {
+        let report = self
+            .ingest
+            .finish(None, &mut |_, _, _| {})
             .map_err(|e| format!("commit failed (earlier batches are kept): {e}"))?;
-        for put in &receipt.puts {
-            match put.status {
-                PutStatus::Added => self.summary.added += 1,
-                PutStatus::Updated => self.summary.updated += 1,
-                PutStatus::Unchanged => self.summary.unchanged += 1,
-            }
+        self.summary.added = report.added;
+        self.summary.updated = report.updated;
+        self.summary.unchanged = report.unchanged;
+        self.summary.warnings.extend(report.warnings);
+        for r in report.rejected {
+            let what = format!("{}: {}", r.origin, r.reason);
+            eprintln!("memdb: skipped {what}");
+            self.summary.skipped.push(what);
         }
-        self.summary.warnings.extend(receipt.warnings);
-        self.snapshot = self.store.snapshot().map_err(|e| e.to_string())?;
-        Ok(())
+        Ok(self.summary)
     }
 }
 
@@ -485,9 +489,8 @@ pub(crate) fn import_files(
             importer.with_original(&bar, input, item)?;
         }
     }
-    importer.commit()?;
     bar.finish_and_clear();
-    Ok(importer.summary)
+    importer.finish()
 }
 
 #[cfg(test)]

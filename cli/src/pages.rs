@@ -22,14 +22,22 @@ pub(crate) fn page_options(quality: u8, no_salient: bool) -> Result<PageOptions,
 
 pub(crate) fn compose(dir: &Path, options: PageOptions, out: &Out) -> Result<(), String> {
     let store = crate::open_store(dir)?;
-    let mut progress = crate::progress::bar(0, "composing pages", !out.json);
+    // The ingest's page stage alone: no new items, nothing embedded.
+    let mut stages = crate::progress::Stages::new(!out.json);
+    let ingest = memdb::IngestOptions {
+        embed: false,
+        graph: None,
+        pages: memdb::PageStage::All,
+        page_options: options,
+        ..memdb::IngestOptions::default()
+    };
     let report = store
-        .compose_pages(options, &mut |done, total| {
-            progress.set_length(total);
-            progress.set_position(done);
-        })
-        .map_err(crate::output::engine_error)?;
-    progress.finish_and_clear();
+        .ingest(ingest)
+        .and_then(|i| i.finish(None, &mut |s, d, t| stages.report(s, d, t)))
+        .map_err(crate::output::engine_error)?
+        .pages
+        .unwrap_or_default();
+    stages.finish();
     let errors: Vec<Value> = report
         .photo_errors
         .iter()

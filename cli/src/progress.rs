@@ -133,6 +133,41 @@ impl Progress {
 
 /// Asks `question` on the terminal and returns whether the answer was yes. Without a terminal
 /// on stdin and stderr nobody can answer: no.
+/// Progress of an ingest's stages: one bar per stage, the previous one cleared when the next
+/// starts. `report` is what the engine's ingest calls.
+pub(crate) struct Stages {
+    show: bool,
+    current: Option<(memdb::IngestStage, Progress)>,
+}
+
+impl Stages {
+    pub(crate) fn new(show: bool) -> Stages {
+        Stages {
+            show,
+            current: None,
+        }
+    }
+
+    pub(crate) fn report(&mut self, stage: memdb::IngestStage, done: u64, total: u64) {
+        if self.current.as_ref().is_none_or(|(s, _)| *s != stage) {
+            if let Some((_, bar)) = &self.current {
+                bar.finish_and_clear();
+            }
+            self.current = Some((stage, bar(total, stage.name(), self.show)));
+        }
+        if let Some((_, bar)) = &mut self.current {
+            bar.set_length(total);
+            bar.set_position(done);
+        }
+    }
+
+    pub(crate) fn finish(&self) {
+        if let Some((_, bar)) = &self.current {
+            bar.finish_and_clear();
+        }
+    }
+}
+
 pub(crate) fn confirm(question: &str) -> bool {
     if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
         return false;

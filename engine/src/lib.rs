@@ -22,6 +22,7 @@
 mod error;
 pub mod forget;
 pub mod graph;
+mod ingest;
 mod open;
 pub mod recall;
 pub mod scrapbook;
@@ -32,6 +33,9 @@ mod vectors;
 
 pub use error::{Error, Result};
 pub use graph::{Embedder, GraphOptions, GraphReport, LlmExtractor, NodeExtractor, RuleExtractor};
+pub use ingest::{
+    EmbedReport, Ingest, IngestItem, IngestOptions, IngestReport, IngestStage, PageStage, Rejected,
+};
 pub use memdb_formats::item::{
     EventTime, GeoPoint, ItemDraft, ItemFields, ItemRecord as Item, Location, Source,
 };

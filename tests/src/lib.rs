@@ -288,3 +288,104 @@ pub fn ack_log(path: &str) -> impl FnMut(String) {
         log.sync_data().unwrap();
     }
 }
+
+/// The items of one LoCoMo file and (if given) the first `photo_limit` whole photos under a
+/// folder, as the engine's ingest takes them, in a fixed order.
+pub fn ingest_corpus(
+    locomo_file: &std::path::Path,
+    photos: Option<&std::path::Path>,
+    photo_limit: usize,
+) -> Vec<memdb::IngestItem> {
+    let bytes = std::fs::read(locomo_file).unwrap();
+    let parsed = memdb_formats::import::locomo::parse(locomo_file, &bytes).unwrap();
+    assert!(parsed.errors.is_empty(), "{:?}", parsed.errors);
+    let mut items: Vec<memdb::IngestItem> = parsed
+        .items
+        .into_iter()
+        .map(|i| memdb::IngestItem::new(i.draft))
+        .collect();
+    let Some(photos) = photos else {
+        return items;
+    };
+    let mut n = 0;
+    for path in files_under(photos) {
+        if n == photo_limit {
+            break;
+        }
+        let bytes = std::fs::read(&path).unwrap();
+        let name = path.strip_prefix(photos).unwrap().display().to_string();
+        if let Ok(photo) = memdb_formats::import::photo::parse(&name, &bytes, Default::default())
+            && photo.damage.is_none()
+        {
+            items.push(memdb::IngestItem {
+                draft: photo.draft,
+                blobs: vec![(BlobKind::Original, bytes)],
+                origin: name,
+                vector: None,
+            });
+            n += 1;
+        }
+    }
+    items
+}
+
+/// What a store holds, for comparing two ways of building it: items, item vectors, graph
+/// (items seen, nodes, paths) and pages (day, stage, parts, the items each shows).
+#[derive(Debug, PartialEq, Eq)]
+pub struct StoreShape {
+    pub items: u64,
+    pub vectors: u64,
+    pub graph_items: u64,
+    pub graph_nodes: u64,
+    pub graph_paths: u64,
+    pub pages: Vec<(String, u8, usize, Vec<String>)>,
+}
+
+/// The [`StoreShape`] of `store` (items on pages named by external id, so two stores compare).
+pub fn store_shape(store: &memdb::Store) -> StoreShape {
+    let snap = store.snapshot().unwrap();
+    let graph = snap.graph();
+    let (graph_nodes, graph_paths) = graph.counts().unwrap();
+    let pages = snap
+        .pages()
+        .unwrap()
+        .into_iter()
+        .map(|page| {
+            let mut shown: Vec<String> = page
+                .layout
+                .items()
+                .into_iter()
+                .map(|id| {
+                    snap.get(id)
+                        .unwrap()
+                        .and_then(|i| i.fields.external_id)
+                        .unwrap_or_else(|| format!("#{id}"))
+                })
+                .collect();
+            shown.sort();
+            (page.day, page.stage, page.parts.len(), shown)
+        })
+        .collect();
+    StoreShape {
+        items: snap.item_count().unwrap(),
+        vectors: snap.vector_keys(memdb::ITEM_VECTORS).unwrap().len(),
+        graph_items: graph.seen_count().unwrap(),
+        graph_nodes,
+        graph_paths,
+        pages,
+    }
+}
+
+/// Ingest options with small batches and graph chunks, so every stage commits several times
+/// (a kill lands inside one) — the same for a run and its resumption, since graph paths
+/// follow the chunks.
+pub fn small_ingest_options() -> memdb::IngestOptions {
+    let mut options = memdb::IngestOptions {
+        batch_items: 100,
+        ..memdb::IngestOptions::default()
+    };
+    if let Some(graph) = options.graph.as_mut() {
+        graph.chunk_items = 150;
+    }
+    options
+}

@@ -175,8 +175,17 @@ fn build(dir: &std::path::Path, n_paths: usize) -> Store {
         chunk_items: 20_000,
         ..GraphOptions::default()
     };
+    // The engine's ingest with no new items and only its graph stage.
+    let ingest = memdb::IngestOptions {
+        embed: false,
+        graph: Some(options),
+        pages: memdb::PageStage::Skip,
+        ..memdb::IngestOptions::default()
+    };
     let report = store
-        .update_graph(&HashEmbedder, &options, &mut |done, total| {
+        .ingest(ingest)
+        .unwrap()
+        .finish(Some(&HashEmbedder), &mut |_, done, total| {
             if done % 100_000 < 20_000 {
                 eprintln!(
                     "graph: {done}/{total} items, {:.0} s",
@@ -184,6 +193,8 @@ fn build(dir: &std::path::Path, n_paths: usize) -> Store {
                 );
             }
         })
+        .unwrap()
+        .graph
         .unwrap();
     eprintln!(
         "graph: {} items, {} nodes, {} merged, {} paths in {:.1} s",

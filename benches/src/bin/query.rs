@@ -15,7 +15,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use memdb::{ITEM_VECTORS, Options, RecallOptions, Store};
+use memdb::{Options, RecallOptions, Store};
 use memdb_benches::shared_dir;
 use memdb_encode::{Encoder, EncoderOptions, MiniLm, model};
 use memdb_formats::import::locomo;
@@ -66,34 +66,19 @@ fn main() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::create(dir.path().join("store"), Options::default()).unwrap();
     store.bind_model(&encoder.model_id().to_string()).unwrap();
-    let mut batch = store.batch();
-    for item in &imported.items {
-        batch.put(item.draft.clone());
-    }
-    let receipt = batch.commit().unwrap();
-    let snapshot = store.snapshot().unwrap();
-    let texts: Vec<String> = receipt
-        .puts
+    // The engine's ingest: commit, embed every item's text, build the memory graph.
+    let ingest = memdb::IngestOptions {
+        pages: memdb::PageStage::Skip,
+        ..memdb::IngestOptions::default()
+    };
+    let items_in = imported
+        .items
         .iter()
-        .map(|p| memdb::item_text(&snapshot.get(p.id).unwrap().unwrap()))
-        .collect();
-    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-    let vectors = encoder.encode(&refs).unwrap();
-    let mut batch = store.batch();
-    for ((item, put), vector) in imported.items.iter().zip(&receipt.puts).zip(vectors) {
-        let f = &item.draft.fields;
-        batch.put_vector(
-            ITEM_VECTORS,
-            put.id,
-            f.time.unix_ms,
-            f.source.code(),
-            vector,
-        );
-    }
-    batch.commit().unwrap();
-    store
-        .update_graph(&encoder, &memdb::GraphOptions::default(), &mut |_, _| {})
+        .map(|item| memdb::IngestItem::new(item.draft.clone()));
+    let report = store
+        .ingest_items(items_in, Some(&encoder), ingest, &mut |_, _, _| {})
         .unwrap();
+    assert!(report.rejected.is_empty(), "{:?}", report.rejected);
     let speaker = imported.items[0]
         .draft
         .fields

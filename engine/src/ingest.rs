@@ -1,0 +1,441 @@
+//! Ingest: the one path from new items to a store whose vectors, memory graph and pages are
+//! current. Applications, the CLI (`import`, `embed`, `pages`, `demo`) and the benches all go
+//! through it; nobody assembles the sequence by hand.
+//!
+//! ```text
+//! items ──► validate ──► commit (batches) ──► embed missing ──► graph update ──► pages
+//!           (a bad item     one durable          items without     items the graph   days whose
+//!            is reported     commit per           a vector          has not seen      items changed
+//!            and skipped)    batch                                                    (or all days)
+//! ```
+//!
+//! Each stage after the commit works from what the store says is missing, never from what this
+//! call added, so every stage is idempotent and resumable: a process killed between two stages
+//! (or inside one: each commits in windows) leaves a store that the next call — even one with
+//! no new items — completes. The derived stages need an [`Embedder`] (the store's encoder); an
+//! ingest without one commits the items and leaves vectors, graph and pages to a later call.
+
+use memdb_formats::item::ItemDraft;
+
+use crate::error::{Error, Result};
+use crate::graph::{Embedder, GraphOptions, GraphReport};
+use crate::store::{BlobKind, ITEM_VECTORS, PutStatus, Snapshot, Store};
+
+/// Items encoded and committed together by [`Store::embed_missing`].
+const EMBED_WINDOW: usize = 256;
+
+/// One item to ingest: its draft, the blobs it owns, and where it came from (a file and line,
+/// shown when it is rejected).
+#[derive(Debug, Clone)]
+pub struct IngestItem {
+    /// The item.
+    pub draft: ItemDraft,
+    /// Blobs it owns (a photo's original).
+    pub blobs: Vec<(BlobKind, Vec<u8>)>,
+    /// Where it came from, for reports (`photos/a.jpg`, `notes.jsonl:12`); may be empty.
+    pub origin: String,
+    /// Its vector in [`ITEM_VECTORS`], when the application embeds itself (the embed stage
+    /// then passes it over); `None`: the embed stage encodes its text.
+    pub vector: Option<Vec<f32>>,
+}
+
+impl IngestItem {
+    /// An item without blobs.
+    pub fn new(draft: ItemDraft) -> IngestItem {
+        IngestItem {
+            draft,
+            blobs: Vec::new(),
+            origin: String::new(),
+            vector: None,
+        }
+    }
+}
+
+/// Which pages the page stage composes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PageStage {
+    /// None: pages wait for a later ingest (or `compose_pages`).
+    Skip,
+    /// Only pages that exist and whose items changed since they were composed.
+    Stale,
+    /// Every day whose items changed, and every day without a page yet.
+    All,
+}
+
+/// How [`Store::ingest`] works.
+#[derive(Debug, Clone)]
+pub struct IngestOptions {
+    /// Items per commit.
+    pub batch_items: usize,
+    /// Blob bytes above which a batch commits before it is full.
+    pub batch_blob_bytes: usize,
+    /// Whether the derived stages run when an embedder is given: vectors of items without one.
+    pub embed: bool,
+    /// The graph update (after embedding); `None` skips it.
+    pub graph: Option<GraphOptions>,
+    /// Which pages to compose (after the graph, so pages record their nodes).
+    pub pages: PageStage,
+    /// How pages are composed.
+    #[cfg(feature = "render")]
+    pub page_options: crate::scrapbook::PageOptions,
+}
+
+impl Default for IngestOptions {
+    fn default() -> Self {
+        IngestOptions {
+            batch_items: 1_000,
+            batch_blob_bytes: 64 << 20,
+            embed: true,
+            graph: Some(GraphOptions::default()),
+            pages: PageStage::All,
+            #[cfg(feature = "render")]
+            page_options: crate::scrapbook::PageOptions::default(),
+        }
+    }
+}
+
+impl IngestOptions {
+    /// Only the commit stage: items land, nothing is derived.
+    pub fn commit_only() -> IngestOptions {
+        IngestOptions {
+            embed: false,
+            graph: None,
+            pages: PageStage::Skip,
+            ..IngestOptions::default()
+        }
+    }
+}
+
+/// A stage of an ingest, as progress reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IngestStage {
+    /// Committing items.
+    Commit,
+    /// Encoding items without a vector.
+    Embed,
+    /// Adding items to the memory graph.
+    Graph,
+    /// Composing pages.
+    Pages,
+}
+
+impl IngestStage {
+    /// The stage in words, for progress lines.
+    pub fn name(self) -> &'static str {
+        match self {
+            IngestStage::Commit => "committing items",
+            IngestStage::Embed => "embedding items",
+            IngestStage::Graph => "memory graph",
+            IngestStage::Pages => "composing pages",
+        }
+    }
+}
+
+/// An item the commit stage refused, with why; the rest of its batch landed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejected {
+    /// [`IngestItem::origin`].
+    pub origin: String,
+    /// Its external id, if it had one.
+    pub external_id: Option<String>,
+    /// Why.
+    pub reason: String,
+}
+
+/// What [`Store::embed_missing`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EmbedReport {
+    /// Items encoded now.
+    pub encoded: u64,
+    /// Items that already had a vector.
+    pub already: u64,
+}
+
+/// What an ingest did, stage by stage.
+#[derive(Debug, Clone, Default)]
+pub struct IngestReport {
+    /// Items added.
+    pub added: u64,
+    /// Items whose fields changed.
+    pub updated: u64,
+    /// Items put again as they were.
+    pub unchanged: u64,
+    /// Items refused, each with its reason.
+    pub rejected: Vec<Rejected>,
+    /// The store's warnings about puts and deletes.
+    pub warnings: Vec<String>,
+    /// The embed stage (`None`: it did not run).
+    pub embedded: Option<EmbedReport>,
+    /// The graph stage (`None`: it did not run).
+    pub graph: Option<GraphReport>,
+    /// The page stage (`None`: it did not run).
+    #[cfg(feature = "render")]
+    pub pages: Option<crate::scrapbook::PageReport>,
+}
+
+/// An ingest under way: items are added one at a time (committed in batches), then
+/// [`finish`](Ingest::finish) commits the rest and runs the derived stages.
+#[must_use = "an ingest commits its last batch and derives nothing until `finish`"]
+pub struct Ingest<'s> {
+    store: &'s Store,
+    options: IngestOptions,
+    pending: Vec<IngestItem>,
+    pending_bytes: usize,
+    snapshot: Snapshot,
+    report: IngestReport,
+}
+
+impl Store {
+    /// Starts an ingest into this store.
+    pub fn ingest(&self, options: IngestOptions) -> Result<Ingest<'_>> {
+        Ok(Ingest {
+            store: self,
+            options,
+            pending: Vec::new(),
+            pending_bytes: 0,
+            snapshot: self.snapshot()?,
+            report: IngestReport::default(),
+        })
+    }
+
+    /// Ingests `items` and runs the derived stages with `embedder` (see the module header).
+    pub fn ingest_items(
+        &self,
+        items: impl IntoIterator<Item = IngestItem>,
+        embedder: Option<&dyn Embedder>,
+        options: IngestOptions,
+        progress: &mut dyn FnMut(IngestStage, u64, u64),
+    ) -> Result<IngestReport> {
+        let mut ingest = self.ingest(options)?;
+        for item in items {
+            ingest.add(item)?;
+        }
+        ingest.finish(embedder, progress)
+    }
+
+    /// Encodes every item that has no vector yet with `embedder` and stores the vectors in
+    /// [`ITEM_VECTORS`], a window of items per commit (an interrupted run keeps what it
+    /// committed). `progress` gets (items encoded, items to encode).
+    pub fn embed_missing(
+        &self,
+        embedder: &dyn Embedder,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<EmbedReport> {
+        let snapshot = self.snapshot()?;
+        let done = snapshot.vector_keys(ITEM_VECTORS)?;
+        let todo: Vec<u64> = snapshot
+            .item_ids()?
+            .into_iter()
+            .filter(|id| !done.contains(*id))
+            .collect();
+        let total = todo.len() as u64;
+        let mut report = EmbedReport {
+            encoded: 0,
+            already: done.len(),
+        };
+        progress(0, total);
+        for (window_index, window) in todo.chunks(EMBED_WINDOW).enumerate() {
+            let mut items = Vec::with_capacity(window.len());
+            for id in window {
+                // An item deleted since the snapshot is simply skipped.
+                if let Some(item) = snapshot.get(*id)? {
+                    items.push(item);
+                }
+            }
+            let texts: Vec<String> = items.iter().map(crate::recall::item_text).collect();
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let vectors = embedder.embed(&refs).map_err(Error::Embed)?;
+            if vectors.len() != items.len() {
+                return Err(Error::Embed(format!(
+                    "the encoder returned {} vectors for {} texts",
+                    vectors.len(),
+                    items.len()
+                )));
+            }
+            let mut batch = self.batch();
+            for (item, vector) in items.iter().zip(vectors) {
+                batch.put_vector(
+                    ITEM_VECTORS,
+                    item.id,
+                    item.fields.time.unix_ms,
+                    item.fields.source.code(),
+                    vector,
+                );
+            }
+            batch.commit()?;
+            report.encoded += items.len() as u64;
+            progress(
+                ((window_index + 1) * EMBED_WINDOW).min(todo.len()) as u64,
+                total,
+            );
+        }
+        Ok(report)
+    }
+}
+
+impl Ingest<'_> {
+    /// Adds an item; a full batch commits now. Returns whether it did (the store then has
+    /// every item added so far, and [`snapshot`](Ingest::snapshot) shows them).
+    pub fn add(&mut self, mut item: IngestItem) -> Result<bool> {
+        self.drop_stored_blobs(&mut item)?;
+        self.pending_bytes += item.blobs.iter().map(|(_, b)| b.len()).sum::<usize>();
+        self.pending.push(item);
+        if self.pending.len() >= self.options.batch_items.max(1)
+            || self.pending_bytes >= self.options.batch_blob_bytes
+        {
+            self.commit()?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// Takes out of `item` the blobs its stored version already holds, byte for byte: a put
+    /// without them keeps the stored ones, so ingesting the same item again changes nothing
+    /// (it is `unchanged`, and adds no bytes).
+    fn drop_stored_blobs(&self, item: &mut IngestItem) -> Result<()> {
+        if item.blobs.is_empty() {
+            return Ok(());
+        }
+        let Some(id) = item.draft.fields.external_id.as_deref() else {
+            return Ok(());
+        };
+        let Some(stored) = self.snapshot.get_by_external_id(id)? else {
+            return Ok(());
+        };
+        let mut held = Vec::with_capacity(stored.blobs.len());
+        for &blob in &stored.blobs {
+            if let Some(info) = self.snapshot.blob_info(blob)? {
+                held.push((blob, info));
+            }
+        }
+        let mut all_held = true;
+        for (kind, bytes) in &item.blobs {
+            let mut found = false;
+            for (blob, info) in &held {
+                if info.kind == *kind
+                    && info.len == bytes.len() as u64
+                    && self
+                        .snapshot
+                        .blob(*blob)?
+                        .is_some_and(|stored| *stored == **bytes)
+                {
+                    found = true;
+                    break;
+                }
+            }
+            all_held &= found;
+        }
+        // Only when every blob is held already: a put with blobs replaces them all.
+        if all_held {
+            item.blobs.clear();
+        }
+        Ok(())
+    }
+
+    /// The store as of this ingest's last commit (what "already stored" means to an importer
+    /// deciding what to add).
+    pub fn snapshot(&self) -> &Snapshot {
+        &self.snapshot
+    }
+
+    /// Items added and not committed yet.
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// The `index`th item added since the last commit, to amend before it commits (an
+    /// importer merging a second file of the same photo into it).
+    pub fn pending_item_mut(&mut self, index: usize) -> Option<&mut IngestItem> {
+        self.pending.get_mut(index)
+    }
+
+    /// What the commits so far did.
+    pub fn report(&self) -> &IngestReport {
+        &self.report
+    }
+
+    /// Commits the items added so far. An item the store refuses is reported in
+    /// [`IngestReport::rejected`] and the rest of the batch commits without it; any other
+    /// failure fails the call, with every earlier batch kept.
+    pub fn commit(&mut self) -> Result<()> {
+        self.pending_bytes = 0;
+        while !self.pending.is_empty() {
+            let mut batch = self.store.batch();
+            for item in &self.pending {
+                match &item.vector {
+                    Some(vector) => batch.put_with_vector(
+                        item.draft.clone(),
+                        item.blobs.clone(),
+                        vector.clone(),
+                    ),
+                    None => batch.put_with_blobs(item.draft.clone(), item.blobs.clone()),
+                };
+            }
+            match batch.commit() {
+                Ok(receipt) => {
+                    for put in &receipt.puts {
+                        match put.status {
+                            PutStatus::Added => self.report.added += 1,
+                            PutStatus::Updated => self.report.updated += 1,
+                            PutStatus::Unchanged => self.report.unchanged += 1,
+                        }
+                    }
+                    self.report.warnings.extend(receipt.warnings);
+                    self.pending.clear();
+                }
+                // One bad item: it is set aside and the batch commits again without it (each
+                // round takes one item out, so this ends).
+                Err(Error::InvalidItem { index, reason }) if index < self.pending.len() => {
+                    let item = self.pending.remove(index);
+                    self.report.rejected.push(Rejected {
+                        origin: item.origin,
+                        external_id: item.draft.fields.external_id,
+                        reason,
+                    });
+                }
+                Err(e) => {
+                    self.pending.clear();
+                    return Err(e);
+                }
+            }
+        }
+        self.snapshot = self.store.snapshot()?;
+        Ok(())
+    }
+
+    /// Commits the rest, then runs the derived stages the options ask for with `embedder`
+    /// (embedding and the graph need one; pages do not). `progress` gets (stage, done, total).
+    pub fn finish(
+        mut self,
+        embedder: Option<&dyn Embedder>,
+        progress: &mut dyn FnMut(IngestStage, u64, u64),
+    ) -> Result<IngestReport> {
+        self.commit()?;
+        let store = self.store;
+        let mut report = self.report;
+        if let Some(embedder) = embedder {
+            if self.options.embed {
+                report.embedded = Some(store.embed_missing(embedder, &mut |done, total| {
+                    progress(IngestStage::Embed, done, total)
+                })?);
+            }
+            if let Some(graph) = &self.options.graph {
+                report.graph = Some(store.update_graph(embedder, graph, &mut |done, total| {
+                    progress(IngestStage::Graph, done, total)
+                })?);
+            }
+        }
+        #[cfg(feature = "render")]
+        {
+            let mut pages = |done, total| progress(IngestStage::Pages, done, total);
+            report.pages = match self.options.pages {
+                PageStage::Skip => None,
+                PageStage::Stale => {
+                    Some(store.refresh_stale_pages(self.options.page_options, &mut pages)?)
+                }
+                PageStage::All => Some(store.compose_pages(self.options.page_options, &mut pages)?),
+            };
+        }
+        Ok(report)
+    }
+}

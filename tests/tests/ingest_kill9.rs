@@ -1,0 +1,126 @@
+//! The engine's ingest is resumable: a process killed with SIGKILL as a stage begins (commit,
+//! embed, graph, pages) leaves a store that opens clean, keeps every committed batch, and that
+//! the same ingest call run again completes — to exactly the store an uninterrupted ingest
+//! makes (items, vectors, graph counts, pages and the items on each).
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use memdb::{Options, Store};
+use memdb_it::{HashEmbedder, ingest_corpus, shared_data, small_ingest_options, store_shape};
+
+const PHOTOS: &str = "40";
+
+fn locomo_file(dir: &Path) -> PathBuf {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    files.swap_remove(0)
+}
+
+/// Runs the helper until it prints `until` (then kills it with SIGKILL, after `delay`), or to
+/// its end when `until` is `None`.
+fn run_child(store: &Path, locomo: &Path, photos: &Path, until: Option<&str>, delay: Duration) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ingest_stages"))
+        .args([
+            store.to_str().unwrap(),
+            locomo.to_str().unwrap(),
+            photos.to_str().unwrap(),
+            PHOTOS,
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut seen = Vec::new();
+    for line in BufReader::new(stdout).lines() {
+        let line = line.unwrap();
+        seen.push(line.clone());
+        if Some(line.as_str()) == until {
+            std::thread::sleep(delay);
+            child.kill().unwrap(); // SIGKILL
+            break;
+        }
+    }
+    let status = child.wait().unwrap();
+    if until.is_none() {
+        assert!(status.success(), "helper failed: {seen:?}");
+    } else {
+        assert!(
+            seen.last().map(String::as_str) == until,
+            "the helper ended before `{until:?}`: {seen:?}"
+        );
+    }
+}
+
+#[test]
+fn a_kill_between_stages_is_completed_by_the_next_ingest() {
+    let (Some(locomo_dir), Some(photos)) = (shared_data("locomo"), shared_data("photos")) else {
+        return;
+    };
+    let locomo = locomo_file(&locomo_dir);
+    let dir = tempfile::tempdir().unwrap();
+
+    // The store an uninterrupted ingest makes.
+    let reference = dir.path().join("reference");
+    run_child(&reference, &locomo, &photos, None, Duration::ZERO);
+    let want = store_shape(&Store::open(&reference, Options::default()).unwrap());
+    assert!(want.items > 100 && want.vectors == want.items && want.graph_items == want.items);
+    assert!(want.pages.iter().any(|p| p.2 > 0), "no page with photos");
+
+    for (stage, delay_ms) in [
+        ("committed", 0),
+        ("stage embed", 5),
+        ("stage graph", 5),
+        ("stage pages", 50),
+    ] {
+        let store_dir = dir.path().join(stage.replace(' ', "-"));
+        run_child(
+            &store_dir,
+            &locomo,
+            &photos,
+            Some(stage),
+            Duration::from_millis(delay_ms),
+        );
+        let store = Store::open(&store_dir, Options::default()).unwrap();
+        let check = store.check().unwrap();
+        assert!(check.is_clean(), "{stage}: {:?}", check.problems);
+        let before = store_shape(&store);
+        assert!(
+            before.items > 0,
+            "{stage}: the first batch was acknowledged"
+        );
+        assert_ne!(
+            before, want,
+            "{stage}: the kill came too late to test anything"
+        );
+        // The same call again: items already stored come back unchanged, the rest are added,
+        // and each derived stage takes what is missing.
+        let items = ingest_corpus(&locomo, Some(&photos), PHOTOS.parse().unwrap());
+        let report = store
+            .ingest_items(
+                items,
+                Some(&HashEmbedder),
+                small_ingest_options(),
+                &mut |_, _, _| {},
+            )
+            .unwrap();
+        assert!(report.rejected.is_empty());
+        assert_eq!(
+            report.unchanged, before.items,
+            "{stage}: every item committed before the kill is found unchanged"
+        );
+        assert_eq!(
+            store_shape(&store),
+            want,
+            "{stage}: the resumed store differs"
+        );
+        assert!(store.check().unwrap().is_clean());
+    }
+}
