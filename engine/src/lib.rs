@@ -28,7 +28,6 @@ pub mod scrapbook;
 mod store;
 mod text;
 mod time;
-mod vectors;
 
 pub use error::{Error, Result};
 pub use graph::{Embedder, GraphOptions, GraphReport, LlmExtractor, NodeExtractor, RuleExtractor};
@@ -57,7 +56,7 @@ pub mod fault {
         catalog_segments, sealed_segment_problems,
     };
 }
-pub use vectors::{
+pub use memdb_vectors::{
     DEFAULT_REFINE_FACTOR, EF_SCALE_ROWS, FLAT_BELOW_MATCH_FRACTION, FLAT_BELOW_ROWS,
     Filter as VectorFilter, FlatIndex, FlatIndexWriter, FlatView, Hit, HnswIndex, HnswParams,
     Precision, RefinedFlatIndex, Route, Traversal, VectorError, default_ef,

@@ -38,13 +38,13 @@ use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering as AtomicOrdering};
 
 use roaring::RoaringBitmap;
 
-use super::VectorError;
-use super::filter::Filter;
-use super::index::FlatIndex;
-use super::kernels::{F16, Precision, dot_f16, dot_f32, dot_i8, encode_f16, quantize_i8, score_i8};
-use super::layout::{FlatView, Vectors};
-use super::parallel;
-use super::topk::{Hit, Scored, TopK};
+use crate::VectorError;
+use crate::filter::Filter;
+use crate::index::FlatIndex;
+use crate::kernels::{F16, Precision, dot_f16, dot_f32, dot_i8, encode_f16, quantize_i8, score_i8};
+use crate::layout::{FlatView, Vectors};
+use crate::parallel;
+use crate::topk::{Hit, Scored, TopK};
 
 /// Below this many rows a search scans the flat block instead of walking the graph.
 ///

@@ -19,13 +19,13 @@
 //! Both blocks hold the same rows (same count, dimension and ids, checked at construction) and
 //! the same deleted rows (deletes go to both).
 
-use super::VectorError;
-use super::filter::Filter;
-use super::index::{FlatIndex, FlatIndexWriter};
-use super::kernels::{Precision, dot_f32, dot_i8, quantize_i8, score_i8};
-use super::layout::Vectors;
-use super::parallel;
-use super::topk::{Hit, TopK};
+use crate::VectorError;
+use crate::filter::Filter;
+use crate::index::{FlatIndex, FlatIndexWriter};
+use crate::kernels::{Precision, dot_f32, dot_i8, quantize_i8, score_i8};
+use crate::layout::Vectors;
+use crate::parallel;
+use crate::topk::{Hit, TopK};
 
 /// Candidates the compact scan keeps per result when none is given.
 ///
@@ -379,7 +379,7 @@ impl RefinedFlatIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vectors::hnsw_tests::lowrank;
+    use crate::hnsw_tests::lowrank;
 
     fn index(vectors: &[Vec<f32>], dim: usize) -> FlatIndex {
         let mut w = FlatIndexWriter::new(Precision::F32, dim).unwrap();

@@ -15,15 +15,15 @@
 
 use roaring::RoaringBitmap;
 
-use super::VectorError;
-use super::filter::Filter;
-use super::kernels::{
+use crate::VectorError;
+use crate::filter::Filter;
+use crate::kernels::{
     F16, Precision, TILE_QUERIES, TILE_ROWS, dot_f16, dot_f32, dot_i8, dot_tile_f32, encode_f16,
     quantize_i8, score_i8, top_f32_rows,
 };
-use super::layout::{AlignedBuf, FlatView, HEADER_LEN, Layout, MAX_ROWS, Vectors};
-use super::parallel;
-use super::topk::{Hit, Scored, TopK};
+use crate::layout::{AlignedBuf, FlatView, HEADER_LEN, Layout, MAX_ROWS, Vectors};
+use crate::parallel;
+use crate::topk::{Hit, Scored, TopK};
 
 /// Bytes of rows a batched scan keeps hot while it scores a tile of queries against them.
 const ROW_BLOCK_BYTES: usize = 128 * 1024;
