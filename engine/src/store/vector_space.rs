@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex};
 
 use memdb_vectors::{
     FLAT_BELOW_ROWS, Filter, FlatIndexWriter, FlatView, HnswIndex, HnswParams, Precision,
-    VectorError,
+    VectorError, VectorIndex,
 };
 use redb::{ReadableTable, ReadableTableMetadata};
 use roaring::{RoaringBitmap, RoaringTreemap};

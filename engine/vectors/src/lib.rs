@@ -23,6 +23,8 @@
 //! - `parallel`: spreading a batch's queries over threads.
 //! - `hnsw`: [`HnswIndex`], the approximate index over an f32 block: i8-code traversal, f32
 //!   rerank, filtered search with a flat fallback, parallel build, persisted form.
+//! - `vector_index`: [`VectorIndex`], the trait the three indexes share (dimension, rows,
+//!   deletes, memory, search).
 //!
 //! **Invariants:**
 //! - a search returns exactly `min(k, rows that match the filter and are not deleted)` hits,
@@ -43,20 +45,19 @@ mod layout;
 mod parallel;
 mod refine;
 mod topk;
+mod vector_index;
 
-#[cfg(test)]
-mod hnsw_tests;
 #[cfg(test)]
 mod tests;
 
 pub use error::VectorError;
 pub use filter::Filter;
 pub use hnsw::{
-    EF_SCALE_ROWS, FLAT_BELOW_MATCH_FRACTION, FLAT_BELOW_ROWS, HnswIndex, HnswParams, Route,
-    Traversal, default_ef,
+    FLAT_BELOW_MATCH_FRACTION, FLAT_BELOW_ROWS, HnswIndex, HnswParams, Route, Traversal,
 };
 pub use index::{FlatIndex, FlatIndexWriter};
 pub use kernels::{Precision, dot_f32};
 pub use layout::{FlatView, Vectors};
 pub use refine::{DEFAULT_REFINE_FACTOR, RefinedFlatIndex};
 pub use topk::Hit;
+pub use vector_index::VectorIndex;

@@ -9,7 +9,9 @@ use crate::kernels::{
     F16, dot_f16, dot_f32, dot_i8, dot_lanes_f32, encode_f16, quantize_i8, score_i8,
 };
 use crate::topk::Scored;
-use crate::{Filter, FlatIndex, FlatIndexWriter, FlatView, Hit, Precision, VectorError};
+use crate::{
+    Filter, FlatIndex, FlatIndexWriter, FlatView, Hit, Precision, VectorError, VectorIndex,
+};
 
 /// One generated database row.
 #[derive(Clone, Debug)]

@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use memdb_vectors::{Filter, FlatIndexWriter, HnswIndex, Route};
+use memdb_vectors::{Filter, FlatIndexWriter, HnswIndex, Route, VectorIndex};
 
 /// Four rows of dimension 2 on the unit circle, keys 10..14.
 const ROWS: [[f32; 2]; 4] = [[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [0.0, -1.0]];
