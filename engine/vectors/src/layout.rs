@@ -284,7 +284,7 @@ fn advise_huge_pages(start: usize, len: usize) {
 }
 
 /// The stored vectors of a block, typed: row `r` starts at `r × stride` values
-/// ([`Layout::stride_values`]) and holds `dim` values, then zero padding.
+/// (`FlatView::layout.stride_values()`) and holds `dim` values, then zero padding.
 #[derive(Clone, Copy, Debug)]
 pub enum Vectors<'a> {
     /// f32 rows.

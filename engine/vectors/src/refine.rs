@@ -250,7 +250,7 @@ impl RefinedFlatIndex {
     /// score: the same hits, scores and order as [`FlatIndex::search`] on the exact block.
     ///
     /// Every candidate row is scored in i8; its f32 row is read and scored only if the row's
-    /// certified upper bound ([`RowBounds`]) is at least the k-th best exact score found so far.
+    /// certified upper bound (`RowBounds`) is at least the k-th best exact score found so far.
     /// A row skipped that way scores below the final k-th best, so it could not have been a hit.
     /// With an f16 coarse block (no bound) this is the plain f32 scan.
     pub fn search_exact(
