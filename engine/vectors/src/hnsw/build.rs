@@ -19,7 +19,7 @@ use crate::topk::Scored;
 
 use super::codes::{Codes, Space, prefetch};
 use super::search::Visited;
-use super::{Graph, HnswIndex, HnswParams, MAX_EF, MAX_LEVEL, f32_rows, lock};
+use super::{Graph, HnswIndex, HnswParams, MAX_EF, MAX_LEVEL, climb, f32_rows, lock};
 
 /// splitmix64: the level draw's hash of (seed, row).
 fn mix(mut z: u64) -> u64 {
@@ -236,20 +236,10 @@ impl Builder<'_> {
         };
         for layer in (level.saturating_add(1)..=max_level).rev() {
             loop {
-                let mut moved = false;
                 self.copy_links(current.row, layer, links);
-                for &nb in links.iter() {
-                    let s = Scored {
-                        score: self.space.pair(node, nb),
-                        row: nb,
-                    };
-                    if s > current {
-                        current = s;
-                        moved = true;
-                    }
-                }
-                if !moved {
-                    break;
+                match climb(current, links, |nb| self.space.pair(node, nb)) {
+                    Some(better) => current = better,
+                    None => break,
                 }
             }
         }

@@ -51,7 +51,7 @@ use crate::filter::Filter;
 use crate::index::FlatIndex;
 use crate::kernels::Precision;
 use crate::layout::{FlatView, Vectors};
-use crate::topk::Hit;
+use crate::topk::{Hit, Scored};
 use crate::{VectorError, VectorIndex};
 use codes::Codes;
 use search::Visited;
@@ -283,6 +283,23 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     // A poisoned lock means another build thread panicked; its panic is re-raised at join, so
     // the data here is only read on the way out.
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// One step of the greedy descent through an upper layer: the best of `current` and the
+/// `candidates` by `score` (in [`Scored`]'s order), or `None` when `current` stays best.
+fn climb(current: Scored, candidates: &[u32], score: impl Fn(u32) -> f32) -> Option<Scored> {
+    let (mut best, mut moved) = (current, false);
+    for &row in candidates {
+        let s = Scored {
+            score: score(row),
+            row,
+        };
+        if s > best {
+            best = s;
+            moved = true;
+        }
+    }
+    moved.then_some(best)
 }
 
 /// The f32 rows of a flat view with their stride in values.

@@ -23,8 +23,8 @@ use crate::{VectorError, VectorIndex};
 
 use super::codes::{Codes, QueryCodes, Space, prefetch};
 use super::{
-    FILTERED_VISIT_BUDGET, FLAT_BELOW_MATCH_FRACTION, FLAT_BELOW_ROWS, HnswIndex, Route, f32_rows,
-    lock,
+    FILTERED_VISIT_BUDGET, FLAT_BELOW_MATCH_FRACTION, FLAT_BELOW_ROWS, HnswIndex, Route, climb,
+    f32_rows, lock,
 };
 
 /// Generation-tagged visited marks: clearing is one increment, not a pass over the rows.
@@ -176,16 +176,7 @@ impl HnswIndex {
         for s in &found {
             top.push(dot_f32(query, space.f32_row(s.row)), s.row);
         }
-        Ok(Some(
-            top.into_sorted()
-                .into_iter()
-                .map(|Scored { score, row }| Hit {
-                    row,
-                    id: view.ids[row as usize],
-                    score,
-                })
-                .collect(),
-        ))
+        Ok(Some(view.hits(top)))
     }
 
     /// Greedy descent through the upper layers, then the layer-0 beam search keeping the `ef`
@@ -206,21 +197,8 @@ impl HnswIndex {
             row: g.entry,
         };
         for layer in (1..=g.max_level).rev() {
-            loop {
-                let mut moved = false;
-                for &nb in g.neighbours(current.row, layer) {
-                    let s = Scored {
-                        score: score(nb),
-                        row: nb,
-                    };
-                    if s > current {
-                        current = s;
-                        moved = true;
-                    }
-                }
-                if !moved {
-                    break;
-                }
+            while let Some(better) = climb(current, g.neighbours(current.row, layer), &score) {
+                current = better;
             }
         }
         visited.reset();
