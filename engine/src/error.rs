@@ -167,7 +167,7 @@ pub enum Error {
         block: u64,
         /// What is wrong with it.
         #[source]
-        source: crate::vectors::VectorError,
+        source: memdb_vectors::VectorError,
     },
 }
 

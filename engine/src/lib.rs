@@ -29,7 +29,6 @@ pub mod scrapbook;
 mod store;
 mod text;
 mod time;
-mod vectors;
 
 pub use error::{Error, Result};
 pub use graph::{Embedder, GraphOptions, GraphReport, LlmExtractor, NodeExtractor, RuleExtractor};
@@ -61,8 +60,10 @@ pub mod fault {
         catalog_segments, sealed_segment_problems,
     };
 }
-pub use vectors::{
-    DEFAULT_REFINE_FACTOR, EF_SCALE_ROWS, FLAT_BELOW_MATCH_FRACTION, FLAT_BELOW_ROWS,
-    Filter as VectorFilter, FlatIndex, FlatIndexWriter, FlatView, Hit, HnswIndex, HnswParams,
-    Precision, RefinedFlatIndex, Route, Traversal, VectorError, default_ef,
+/// The vector indexes (crate `memdb-vectors`): what an application needs to build and search
+/// one outside a store. Tuning constants, routes, traversal codes and block views live in
+/// `memdb_vectors` itself.
+pub use memdb_vectors::{
+    Filter as VectorFilter, FlatIndex, FlatIndexWriter, Hit, HnswIndex, HnswParams, Precision,
+    RefinedFlatIndex, VectorError, VectorIndex,
 };

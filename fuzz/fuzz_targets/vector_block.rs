@@ -6,7 +6,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use memdb::{FlatIndex, HnswIndex, Route, VectorFilter};
+use memdb_vectors::{Filter, FlatIndex, HnswIndex, Route, VectorIndex};
 
 const K: usize = 3;
 
@@ -16,7 +16,7 @@ fuzz_target!(|data: &[u8]| {
         let view = index.view().expect("an accepted block views in place");
         let query = vec![0.5f32; view.dim()];
         let hits = index
-            .search(&query, K, &VectorFilter::new())
+            .search(&query, K, &Filter::new())
             .expect("a well-formed query searches");
         assert_eq!(hits.len(), view.len().min(K));
     }
@@ -31,7 +31,7 @@ fuzz_target!(|data: &[u8]| {
         let query = vec![0.5f32; dim];
         for route in [Route::Graph, Route::Auto] {
             let hits = graph
-                .search_with(&query, K, &VectorFilter::new(), 8, route)
+                .search_with(&query, K, &Filter::new(), 8, route)
                 .expect("a well-formed query searches");
             assert_eq!(hits.len(), live.min(K), "{route:?}");
         }

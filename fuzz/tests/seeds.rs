@@ -6,7 +6,6 @@
 
 use std::path::{Path, PathBuf};
 
-use memdb::{FlatIndexWriter, HnswIndex, HnswParams, Precision};
 use memdb_formats::item::{
     EventTime, GeoPoint, ItemFields, ItemRecord, Location, Source, encode_record, put_framed,
 };
@@ -14,6 +13,7 @@ use memdb_formats::segment::{
     ENTRY_HEADER_BYTES, EntryKind, FooterRecord, SEGMENT_HEADER_BYTES, SegmentHeader,
     TRAILER_BYTES, Trailer, encode_entry, encode_footer,
 };
+use memdb_vectors::{FlatIndexWriter, HnswIndex, HnswParams, Precision, VectorIndex};
 
 const TARGETS: [&str; 12] = [
     "segment_entry",

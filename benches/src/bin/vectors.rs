@@ -40,13 +40,13 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use memdb::{
-    FLAT_BELOW_MATCH_FRACTION, FLAT_BELOW_ROWS, FlatIndex, FlatIndexWriter, HnswIndex, HnswParams,
-    Precision, RefinedFlatIndex, Route, Traversal, VectorFilter,
-};
 use memdb_benches::{
     PEER_PYTHON_ENV, locomo_texts, peer_python, proc_status_kib, reset_peak_rss, run_peer_json,
     shared_dir,
+};
+use memdb_vectors::{
+    FLAT_BELOW_MATCH_FRACTION, FLAT_BELOW_ROWS, Filter, FlatIndex, FlatIndexWriter, Hit, HnswIndex,
+    HnswParams, Precision, RefinedFlatIndex, Route, Traversal, VectorIndex,
 };
 use serde_json::Value;
 
@@ -416,15 +416,15 @@ fn build_flat(precision: Precision, data: &[f32]) -> (FlatIndex, f64) {
     (index, start.elapsed().as_secs_f64())
 }
 
-fn ids(hits: &[memdb::Hit]) -> Vec<u64> {
+fn ids(hits: &[Hit]) -> Vec<u64> {
     hits.iter().map(|h| h.id).collect()
 }
 
+/// Each query's hit ids, and queries per second.
+type Timed = (Vec<Vec<u64>>, f64);
+
 /// Runs `search` on every query once (after 3 warm-up calls); returns ids and QPS.
-fn time_single(
-    queries: &[f32],
-    mut search: impl FnMut(&[f32]) -> Vec<memdb::Hit>,
-) -> (Vec<Vec<u64>>, f64) {
+fn time_single(queries: &[f32], mut search: impl FnMut(&[f32]) -> Vec<Hit>) -> Timed {
     for q in queries.chunks_exact(DIM).take(3) {
         search(q);
     }
@@ -436,14 +436,24 @@ fn time_single(
     )
 }
 
-fn time_batch(
-    queries: &[f32],
-    search: impl FnOnce(&[f32]) -> Vec<Vec<memdb::Hit>>,
-) -> (Vec<Vec<u64>>, f64) {
+fn time_batch(queries: &[f32], search: impl FnOnce(&[f32]) -> Vec<Vec<Hit>>) -> Timed {
     let start = Instant::now();
     let out = search(queries);
     let qps = (queries.len() / DIM) as f64 / start.elapsed().as_secs_f64();
     (out.iter().map(|h| ids(h)).collect(), qps)
+}
+
+/// [`time_single`] and [`time_batch`] of `index`'s own searches.
+fn time_index(
+    index: &impl VectorIndex,
+    queries: &[f32],
+    k: usize,
+    filter: &Filter,
+) -> (Timed, Timed) {
+    (
+        time_single(queries, |q| index.search(q, k, filter).unwrap()),
+        time_batch(queries, |q| index.search_batch(q, k, filter, 0).unwrap()),
+    )
 }
 
 fn hnsw_params(traversal: Traversal) -> HnswParams {
@@ -485,18 +495,14 @@ fn main() {
     write_fvecs(&data_path, &data);
     write_fvecs(&query_path, &queries);
 
-    let filter = VectorFilter::new();
+    let filter = Filter::new();
     let mut rows = Vec::new();
     let mut truth: Vec<Vec<u64>> = Vec::new();
     let mut flat_qps = Vec::new();
     for precision in [Precision::F32, Precision::F16, Precision::I8] {
         let peak = Peak::start();
         let (index, build_s) = build_flat(precision, &data);
-        let (single, qps_single) =
-            time_single(&queries, |q| index.search(q, a.k, &filter).unwrap());
-        let (batch, qps_batch) = time_batch(&queries, |q| {
-            index.search_batch(q, a.k, &filter, 0).unwrap()
-        });
+        let ((single, qps_single), (batch, qps_batch)) = time_index(&index, &queries, a.k, &filter);
         if precision == Precision::F32 {
             truth = single.clone();
         }
@@ -558,11 +564,7 @@ fn main() {
         let (exact, _) = build_flat(Precision::F32, &data);
         let index = RefinedFlatIndex::build(exact, Precision::I8, factor).unwrap();
         let build_s = start.elapsed().as_secs_f64();
-        let (single, qps_single) =
-            time_single(&queries, |q| index.search(q, a.k, &filter).unwrap());
-        let (batch, qps_batch) = time_batch(&queries, |q| {
-            index.search_batch(q, a.k, &filter, 0).unwrap()
-        });
+        let ((single, qps_single), (batch, qps_batch)) = time_index(&index, &queries, a.k, &filter);
         let r = recall(&truth, &single, a.k).min(recall(&truth, &batch, a.k));
         eprintln!("memdb i8+refine x{factor}: {qps_single:.1} / {qps_batch:.1} QPS, recall {r:.4}");
         flat_qps.push((
@@ -613,7 +615,7 @@ fn main() {
                 index.search_with(q, a.k, &filter, ef, Route::Auto).unwrap()
             });
             let (batch, qps_batch) = time_batch(&queries, |q| {
-                index.search_batch(q, a.k, &filter, ef, 0).unwrap()
+                index.search_batch_with(q, a.k, &filter, ef, 0).unwrap()
             });
             let r = recall(&truth, &single, a.k).min(recall(&truth, &batch, a.k));
             eprintln!(
@@ -816,7 +818,7 @@ fn main() {
 fn crossover(a: &Args, data: &[f32], queries: &[f32]) {
     let n = data.len() / DIM;
     let q = &queries[..queries.len().min(500 * DIM)];
-    let filter = VectorFilter::new();
+    let filter = Filter::new();
     let ef = HnswParams::default().ef_search;
     println!(
         "crossover: flat f32 vs HNSW (i8 traversal + f32 rerank, ef = {ef}), k = {}, 1 thread, {} queries; \
@@ -858,7 +860,7 @@ fn crossover(a: &Args, data: &[f32], queries: &[f32]) {
         let mut rng = Rng::new(99);
         let allowed: roaring::RoaringBitmap =
             (0..n as u32).filter(|_| rng.uniform() < fraction).collect();
-        let filter = VectorFilter::new().with_rows(allowed);
+        let filter = Filter::new().with_rows(allowed);
         let (truth, flat_qps) = time_single(q, |x| {
             index.search_with(x, a.k, &filter, ef, Route::Flat).unwrap()
         });

@@ -23,6 +23,7 @@ mod policy;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use memdb_formats::item::ItemRecord;
+use memdb_vectors::Precision;
 
 pub use crate::error::{OriginalDrop, PolicyError};
 pub use policy::{BUILTIN_POLICIES, Policy, StageRule};
@@ -32,7 +33,6 @@ use crate::scrapbook::{PageLayout, PageOptions, PageRow, reencode_jpeg};
 use crate::store::compact::{BlobRewrite, CompactOptions, CompactionHook, Victims};
 use crate::store::vector_space::changes as vector_space_changes;
 use crate::store::{BlobInfo, BlobKind, ITEM_VECTORS, Store};
-use crate::vectors::Precision;
 
 /// Whether text drawn at `px` (scale 1.0) can still be read at `scale` and `quality`.
 pub fn legible(px: u8, scale: f32, quality: u8) -> bool {

@@ -9,11 +9,10 @@
 //! does keeping originals come back once a stage drops them — so forgetting is monotone by
 //! construction.
 
+use memdb_vectors::Precision;
 use serde::Deserialize;
 
 use crate::error::PolicyError;
-
-use crate::vectors::Precision;
 
 /// One stage of a policy.
 #[derive(Debug, Clone, PartialEq, Deserialize)]

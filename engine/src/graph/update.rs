@@ -6,6 +6,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use memdb_vectors::dot_f32;
 use roaring::RoaringBitmap;
 
 use super::{
@@ -14,7 +15,6 @@ use super::{
 };
 use crate::error::Result;
 use crate::store::{Store, VectorScope};
-use crate::vectors::kernels::dot_f32;
 
 /// How [`Store::update_graph`] works.
 #[derive(Debug, Clone)]
@@ -164,7 +164,7 @@ impl Store {
         if stored.is_none() {
             // Node vectors only decide merges and match query phrases: i8 (a quarter of f32's
             // bytes) is enough there, and they outnumber item vectors several times over.
-            batch.define_vectors(NODE_VECTORS, crate::vectors::Precision::I8);
+            batch.define_vectors(NODE_VECTORS, memdb_vectors::Precision::I8);
         }
         let mut aliases_added: HashMap<u64, Vec<String>> = HashMap::new();
         let mut new_nodes: BTreeMap<u64, GraphNode> = BTreeMap::new();

@@ -22,6 +22,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
+use memdb_vectors::{
+    FLAT_BELOW_ROWS, Filter, FlatIndexWriter, FlatView, HnswIndex, HnswParams, Precision,
+    VectorError, VectorIndex,
+};
 use redb::{ReadableTable, ReadableTableMetadata};
 use roaring::{RoaringBitmap, RoaringTreemap};
 
@@ -31,10 +35,6 @@ use super::read::{Blob, Snapshot, read_blob};
 use super::segment_file::SegmentSet;
 use super::write::Tables;
 use crate::error::{CatalogResult, Error, Result};
-use crate::vectors::{
-    FLAT_BELOW_ROWS, Filter, FlatIndexWriter, FlatView, HnswIndex, HnswParams, Precision,
-    VectorError,
-};
 
 /// The space holding one embedding per item, keyed by item id.
 pub const ITEM_VECTORS: &str = "items";
@@ -388,7 +388,7 @@ fn load_block(
 
 /// Row `row` of `view` as f32 values (i8 rows scaled back, f16 rows widened).
 fn row_values(view: &FlatView<'_>, row: usize) -> Vec<f32> {
-    use crate::vectors::layout::Vectors;
+    use memdb_vectors::Vectors;
     let (dim, stride) = (view.dim(), view.layout.stride_values());
     let at = row * stride;
     match view.vectors {

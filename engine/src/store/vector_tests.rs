@@ -3,11 +3,11 @@
 
 use std::collections::BTreeMap;
 
+use memdb_vectors::Precision;
 use proptest::prelude::*;
 use roaring::RoaringTreemap;
 
 use super::*;
-use crate::vectors::Precision;
 use crate::{EventTime, ItemDraft, ItemFields, Source};
 
 const T0: i64 = 1_700_000_000_000;

@@ -79,7 +79,7 @@ enum BatchOp {
     },
     DefineVectors {
         space: String,
-        precision: crate::vectors::Precision,
+        precision: memdb_vectors::Precision,
     },
     RebuildVectors {
         space: String,
@@ -185,7 +185,7 @@ impl<'s> WriteBatch<'s> {
     pub fn define_vectors(
         &mut self,
         space: &str,
-        precision: crate::vectors::Precision,
+        precision: memdb_vectors::Precision,
     ) -> &mut Self {
         self.ops.push(BatchOp::DefineVectors {
             space: space.to_owned(),

@@ -4,8 +4,8 @@
 //! is re-raised on the calling thread (it only happens on a bug), and the first error of any
 //! query is returned.
 
-use super::VectorError;
-use super::topk::Hit;
+use crate::VectorError;
+use crate::topk::Hit;
 
 /// `threads`, or one per available core when it is 0; at least 1.
 pub(crate) fn thread_count(threads: usize) -> usize {

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use memdb::{FlatIndexWriter, FlatView, Precision};
+use memdb_vectors::{FlatIndexWriter, FlatView, Precision};
 
 /// Rows of the sample block: (key, time ms, source, values).
 fn sample_rows() -> Vec<(u64, i64, u8, [f32; 3])> {
@@ -120,7 +120,7 @@ fn vector_blocks_match_the_specification_byte_for_byte() {
         assert_eq!(built_block(precision), spec, "{precision} block");
         golden(name, &spec);
         // And the reader takes the golden bytes back (copied to an aligned buffer).
-        let index = memdb::FlatIndex::from_bytes(&spec).unwrap();
+        let index = memdb_vectors::FlatIndex::from_bytes(&spec).unwrap();
         let view: FlatView<'_> = index.view().unwrap();
         assert_eq!(view.len(), 2);
         assert_eq!(view.id(1), Some(u64::MAX));

@@ -114,9 +114,9 @@ pub enum VectorError {
         /// Which index or part asked.
         what: &'static str,
         /// Precision it needs.
-        expected: super::Precision,
+        expected: crate::Precision,
         /// Precision given.
-        found: super::Precision,
+        found: crate::Precision,
     },
     /// Two blocks that must describe the same rows do not.
     #[error("{what}: {why}")]

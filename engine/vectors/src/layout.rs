@@ -32,8 +32,8 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::VectorError;
-use super::kernels::{F16, Precision, f16_from_bits};
+use crate::VectorError;
+use crate::kernels::{F16, Precision, f16_from_bits};
 
 #[cfg(not(target_endian = "little"))]
 compile_error!("vector blocks are read in place as little-endian arrays");
@@ -63,7 +63,7 @@ const _: () = assert!(HEADER_USED <= HEADER_LEN);
 
 /// Where each section of a block lies, derived from precision, dim and rows alone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Layout {
+pub struct Layout {
     pub(crate) precision: Precision,
     pub(crate) dim: usize,
     pub(crate) rows: usize,
@@ -197,7 +197,7 @@ impl Layout {
     }
 
     /// Row stride in elements of the stored type.
-    pub(crate) fn stride_values(&self) -> usize {
+    pub fn stride_values(&self) -> usize {
         self.stride / self.precision.bytes_per_value()
     }
 }
@@ -283,25 +283,39 @@ fn advise_huge_pages(start: usize, len: usize) {
     let _ = (start, len);
 }
 
-/// The stored vectors of a block, typed.
+/// The stored vectors of a block, typed: row `r` starts at `r × stride` values
+/// (`FlatView::layout.stride_values()`) and holds `dim` values, then zero padding.
 #[derive(Clone, Copy, Debug)]
-pub(crate) enum Vectors<'a> {
+pub enum Vectors<'a> {
+    /// f32 rows.
     F32(&'a [f32]),
+    /// f16 rows (IEEE binary16 bits).
     F16(&'a [F16]),
+    /// i8 rows; row `r`'s value `i` stands for `value × scales[r]`.
     I8(&'a [i8]),
 }
 
 /// A read-only flat-index block viewed in place: vectors and per-row columns as typed slices
 /// over the block's bytes, with no copy.
+///
+/// The fields are public for reading (the store reads rows and columns directly). A view comes
+/// from [`FlatView::from_bytes`] (or [`FlatIndex::view`](crate::FlatIndex::view)), which checks
+/// the block; a view changed by hand is not re-checked, and searching one whose slices disagree
+/// with its layout may panic (never read out of bounds).
 #[derive(Clone, Copy, Debug)]
 pub struct FlatView<'a> {
-    pub(crate) layout: Layout,
-    pub(crate) vectors: Vectors<'a>,
+    /// The block's layout (dimension, rows, stride, section offsets).
+    pub layout: Layout,
+    /// The stored rows.
+    pub vectors: Vectors<'a>,
     /// Per-row i8 scales; empty for f32 and f16.
-    pub(crate) scales: &'a [f32],
-    pub(crate) ids: &'a [u64],
-    pub(crate) times: &'a [i64],
-    pub(crate) sources: &'a [u8],
+    pub scales: &'a [f32],
+    /// Per-row ids (the store's keys).
+    pub ids: &'a [u64],
+    /// Per-row times (the time filter's column).
+    pub times: &'a [i64],
+    /// Per-row source codes (the source filter's column).
+    pub sources: &'a [u8],
 }
 
 impl<'a> FlatView<'a> {

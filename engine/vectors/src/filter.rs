@@ -10,7 +10,7 @@ use std::ops::Range;
 
 use roaring::RoaringBitmap;
 
-use super::layout::FlatView;
+use crate::layout::FlatView;
 
 /// Which rows a search may return. The default matches every (non-deleted) row; each `with_*`
 /// narrows it, and a row must pass every test given.

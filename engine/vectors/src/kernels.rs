@@ -33,7 +33,7 @@ use std::ops::Range;
 
 use simsimd::SpatialSimilarity;
 
-use super::topk::TopK;
+use crate::topk::TopK;
 
 /// simsimd's half-precision type: `#[repr(transparent)]` over the IEEE binary16 bits.
 pub(crate) type F16 = simsimd::f16;
@@ -52,13 +52,13 @@ pub enum Precision {
 }
 
 impl Precision {
-    /// The code stored in a block header.
-    pub(crate) fn code(self) -> u8 {
+    /// The code stored in a block header (and in the store's catalog): 1 f32, 2 f16, 3 i8.
+    pub fn code(self) -> u8 {
         self as u8
     }
 
     /// The precision a header code names, if any.
-    pub(crate) fn try_from_code(code: u8) -> Option<Self> {
+    pub fn try_from_code(code: u8) -> Option<Self> {
         match code {
             1 => Some(Self::F32),
             2 => Some(Self::F16),
@@ -77,7 +77,7 @@ impl Precision {
     }
 
     /// The coarser of the two.
-    pub(crate) fn coarsest(self, other: Precision) -> Precision {
+    pub fn coarsest(self, other: Precision) -> Precision {
         if other.bytes_per_value() < self.bytes_per_value() {
             other
         } else {
@@ -111,7 +111,7 @@ impl std::fmt::Display for Precision {
 ///
 /// Slices of different lengths are a caller bug; they score NaN rather than panic.
 #[inline]
-pub(crate) fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
+pub fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
     debug_assert_eq!(a.len(), b.len());
     #[cfg(target_arch = "x86_64")]
     if a.len() == b.len() && has_avx512f() {

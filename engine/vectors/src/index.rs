@@ -15,15 +15,15 @@
 
 use roaring::RoaringBitmap;
 
-use super::VectorError;
-use super::filter::Filter;
-use super::kernels::{
+use crate::filter::Filter;
+use crate::kernels::{
     F16, Precision, TILE_QUERIES, TILE_ROWS, dot_f16, dot_f32, dot_i8, dot_tile_f32, encode_f16,
     quantize_i8, score_i8, top_f32_rows,
 };
-use super::layout::{AlignedBuf, FlatView, HEADER_LEN, Layout, MAX_ROWS, Vectors};
-use super::parallel;
-use super::topk::{Hit, Scored, TopK};
+use crate::layout::{AlignedBuf, FlatView, HEADER_LEN, Layout, MAX_ROWS, Vectors};
+use crate::parallel;
+use crate::topk::{Hit, Scored, TopK};
+use crate::{VectorError, VectorIndex};
 
 /// Bytes of rows a batched scan keeps hot while it scores a tile of queries against them.
 const ROW_BLOCK_BYTES: usize = 128 * 1024;
@@ -159,7 +159,9 @@ fn put_all<const N: usize>(out: &mut [u8], values: impl Iterator<Item = [u8; N]>
     }
 }
 
-fn check_vector(
+/// Checks that `v` (`what` number `index`: a stored vector or a query) has `dim` values, all
+/// finite.
+pub(crate) fn check_vector(
     what: &'static str,
     index: usize,
     dim: usize,
@@ -225,36 +227,37 @@ impl FlatIndex {
     pub fn view(&self) -> Result<FlatView<'_>, VectorError> {
         FlatView::from_bytes(self.buf.as_bytes())
     }
+}
 
-    /// Marks `row` deleted; returns whether it was a live row.
-    pub fn delete_row(&mut self, row: u32) -> bool {
-        let rows = self.view().map_or(0, |v| v.len());
-        (row as usize) < rows && self.deleted.insert(row)
+impl VectorIndex for FlatIndex {
+    fn dim(&self) -> usize {
+        self.view().map_or(0, |v| v.dim())
     }
 
-    /// The deleted rows.
-    pub fn deleted(&self) -> &RoaringBitmap {
+    fn len(&self) -> usize {
+        self.view().map_or(0, |v| v.len())
+    }
+
+    fn deleted(&self) -> &RoaringBitmap {
         &self.deleted
     }
 
-    /// Bytes held in memory: the block plus the deleted-rows bitmap.
-    pub fn memory_bytes(&self) -> usize {
+    fn delete_row(&mut self, row: u32) -> bool {
+        (row as usize) < self.len() && self.deleted.insert(row)
+    }
+
+    /// The block plus the deleted-rows bitmap.
+    fn memory_bytes(&self) -> usize {
         self.buf.as_bytes().len() + self.deleted.serialized_size()
     }
 
-    /// The `k` rows with the highest dot product with `query` among the non-deleted rows that
-    /// pass `filter`, best first (see [`FlatView::search`]).
-    pub fn search(
-        &self,
-        query: &[f32],
-        k: usize,
-        filter: &Filter,
-    ) -> Result<Vec<Hit>, VectorError> {
+    /// See [`FlatView::search`].
+    fn search(&self, query: &[f32], k: usize, filter: &Filter) -> Result<Vec<Hit>, VectorError> {
         self.view()?.search(&self.deleted, query, k, filter)
     }
 
-    /// [`FlatIndex::search`] for many queries at once (see [`FlatView::search_batch`]).
-    pub fn search_batch(
+    /// See [`FlatView::search_batch`] (near-ties may order differently than in single searches).
+    fn search_batch(
         &self,
         queries: &[f32],
         k: usize,

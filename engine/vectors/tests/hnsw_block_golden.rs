@@ -6,13 +6,13 @@
 
 use std::path::PathBuf;
 
-use memdb::{FlatIndexWriter, HnswIndex, Route, VectorFilter};
+use memdb_vectors::{Filter, FlatIndexWriter, HnswIndex, Route, VectorIndex};
 
 /// Four rows of dimension 2 on the unit circle, keys 10..14.
 const ROWS: [[f32; 2]; 4] = [[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [0.0, -1.0]];
 
 fn flat_block() -> Vec<u8> {
-    let mut writer = FlatIndexWriter::new(memdb::Precision::F32, 2).unwrap();
+    let mut writer = FlatIndexWriter::new(memdb_vectors::Precision::F32, 2).unwrap();
     for (i, row) in ROWS.iter().enumerate() {
         writer.push(10 + i as u64, i as i64, 0, row).unwrap();
     }
@@ -73,7 +73,7 @@ fn hnsw_blocks_match_the_specification_byte_for_byte() {
     // Walking the hand-made links finds every row, best first.
     for (i, row) in ROWS.iter().enumerate() {
         let hits = index
-            .search_with(row, 2, &VectorFilter::new(), 4, Route::Graph)
+            .search_with(row, 2, &Filter::new(), 4, Route::Graph)
             .unwrap();
         assert_eq!(hits[0].id, 10 + i as u64, "query row {i}");
         assert_eq!(hits[0].score, 1.0);

@@ -6,10 +6,11 @@
 use proptest::prelude::*;
 use roaring::RoaringBitmap;
 
-use super::kernels::dot_f32;
-use super::{
+use super::default_ef;
+use crate::kernels::dot_f32;
+use crate::{
     Filter, FlatIndex, FlatIndexWriter, Hit, HnswIndex, HnswParams, Precision, RefinedFlatIndex,
-    Route, Traversal, VectorError, default_ef,
+    Route, Traversal, VectorError, VectorIndex,
 };
 
 /// splitmix64 + Box–Muller, as the bench's generator (seeded, machine-independent).
@@ -387,7 +388,7 @@ proptest! {
         if fix_checksum {
             // Re-seal the edited body so the structural checks, not the checksum, must catch it.
             let body = b.len() - 4;
-            let sum = super::hnsw::checksum(&b[..body]);
+            let sum = super::persist::checksum(&b[..body]);
             b[body..].copy_from_slice(&sum.to_le_bytes());
         }
         match HnswIndex::from_bytes(&b) {
@@ -462,7 +463,7 @@ fn structural_errors_are_typed() {
     let bytes = small_index_bytes();
     let reseal = |mut b: Vec<u8>| {
         let body = b.len() - 4;
-        let sum = super::hnsw::checksum(&b[..body]);
+        let sum = super::persist::checksum(&b[..body]);
         b[body..].copy_from_slice(&sum.to_le_bytes());
         HnswIndex::from_bytes(&b).map(|_| ())
     };

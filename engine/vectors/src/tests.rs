@@ -5,11 +5,13 @@
 use proptest::prelude::*;
 use roaring::RoaringBitmap;
 
-use super::kernels::{
+use crate::kernels::{
     F16, dot_f16, dot_f32, dot_i8, dot_lanes_f32, encode_f16, quantize_i8, score_i8,
 };
-use super::topk::Scored;
-use super::{Filter, FlatIndex, FlatIndexWriter, FlatView, Hit, Precision, VectorError};
+use crate::topk::Scored;
+use crate::{
+    Filter, FlatIndex, FlatIndexWriter, FlatView, Hit, Precision, VectorError, VectorIndex,
+};
 
 /// One generated database row.
 #[derive(Clone, Debug)]

@@ -19,13 +19,15 @@
 //! Both blocks hold the same rows (same count, dimension and ids, checked at construction) and
 //! the same deleted rows (deletes go to both).
 
-use super::VectorError;
-use super::filter::Filter;
-use super::index::{FlatIndex, FlatIndexWriter};
-use super::kernels::{Precision, dot_f32, dot_i8, quantize_i8, score_i8};
-use super::layout::Vectors;
-use super::parallel;
-use super::topk::{Hit, TopK};
+use roaring::RoaringBitmap;
+
+use crate::filter::Filter;
+use crate::index::{FlatIndex, FlatIndexWriter};
+use crate::kernels::{Precision, dot_f32, dot_i8, quantize_i8, score_i8};
+use crate::layout::Vectors;
+use crate::parallel;
+use crate::topk::{Hit, TopK};
+use crate::{VectorError, VectorIndex};
 
 /// Candidates the compact scan keeps per result when none is given.
 ///
@@ -229,13 +231,6 @@ impl RefinedFlatIndex {
         })
     }
 
-    /// Marks `row` deleted in both blocks; returns whether it was a live row.
-    pub fn delete_row(&mut self, row: u32) -> bool {
-        let live = self.coarse.delete_row(row);
-        self.exact.delete_row(row);
-        live
-    }
-
     /// Candidates kept per result.
     pub fn factor(&self) -> usize {
         self.factor
@@ -251,30 +246,11 @@ impl RefinedFlatIndex {
         &self.coarse
     }
 
-    /// Bytes held in memory: both blocks and the per-row bound terms.
-    pub fn memory_bytes(&self) -> usize {
-        self.coarse.memory_bytes() + self.exact.memory_bytes() + self.bounds.bytes()
-    }
-
-    /// The `k` best rows for `query` among the non-deleted rows passing `filter`, scored
-    /// exactly (see the module docs).
-    pub fn search(
-        &self,
-        query: &[f32],
-        k: usize,
-        filter: &Filter,
-    ) -> Result<Vec<Hit>, VectorError> {
-        let candidates = self
-            .coarse
-            .search(query, k.saturating_mul(self.factor), filter)?;
-        self.rerank(query, &candidates, k)
-    }
-
     /// The `k` best rows for `query` among the non-deleted rows passing `filter` by exact f32
     /// score: the same hits, scores and order as [`FlatIndex::search`] on the exact block.
     ///
     /// Every candidate row is scored in i8; its f32 row is read and scored only if the row's
-    /// certified upper bound ([`RowBounds`]) is at least the k-th best exact score found so far.
+    /// certified upper bound (`RowBounds`) is at least the k-th best exact score found so far.
     /// A row skipped that way scores below the final k-th best, so it could not have been a hit.
     /// With an f16 coarse block (no bound) this is the plain f32 scan.
     pub fn search_exact(
@@ -341,9 +317,57 @@ impl RefinedFlatIndex {
         Ok((exact.hits(top), rescored))
     }
 
-    /// [`RefinedFlatIndex::search`] for many queries (the compact scan batched on `threads`
-    /// threads, 0 = all cores).
-    pub fn search_batch(
+    fn rerank(&self, query: &[f32], candidates: &[Hit], k: usize) -> Result<Vec<Hit>, VectorError> {
+        let view = self.exact.view()?;
+        let Vectors::F32(rows) = view.vectors else {
+            return Ok(Vec::new());
+        };
+        let (dim, stride) = (view.dim(), view.layout.stride_values());
+        let mut top = TopK::new(k);
+        for hit in candidates {
+            let at = hit.row as usize * stride;
+            top.push(dot_f32(query, &rows[at..at + dim]), hit.row);
+        }
+        Ok(view.hits(top))
+    }
+}
+
+impl VectorIndex for RefinedFlatIndex {
+    fn dim(&self) -> usize {
+        self.exact.dim()
+    }
+
+    fn len(&self) -> usize {
+        self.exact.len()
+    }
+
+    fn deleted(&self) -> &RoaringBitmap {
+        self.coarse.deleted()
+    }
+
+    /// Deletes the row in both blocks.
+    fn delete_row(&mut self, row: u32) -> bool {
+        let live = self.coarse.delete_row(row);
+        self.exact.delete_row(row);
+        live
+    }
+
+    /// Both blocks and the per-row bound terms.
+    fn memory_bytes(&self) -> usize {
+        self.coarse.memory_bytes() + self.exact.memory_bytes() + self.bounds.bytes()
+    }
+
+    /// The compact scan's `k × factor` best rows, reranked by exact f32 score (see the module
+    /// docs).
+    fn search(&self, query: &[f32], k: usize, filter: &Filter) -> Result<Vec<Hit>, VectorError> {
+        let candidates = self
+            .coarse
+            .search(query, k.saturating_mul(self.factor), filter)?;
+        self.rerank(query, &candidates, k)
+    }
+
+    /// The compact scan batched, then each query's candidates reranked.
+    fn search_batch(
         &self,
         queries: &[f32],
         k: usize,
@@ -360,26 +384,12 @@ impl RefinedFlatIndex {
             .map(|(candidates, q)| self.rerank(q, candidates, k))
             .collect()
     }
-
-    fn rerank(&self, query: &[f32], candidates: &[Hit], k: usize) -> Result<Vec<Hit>, VectorError> {
-        let view = self.exact.view()?;
-        let Vectors::F32(rows) = view.vectors else {
-            return Ok(Vec::new());
-        };
-        let (dim, stride) = (view.dim(), view.layout.stride_values());
-        let mut top = TopK::new(k);
-        for hit in candidates {
-            let at = hit.row as usize * stride;
-            top.push(dot_f32(query, &rows[at..at + dim]), hit.row);
-        }
-        Ok(view.hits(top))
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vectors::hnsw_tests::lowrank;
+    use crate::hnsw::tests::lowrank;
 
     fn index(vectors: &[Vec<f32>], dim: usize) -> FlatIndex {
         let mut w = FlatIndexWriter::new(Precision::F32, dim).unwrap();

@@ -1,0 +1,63 @@
+//! memdb's vector indexes: exact flat (brute-force) indexes of f32, f16 or i8 vectors and an
+//! approximate HNSW index over an f32 block, all scored by dot product with SIMD kernels, with
+//! filters (row allow-list, time range, sources) applied during the search.
+//!
+//! This crate owns the vector blocks' byte layouts (SPEC.md §5.1 flat blocks, §5.2 HNSW graph
+//! blocks), their readers and writers, and every search over them. It knows nothing of the
+//! store: the `memdb` engine keeps the blocks in segment blobs and searches them in place
+//! through [`FlatView`] and [`HnswIndex`].
+//!
+//! Code map:
+//! - `kernels`: the dot-product kernels (simsimd, plus AVX-512 / AVX2 builds picked at run
+//!   time) with their scalar references, the f32 → f16 and f32 → i8 encoders, and the
+//!   register-tiled kernel used by batched search.
+//! - `layout`: the byte layout of one flat block (header, vectors, columns) and the 64-byte
+//!   aligned buffer that owns it; [`FlatView`] reads a block straight from `&[u8]`.
+//! - `filter`: [`Filter`] (row allow-list, time range, sources) and the candidate-row walk.
+//! - `topk`: the bounded top-k heap and its deterministic order (score, then row number).
+//! - `index`: [`FlatIndexWriter`], [`FlatIndex`] and the single and batched scans.
+//! - `refine`: [`RefinedFlatIndex`], an i8 (or f16) scan of `k × factor` candidates reranked
+//!   with exact f32 rows; and its exact search, which scans the i8 rows with a certified upper
+//!   bound per row and reads an f32 row only where the bound can still reach the top k, giving
+//!   the f32 scan's answer bit for bit from about a quarter of the bytes.
+//! - `parallel`: spreading a batch's queries over threads.
+//! - `hnsw`: [`HnswIndex`], the approximate index over an f32 block: i8-code traversal, f32
+//!   rerank, filtered search with a flat fallback, parallel build, persisted form.
+//! - `vector_index`: [`VectorIndex`], the trait the three indexes share (dimension, rows,
+//!   deletes, memory, search).
+//!
+//! **Invariants:**
+//! - a search returns exactly `min(k, rows that match the filter and are not deleted)` hits,
+//!   best first; equal scores are ordered by ascending row number, so a flat search's results
+//!   never depend on thread count, block size or the order of the candidate walk;
+//! - the byte layouts are the on-disk format: they change only with a new format version, and
+//!   the golden tests (`tests/*_golden.rs`) hold them byte for byte;
+//! - bytes read back (a block, a graph) are checked before use: untrusted bytes give a
+//!   [`VectorError`], never a panic.
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
+mod error;
+mod filter;
+mod hnsw;
+mod index;
+mod kernels;
+mod layout;
+mod parallel;
+mod refine;
+mod topk;
+mod vector_index;
+
+#[cfg(test)]
+mod tests;
+
+pub use error::VectorError;
+pub use filter::Filter;
+pub use hnsw::{
+    FLAT_BELOW_MATCH_FRACTION, FLAT_BELOW_ROWS, HnswIndex, HnswParams, Route, Traversal,
+};
+pub use index::{FlatIndex, FlatIndexWriter};
+pub use kernels::{Precision, dot_f32};
+pub use layout::{FlatView, Vectors};
+pub use refine::{DEFAULT_REFINE_FACTOR, RefinedFlatIndex};
+pub use topk::Hit;
+pub use vector_index::VectorIndex;
