@@ -18,20 +18,27 @@
 //! # Ok(()) }
 //! ```
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+// Without `render`, what only forgetting and the scrapbook use (page writes, node fading) is
+// compiled but unused.
+#![cfg_attr(not(feature = "render"), allow(dead_code, unused_imports))]
 
 mod error;
+#[cfg(feature = "render")]
 pub mod forget;
 pub mod graph;
 mod ingest;
 mod open;
 pub mod recall;
+#[cfg(feature = "render")]
 pub mod scrapbook;
 mod store;
 mod text;
 mod time;
 
 pub use error::{Error, Result};
-pub use graph::{Embedder, GraphOptions, GraphReport, LlmExtractor, NodeExtractor, RuleExtractor};
+#[cfg(feature = "llm")]
+pub use graph::LlmExtractor;
+pub use graph::{Embedder, GraphOptions, GraphReport, NodeExtractor, RuleExtractor};
 pub use ingest::{
     EmbedReport, Ingest, IngestItem, IngestOptions, IngestReport, IngestStage, PageStage, Rejected,
 };

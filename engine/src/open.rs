@@ -16,6 +16,9 @@ use crate::store::{Options, RebuildReport, Store};
 fn clients() -> Clients {
     vec![
         Arc::new(crate::graph::GraphRows),
+        // Without `render` the pages are not maintained: a page is drawn again from its stale
+        // marks (which the store keeps) by the next handle that renders.
+        #[cfg(feature = "render")]
         Arc::new(crate::scrapbook::PageRows),
     ]
 }

@@ -29,8 +29,9 @@ pub use crate::error::{OriginalDrop, PolicyError};
 pub use policy::{BUILTIN_POLICIES, Policy, StageRule};
 
 use crate::error::{Error, Result};
-use crate::scrapbook::{PageLayout, PageOptions, PageRow, reencode_jpeg};
+use crate::scrapbook::{PageLayout, PageOptions, reencode_jpeg};
 use crate::store::compact::{BlobRewrite, CompactOptions, CompactionHook, Victims};
+use crate::store::pages::{PageRow, replace_page_row};
 use crate::store::vector_space::changes as vector_space_changes;
 use crate::store::{BlobInfo, BlobKind, ITEM_VECTORS, Store};
 
@@ -373,7 +374,7 @@ impl Store {
                 for (day, old, new) in &new_rows {
                     // The row must be the one the plan was made from: pages are only written by
                     // the writer, which this compaction holds, so a mismatch is a bug, not a race.
-                    let was = crate::scrapbook::replace_page_row(txn, day, Some(new))?;
+                    let was = replace_page_row(txn, day, Some(new))?;
                     if was != old.parts {
                         return Err(Error::Inconsistent(format!(
                             "page {day} changed while it was being forgotten"

@@ -14,6 +14,7 @@
 //! loop over all nodes.
 
 pub mod extract;
+#[cfg(feature = "llm")]
 mod llm;
 mod overlap;
 mod remove;
@@ -34,6 +35,7 @@ use crate::store::catalog::{
 };
 
 pub use extract::{NodeDraft, NodeKind, item_nodes, query_nodes};
+#[cfg(feature = "llm")]
 pub use llm::LlmExtractor;
 pub use overlap::{CANDIDATE_CAP, PathMatch, PathOverlapStats, PathsMatched};
 pub(crate) use remove::{Faded, fade_nodes, remove_items};
@@ -53,7 +55,7 @@ pub trait Embedder {
 }
 
 /// Turns items and questions into graph nodes. [`RuleExtractor`] is the default; an
-/// [`LlmExtractor`] asks a local model server.
+/// `LlmExtractor` (feature `llm`) asks a local model server.
 pub trait NodeExtractor: Send + Sync + std::fmt::Debug {
     /// The nodes of an item.
     fn item_nodes(&self, fields: &memdb_formats::item::ItemFields) -> Result<Vec<NodeDraft>>;

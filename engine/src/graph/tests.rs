@@ -537,6 +537,7 @@ fn deleting_items_prunes_paths_and_orphan_nodes_consistently() {
 /// derived from the old text — vector, graph nodes and paths, page — in its own commit, and
 /// the old version stays in history.
 #[test]
+#[cfg(feature = "render")]
 fn a_correction_invalidates_what_was_derived_and_keeps_the_old_version() {
     use crate::ITEM_VECTORS;
     use crate::scrapbook::PageOptions;

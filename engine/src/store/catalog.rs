@@ -221,7 +221,7 @@ pub enum BlobKind {
     Page = 2,
     /// An e-mail attachment.
     Attachment = 3,
-    /// A block of a vector space (engine `vectors` layout); owned by the store, never offered
+    /// A block of a vector space (the `memdb-vectors` layout); owned by the store, never offered
     /// to compaction hooks.
     Vectors = 4,
 }

@@ -10,7 +10,8 @@
 //! applied inside the batch's commit through a [`DerivedCommit`].
 //!
 //! Architecture invariant: nothing under `store/` imports a client module (`graph`, `scrapbook`,
-//! `recall`, `forget`); clients reach the store only through this module and the public API.
+//! `recall`, `forget`). Clients reach the store through this module, the public API, and (for
+//! forgetting and page rows) the crate-internal compaction (`compact_with`) and table helpers.
 
 use std::any::{Any, TypeId};
 use std::collections::{BTreeMap, BTreeSet, HashMap};

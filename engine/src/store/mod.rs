@@ -22,6 +22,7 @@ mod dir;
 #[cfg(any(test, feature = "fault-injection"))]
 pub(crate) mod fault;
 pub(crate) mod io;
+pub(crate) mod pages;
 mod read;
 mod rebuild;
 mod repair;

@@ -1,6 +1,6 @@
-//! Vector spaces kept in the store: named sets of keyed vectors (the embeddings of items, later
-//! of graph nodes) stored as flat-index blocks (engine `vectors` layout) in segment blobs of kind
-//! [`BlobKind::Vectors`], searched in place from the mapped segments.
+//! Vector spaces kept in the store: named sets of keyed vectors (the embeddings of items and of
+//! graph nodes) stored as flat-index blocks (the `memdb-vectors` layout, SPEC.md §5.1) in segment
+//! blobs of kind [`BlobKind::Vectors`], searched in place from the mapped segments.
 //!
 //! Catalog (SPEC.md §5): `vector_spaces` gives each space's dimension and precision,
 //! `vector_blocks` lists its blocks with their row count and deleted rows (a roaring bitmap),
