@@ -94,8 +94,41 @@ pub enum Error {
         /// Why.
         reason: String,
     },
-    /// The catalog contradicts itself or the segments.
-    #[error("catalog inconsistency: {0}")]
+    /// A catalog row does not decode, or contradicts another row (an unknown kind code, an
+    /// index naming an item the items table lacks, a page naming a missing part).
+    #[error("catalog table `{table}`, row {row}: {reason}")]
+    BadRow {
+        /// The catalog table.
+        table: &'static str,
+        /// The row's key, as text.
+        row: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// An image operation of the scrapbook failed (JPEG decode or encode, resize, the embedded
+    /// font).
+    #[error("{op}: {reason}")]
+    Image {
+        /// What was being done (`JPEG encode`, `resize`, …).
+        op: &'static str,
+        /// What the library said.
+        reason: String,
+    },
+    /// A thread of the engine panicked or went away while holding shared state (a lock, a
+    /// work queue); the operation cannot be trusted. Reopen the store.
+    #[error("{0}: a thread of the engine panicked; close and reopen the store")]
+    ThreadFailed(&'static str),
+    /// A count or id outgrew its stored width.
+    #[error("{what} {value} exceeds its stored width")]
+    Overflow {
+        /// What overflowed.
+        what: &'static str,
+        /// Its value.
+        value: String,
+    },
+    /// A broken invariant of the engine itself, never expected from any input or any damage
+    /// (a bug: please report it).
+    #[error("internal invariant broken: {0}")]
     Inconsistent(String),
     /// A forgetting policy does not hold together.
     #[error(transparent)]
@@ -186,6 +219,20 @@ pub(crate) fn catch_catalog_panic<T>(op: &'static str, f: impl FnOnce() -> Resul
 }
 
 impl Error {
+    /// A catalog row of `table` keyed `row` that does not decode or contradicts another.
+    pub(crate) fn bad_row(table: &'static str, row: impl ToString, reason: impl ToString) -> Error {
+        Error::BadRow {
+            table,
+            row: row.to_string(),
+            reason: reason.to_string(),
+        }
+    }
+
+    /// An image operation `op` that failed with `reason`.
+    pub(crate) fn image(op: &'static str) -> impl FnOnce(String) -> Error {
+        move |reason| Error::Image { op, reason }
+    }
+
     pub(crate) fn io(
         op: &'static str,
         path: impl Into<PathBuf>,
