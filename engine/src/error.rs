@@ -118,6 +118,15 @@ pub enum Error {
     /// work queue); the operation cannot be trusted. Reopen the store.
     #[error("{0}: a thread of the engine panicked; close and reopen the store")]
     ThreadFailed(&'static str),
+    /// A read-only handle could not open the segments of the writer's latest commit: the
+    /// writer committed (and dropped segments) again each time it tried. Try again.
+    #[error(
+        "the writer committed {attempts} times while this reader opened its segments; try again"
+    )]
+    ReaderOutpaced {
+        /// Attempts made.
+        attempts: usize,
+    },
     /// A count or id outgrew its stored width.
     #[error("{what} {value} exceeds its stored width")]
     Overflow {
@@ -220,7 +229,11 @@ pub(crate) fn catch_catalog_panic<T>(op: &'static str, f: impl FnOnce() -> Resul
 
 impl Error {
     /// A catalog row of `table` keyed `row` that does not decode or contradicts another.
-    pub(crate) fn bad_row(table: &'static str, row: impl ToString, reason: impl ToString) -> Error {
+    pub(crate) fn bad_row(
+        table: &'static str,
+        row: impl std::fmt::Display,
+        reason: impl std::fmt::Display,
+    ) -> Error {
         Error::BadRow {
             table,
             row: row.to_string(),
@@ -229,6 +242,7 @@ impl Error {
     }
 
     /// An image operation `op` that failed with `reason`.
+    #[cfg_attr(not(feature = "render"), allow(dead_code))]
     pub(crate) fn image(op: &'static str) -> impl FnOnce(String) -> Error {
         move |reason| Error::Image { op, reason }
     }

@@ -10,6 +10,25 @@ pub fn crc32c(bytes: &[u8]) -> u32 {
     crc32c::crc32c(bytes)
 }
 
+/// A list of u64 ids as stored in catalog rows (a page's parts, a graph path's items):
+/// 8 little-endian bytes each, no header.
+pub fn u64_list_bytes(values: &[u64]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+/// Reads a list written by [`u64_list_bytes`].
+pub fn u64_list(what: &'static str, bytes: &[u8]) -> Result<Vec<u64>, FormatError> {
+    if !bytes.len().is_multiple_of(8) {
+        return Err(FormatError::Invalid {
+            what,
+            offset: 0,
+            reason: format!("{} bytes is not a list of u64", bytes.len()),
+        });
+    }
+    let mut reader = Reader::new(what, bytes);
+    (0..bytes.len() / 8).map(|_| reader.u64()).collect()
+}
+
 /// A bounds-checked little-endian reader over a byte slice.
 pub(crate) struct Reader<'a> {
     what: &'static str,
@@ -96,5 +115,21 @@ impl PutLe for Vec<u8> {
     }
     fn put_i64(&mut self, v: i64) {
         self.extend_from_slice(&v.to_le_bytes());
+    }
+}
+
+#[cfg(test)]
+mod u64_list_tests {
+    use super::*;
+
+    #[test]
+    fn u64_lists_round_trip_and_refuse_a_ragged_tail() {
+        let values = [0, 1, u64::MAX, 0x0102_0304_0506_0708];
+        let bytes = u64_list_bytes(&values);
+        assert_eq!(bytes.len(), 32);
+        assert_eq!(&bytes[24..], &[8, 7, 6, 5, 4, 3, 2, 1]);
+        assert_eq!(u64_list("t", &bytes).unwrap(), values);
+        assert!(u64_list("t", &bytes[..31]).is_err());
+        assert_eq!(u64_list("t", &[]).unwrap(), Vec::<u64>::new());
     }
 }

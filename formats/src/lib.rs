@@ -17,5 +17,5 @@ pub mod import;
 pub mod item;
 pub mod segment;
 
-pub use bytes::crc32c;
+pub use bytes::{crc32c, u64_list, u64_list_bytes};
 pub use error::{FormatError, ImportError, ImportErrorKind};

@@ -263,30 +263,26 @@ fn bitmap_bytes(bitmap: &RoaringBitmap) -> Result<Vec<u8>> {
     let mut bytes = Vec::with_capacity(bitmap.serialized_size());
     bitmap
         .serialize_into(&mut bytes)
+        // Writing into a Vec cannot fail; a failure here is a broken invariant.
         .map_err(|e| Error::Inconsistent(format!("serialize a graph bitmap: {e}")))?;
     Ok(bytes)
 }
 
 fn u64s_to_bytes(values: &[u64]) -> Vec<u8> {
-    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+    memdb_formats::u64_list_bytes(values)
 }
 
-fn bytes_to_u64s(bytes: &[u8], what: &str) -> Result<Vec<u64>> {
-    if !bytes.len().is_multiple_of(8) {
-        return Err(Error::Inconsistent(format!(
-            "{what}: {} bytes is not a list of u64",
-            bytes.len()
-        )));
-    }
-    Ok(bytes
-        .chunks_exact(8)
-        .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
-        .collect())
+/// A graph row's list of ids (`what` names the table and column).
+fn bytes_to_u64s(bytes: &[u8], what: &'static str) -> Result<Vec<u64>> {
+    memdb_formats::u64_list(what, bytes).map_err(|e| Error::bad_row("graph", what, e))
 }
 
 /// A graph id that must fit the Q-matrix bitmaps (u32).
-pub(crate) fn bitmap_id(id: u64, what: &str) -> Result<u32> {
-    u32::try_from(id).map_err(|_| Error::Inconsistent(format!("{what} id {id} exceeds u32")))
+pub(crate) fn bitmap_id(id: u64, what: &'static str) -> Result<u32> {
+    u32::try_from(id).map_err(|_| Error::Overflow {
+        what,
+        value: id.to_string(),
+    })
 }
 
 /// Read access to the graph of one snapshot. Tables missing (a store older than format 3) read
@@ -351,7 +347,7 @@ impl GraphReader<'_> {
         };
         let (phrase, kind, aliases) = row.value();
         let kind = NodeKind::from_code(kind)
-            .ok_or_else(|| Error::Inconsistent(format!("graph node {id}: kind code {kind}")))?;
+            .ok_or_else(|| Error::bad_row("graph_nodes", id, format!("kind code {kind}")))?;
         Ok(Some(GraphNode {
             id,
             phrase: phrase.to_owned(),
@@ -403,7 +399,7 @@ impl GraphReader<'_> {
         match t.get(id).ctx("read a graph bitmap")? {
             None => Ok(RoaringBitmap::new()),
             Some(raw) => RoaringBitmap::deserialize_from(raw.value())
-                .map_err(|e| Error::Inconsistent(format!("{what}[{id}]: {e}"))),
+                .map_err(|e| Error::bad_row(what, id, e)),
         }
     }
 

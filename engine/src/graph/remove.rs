@@ -82,7 +82,7 @@ impl<'t> GraphTables<'t> {
         match self.node_paths.get(id).ctx("read graph_node_paths")? {
             None => Ok(RoaringBitmap::new()),
             Some(raw) => RoaringBitmap::deserialize_from(raw.value())
-                .map_err(|e| Error::Inconsistent(format!("graph_node_paths[{id}]: {e}"))),
+                .map_err(|e| Error::bad_row("graph_node_paths", id, e)),
         }
     }
 

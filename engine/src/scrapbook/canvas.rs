@@ -30,10 +30,10 @@ impl Canvas {
 
     pub(crate) fn from_rgb(width: u32, height: u32, rgb: Vec<u8>) -> Result<Canvas> {
         if rgb.len() != width as usize * height as usize * 3 {
-            return Err(Error::Inconsistent(format!(
-                "{} bytes are not a {width}×{height} RGB image",
-                rgb.len()
-            )));
+            return Err(Error::Image {
+                op: "RGB image",
+                reason: format!("{} bytes are not {width}×{height} pixels", rgb.len()),
+            });
         }
         Ok(Canvas { width, height, rgb })
     }
@@ -109,7 +109,7 @@ impl Canvas {
             &mut self.rgb.clone(),
             PixelType::U8x3,
         )
-        .map_err(|e| Error::Inconsistent(format!("resize source: {e}")))?
+        .map_err(|e| Error::image("resize source")(e.to_string()))?
         .copy();
         let mut dst = Image::new(width, height, PixelType::U8x3);
         Resizer::new()
@@ -118,7 +118,7 @@ impl Canvas {
                 &mut dst,
                 &ResizeOptions::new().resize_alg(ResizeAlg::Convolution(FilterType::Lanczos3)),
             )
-            .map_err(|e| Error::Inconsistent(format!("resize to {width}×{height}: {e}")))?;
+            .map_err(|e| Error::image("resize")(format!("to {width}×{height}: {e}")))?;
         Canvas::from_rgb(width, height, dst.into_vec())
     }
 
@@ -126,10 +126,13 @@ impl Canvas {
     /// default: a page's text is black on white (all luma), so halving chroma costs it nothing.
     pub(crate) fn encode_jpeg(&self, quality: u8) -> Result<Vec<u8>> {
         if self.width > JPEG_MAX_SIDE || self.height > JPEG_MAX_SIDE {
-            return Err(Error::Inconsistent(format!(
-                "a {}×{} page is over JPEG's size limit",
-                self.width, self.height
-            )));
+            return Err(Error::Image {
+                op: "JPEG encode",
+                reason: format!(
+                    "a {}×{} page is over JPEG's size limit",
+                    self.width, self.height
+                ),
+            });
         }
         let image = turbojpeg::Image {
             pixels: self.rgb.as_slice(),
@@ -143,14 +146,14 @@ impl Canvas {
             i32::from(quality.clamp(1, 100)),
             turbojpeg::Subsamp::Sub2x2,
         )
-        .map_err(|e| Error::Inconsistent(format!("JPEG encode: {e}")))?;
+        .map_err(|e| Error::image("JPEG encode")(e.to_string()))?;
         Ok(out.to_vec())
     }
 
     /// Decodes a JPEG (a stored page: bytes memdb wrote and verified by checksum).
     pub(crate) fn decode_jpeg(bytes: &[u8]) -> Result<Canvas> {
         let image = turbojpeg::decompress(bytes, turbojpeg::PixelFormat::RGB)
-            .map_err(|e| Error::Inconsistent(format!("page JPEG does not decode: {e}")))?;
+            .map_err(|e| Error::image("page JPEG decode")(e.to_string()))?;
         let (width, height) = (image.width as u32, image.height as u32);
         let mut rgb = Vec::with_capacity(image.width * image.height * 3);
         for row in image.pixels.chunks(image.pitch).take(image.height) {

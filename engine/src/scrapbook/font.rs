@@ -22,6 +22,7 @@ pub(crate) struct Typeface {
 impl Typeface {
     pub(crate) fn embedded() -> Result<Typeface> {
         let font = FontRef::try_from_slice(DEJAVU_SANS)
+            // The font is compiled in: failing to load it is a broken build, not bad data.
             .map_err(|e| Error::Inconsistent(format!("the embedded font does not load: {e}")))?;
         Ok(Typeface { font })
     }

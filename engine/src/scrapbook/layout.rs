@@ -6,7 +6,10 @@
 //! everything at S times these. Decoding treats the bytes as untrusted: every length is
 //! checked and an error names what was wrong; it never panics.
 
-use crate::error::{Error, Result};
+use memdb_formats::FormatError;
+
+/// Layout bytes are a format of their own (SPEC.md §5.4): their errors are format errors.
+type Result<T> = std::result::Result<T, FormatError>;
 
 const LAYOUT_VERSION: u8 = 1;
 
@@ -62,8 +65,12 @@ struct Reader<'a> {
 }
 
 impl Reader<'_> {
-    fn fail(&self, what: &str) -> Error {
-        Error::Inconsistent(format!("page layout: {what} at byte {}", self.at))
+    fn fail(&self, what: &str) -> FormatError {
+        FormatError::Invalid {
+            what: "page layout",
+            offset: self.at as u64,
+            reason: what.to_owned(),
+        }
     }
 
     fn byte(&mut self, what: &str) -> Result<u8> {
@@ -116,7 +123,7 @@ impl PageLayout {
         out
     }
 
-    /// Reads a layout; any malformation is an `Inconsistent` error naming its place.
+    /// Reads a layout; any malformation is a format error naming its place.
     pub fn decode(bytes: &[u8]) -> Result<PageLayout> {
         let mut r = Reader { bytes, at: 0 };
         let version = r.byte("version")?;

@@ -140,7 +140,7 @@ impl Snapshot {
         }
         Ok(Page {
             layout: PageLayout::decode(&row.layout)
-                .map_err(|e| Error::Inconsistent(format!("page {day}: {e}")))?,
+                .map_err(|e| Error::bad_row("pages", &day, e))?,
             scale: f64::from(row.scale_milli) / 1000.0,
             day,
             stage: row.stage,
@@ -362,7 +362,7 @@ fn blank_items(
     for (index, id) in row.parts.iter().enumerate() {
         let bytes = snapshot
             .blob(*id)?
-            .ok_or_else(|| Error::Inconsistent(format!("page {day}: part {id} is missing")))?;
+            .ok_or_else(|| Error::bad_row("pages", day, format!("part {id} is missing")))?;
         let mut canvas = Canvas::decode_jpeg(&bytes)?;
         let top = index as u32 * PART_HEIGHT;
         let part_height = layout.height.saturating_sub(top).clamp(1, PART_HEIGHT);
@@ -483,7 +483,7 @@ impl Store {
             match rows.get(&day) {
                 Some(row) => {
                     let layout = PageLayout::decode(&row.layout)
-                        .map_err(|e| Error::Inconsistent(format!("page {day}: {e}")))?;
+                        .map_err(|e| Error::bad_row("pages", &day, e))?;
                     if handled.is_empty() && !is_stale(&layout, &items) {
                         report.unchanged += 1;
                     } else if row.stage > 0 {
@@ -608,7 +608,7 @@ impl Store {
             }
             feeder
                 .join()
-                .map_err(|_| Error::Inconsistent("the page feeder panicked".into()))?
+                .map_err(|_| Error::ThreadFailed("the page feeder"))?
         })?;
         batch.commit()?;
         Ok(report)
@@ -690,7 +690,7 @@ impl Store {
 /// in place.
 pub(crate) fn lost_part(row: &PageRow, index: usize) -> Result<Vec<u8>> {
     let layout = PageLayout::decode(&row.layout)
-        .map_err(|e| Error::Inconsistent(format!("page layout: {e}")))?;
+        .map_err(|e| Error::bad_row("pages", "(a page with a lost part)", e))?;
     let top = u32::try_from(index)
         .unwrap_or(u32::MAX)
         .saturating_mul(PART_HEIGHT);

@@ -146,7 +146,11 @@ pub(crate) struct SegmentRow {
 impl SegmentRow {
     pub(crate) fn decode(id: u64, raw: (u8, u64, u64)) -> Result<SegmentRow> {
         let state = SegmentState::from_code(raw.0).ok_or_else(|| {
-            crate::Error::Inconsistent(format!("segment {id:016x} has unknown state {}", raw.0))
+            crate::Error::bad_row(
+                "segments",
+                format!("{id:016x}"),
+                format!("unknown state {}", raw.0),
+            )
         })?;
         Ok(SegmentRow {
             state,
@@ -264,9 +268,8 @@ pub(crate) struct BlobLoc {
 
 impl BlobLoc {
     pub(crate) fn decode(id: u64, raw: (u64, u64, u64, u8, u64)) -> Result<BlobLoc> {
-        let kind = BlobKind::from_code(raw.3).ok_or_else(|| {
-            crate::Error::Inconsistent(format!("blob {id} has unknown kind {}", raw.3))
-        })?;
+        let kind = BlobKind::from_code(raw.3)
+            .ok_or_else(|| crate::Error::bad_row("blobs", id, format!("unknown kind {}", raw.3)))?;
         Ok(BlobLoc {
             segment: raw.0,
             offset: raw.1,
@@ -363,7 +366,7 @@ pub(crate) fn meta_get(table: &impl ReadableTable<&'static str, u64>, key: &str)
         .get(key)
         .ctx("read meta")?
         .map(|v| v.value())
-        .ok_or_else(|| crate::Error::Inconsistent(format!("meta key `{key}` is missing")))
+        .ok_or_else(|| crate::Error::bad_row("meta", key, "missing"))
 }
 
 /// Every row of `SEGMENTS`, by id.

@@ -467,7 +467,7 @@ impl Store {
             .inner
             .segments
             .read()
-            .map_err(|_| Error::Inconsistent("segment set lock poisoned".into()))?;
+            .map_err(|_| Error::ThreadFailed("segment set lock"))?;
         // Both are taken under the read lock: a writer retires segments under the write lock
         // after its commit, so this view's catalog never references a segment missing here.
         let segments = Arc::clone(&guard);
@@ -516,9 +516,7 @@ impl Store {
             self.edit_segment_set(|shared| shared.clone_from(&set))?;
             return Ok(Snapshot::new(txn, set, Arc::clone(&self.inner.graphs)));
         }
-        Err(Error::Inconsistent(format!(
-            "segment files kept vanishing under {ATTEMPTS} newer commits of the writer"
-        )))
+        Err(Error::ReaderOutpaced { attempts: ATTEMPTS })
     }
 
     /// A new, empty write batch.
@@ -659,7 +657,7 @@ impl Store {
             .inner
             .segments
             .write()
-            .map_err(|_| Error::Inconsistent("segment set lock poisoned".into()))?;
+            .map_err(|_| Error::ThreadFailed("segment set lock"))?;
         let mut set = SegmentSet::clone(&guard);
         edit(&mut set);
         *guard = Arc::new(set);
@@ -671,7 +669,7 @@ impl Store {
             .segments
             .read()
             .map(|g| Arc::clone(&g))
-            .map_err(|_| Error::Inconsistent("segment set lock poisoned".into()))
+            .map_err(|_| Error::ThreadFailed("segment set lock"))
     }
 }
 

@@ -26,20 +26,13 @@ use crate::store::catalog::PageValue as RawPageRow;
 impl PageRow {
     pub(crate) fn decode(day: &str, raw: RawPageRow<'_>) -> Result<PageRow> {
         let (stage, quality, scale_milli, parts, layout) = raw;
-        if parts.len() % 8 != 0 {
-            return Err(Error::Inconsistent(format!(
-                "page {day}: part list of {} bytes",
-                parts.len()
-            )));
-        }
+        let parts = memdb_formats::u64_list("page parts", parts)
+            .map_err(|e| Error::bad_row("pages", day, e))?;
         Ok(PageRow {
             stage,
             quality,
             scale_milli,
-            parts: parts
-                .chunks_exact(8)
-                .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
-                .collect(),
+            parts,
             layout: layout.to_vec(),
         })
     }
@@ -59,7 +52,7 @@ pub(crate) fn replace_page_row(
     let mut table = txn.open_table(PAGES).ctx("open pages")?;
     let old = match row {
         Some(row) => {
-            let parts: Vec<u8> = row.parts.iter().flat_map(|p| p.to_le_bytes()).collect();
+            let parts = memdb_formats::u64_list_bytes(&row.parts);
             table
                 .insert(
                     day,

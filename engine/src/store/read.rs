@@ -163,9 +163,11 @@ impl Snapshot {
             return Ok(None);
         };
         self.get(id)?.map(Some).ok_or_else(|| {
-            Error::Inconsistent(format!(
-                "external id `{external_id}` names missing item {id}"
-            ))
+            Error::bad_row(
+                "external_ids",
+                external_id,
+                format!("names item {id}, which the items table lacks"),
+            )
         })
     }
 
@@ -185,7 +187,7 @@ impl Snapshot {
                 return Ok(true);
             }
             let raw = items.get(id).ctx("read items")?.ok_or_else(|| {
-                Error::Inconsistent(format!("time index names missing item {id}"))
+                Error::bad_row("by_time", id, "names an item the items table lacks")
             })?;
             let record = read_record(&self.segments, &ItemLoc::decode(raw.value()))?;
             Ok(filter.time.contains(record.fields.time))
@@ -245,7 +247,7 @@ impl Snapshot {
         let mut out = Vec::new();
         for id in self.scan_ids(filter)? {
             let raw = items.get(id).ctx("read items")?.ok_or_else(|| {
-                Error::Inconsistent(format!("time index names missing item {id}"))
+                Error::bad_row("by_time", id, "names an item the items table lacks")
             })?;
             let record = read_record(&self.segments, &ItemLoc::decode(raw.value()))?;
             check_id(id, &record)?;
@@ -322,7 +324,7 @@ impl Snapshot {
             out.push(DroppedBlob {
                 id: blob,
                 kind: BlobKind::from_code(kind).ok_or_else(|| {
-                    Error::Inconsistent(format!("dropped blob {blob} has unknown kind {kind}"))
+                    Error::bad_row("dropped_blobs", blob, format!("unknown blob kind {kind}"))
                 })?,
                 len,
                 dropped_ms,
@@ -372,10 +374,11 @@ impl Snapshot {
 
 fn check_id(id: u64, record: &ItemRecord) -> Result<()> {
     if record.id != id {
-        return Err(Error::Inconsistent(format!(
-            "item {id} points at the record of item {}",
-            record.id
-        )));
+        return Err(Error::bad_row(
+            "items",
+            id,
+            format!("points at the record of item {}", record.id),
+        ));
     }
     Ok(())
 }
@@ -407,13 +410,15 @@ pub(crate) fn read_record(segments: &SegmentSet, loc: &ItemLoc) -> Result<ItemRe
     let frame = &map[loc.offset as usize..end as usize];
     let record = read_framed(frame).map_err(|e| Error::corruption(loc.segment, loc.offset, e))?;
     if record.len() + memdb_formats::item::RECORD_FRAME_BYTES != frame.len() {
-        return Err(Error::Inconsistent(format!(
-            "item at segment {:016x} offset {} is {} bytes, the catalog says {}",
-            loc.segment,
-            loc.offset,
-            record.len() + memdb_formats::item::RECORD_FRAME_BYTES,
-            frame.len()
-        )));
+        return Err(Error::bad_row(
+            "items",
+            format!("at segment {:016x} offset {}", loc.segment, loc.offset),
+            format!(
+                "the record is {} bytes, the catalog says {}",
+                record.len() + memdb_formats::item::RECORD_FRAME_BYTES,
+                frame.len()
+            ),
+        ));
     }
     decode_record(record).map_err(|e| Error::corruption(loc.segment, loc.offset, e))
 }
@@ -425,20 +430,25 @@ pub(crate) fn read_blob(segments: &SegmentSet, id: u64, loc: &BlobLoc) -> Result
         .offset
         .checked_sub(ENTRY_HEADER_BYTES as u64)
         .ok_or_else(|| {
-            Error::Inconsistent(format!(
-                "blob {id} has offset {} inside a header page",
-                loc.offset
-            ))
+            Error::bad_row(
+                "blobs",
+                id,
+                format!("offset {} inside a header page", loc.offset),
+            )
         })?;
     let header = file.read_entry_header(entry_offset)?;
     if header.kind != EntryKind::Blob || header.payload_len != loc.len {
-        return Err(Error::Inconsistent(format!(
-            "blob {id}: entry at segment {:016x} offset {entry_offset} is a {} of {} bytes, the catalog says a blob of {}",
-            loc.segment,
-            header.kind.name(),
-            header.payload_len,
-            loc.len
-        )));
+        return Err(Error::bad_row(
+            "blobs",
+            id,
+            format!(
+                "the entry at segment {:016x} offset {entry_offset} is a {} of {} bytes, the catalog says a blob of {}",
+                loc.segment,
+                header.kind.name(),
+                header.payload_len,
+                loc.len
+            ),
+        ));
     }
     let end = loc.offset + loc.len;
     let map = file.map_covering(end)?;

@@ -153,7 +153,7 @@ impl SegmentFile {
         let mut guard = self
             .map
             .write()
-            .map_err(|_| Error::Inconsistent("segment map lock poisoned".into()))?;
+            .map_err(|_| Error::ThreadFailed("segment map lock"))?;
         if let Some(map) = guard.as_ref().filter(|m| m.len() as u64 >= end) {
             return Ok(Arc::clone(map));
         }

@@ -252,9 +252,11 @@ fn decode_bitmap(space: &str, block: u64, bytes: &[u8]) -> Result<RoaringBitmap>
         return Ok(RoaringBitmap::new());
     }
     RoaringBitmap::deserialize_from(bytes).map_err(|e| {
-        Error::Inconsistent(format!(
-            "vector space `{space}`, block {block}: deleted-rows bitmap is unreadable: {e}"
-        ))
+        Error::bad_row(
+            "vector_blocks",
+            format!("{space}/{block}"),
+            format!("deleted-rows bitmap is unreadable: {e}"),
+        )
     })
 }
 
@@ -288,9 +290,11 @@ pub(crate) fn remove_key(t: &mut Tables<'_>, space: &str, key: u64) -> Result<bo
             (rows, kind, bytes.to_vec())
         })
     else {
-        return Err(Error::Inconsistent(format!(
-            "vector space `{space}`: key {key} points at unlisted block {block}"
-        )));
+        return Err(Error::bad_row(
+            "vector_keys",
+            format!("{space}/{key}"),
+            format!("points at unlisted block {block}"),
+        ));
     };
     let mut deleted = decode_bitmap(space, block, &bytes)?;
     deleted.insert(row);
@@ -355,33 +359,42 @@ fn load_block(
         .ctx("read blobs")?
         .map(|v| v.value())
         .ok_or_else(|| {
-            Error::Inconsistent(format!(
-                "vector space `{space}` lists block {block}, which is not a blob"
-            ))
+            Error::bad_row(
+                "vector_blocks",
+                format!("{space}/{block}"),
+                "the block is not a blob",
+            )
         })?;
     let loc = BlobLoc::decode(block, raw)?;
     if loc.kind != BlobKind::Vectors {
-        return Err(Error::Inconsistent(format!(
-            "vector space `{space}` lists blob {block}, which is a {} blob",
-            loc.kind.name()
-        )));
+        return Err(Error::bad_row(
+            "vector_blocks",
+            format!("{space}/{block}"),
+            format!("the block is a {} blob", loc.kind.name()),
+        ));
     }
     let blob = read_blob(segments, block, &loc)?;
     let loaded = match listed.kind {
         KIND_FLAT => LoadedBlock::Flat(blob),
         KIND_GRAPH => LoadedBlock::Graph(graphs.get_or_load(space, &blob)?),
         other => {
-            return Err(Error::Inconsistent(format!(
-                "vector space `{space}`, block {block}: unknown block kind {other}"
-            )));
+            return Err(Error::bad_row(
+                "vector_blocks",
+                format!("{space}/{block}"),
+                format!("unknown block kind {other}"),
+            ));
         }
     };
     let rows = loaded.view().map_err(block_error(space, block))?.len();
     if rows != listed.rows as usize {
-        return Err(Error::Inconsistent(format!(
-            "vector space `{space}`, block {block}: {rows} rows, the catalog says {}",
-            listed.rows
-        )));
+        return Err(Error::bad_row(
+            "vector_blocks",
+            format!("{space}/{block}"),
+            format!(
+                "the block has {rows} rows, the catalog says {}",
+                listed.rows
+            ),
+        ));
     }
     Ok(loaded)
 }
@@ -425,9 +438,11 @@ pub(crate) fn stage(
         let (dim, precision) = match spec {
             Some((dim, code)) => {
                 let precision = Precision::try_from_code(code).ok_or_else(|| {
-                    Error::Inconsistent(format!(
-                        "vector space `{space}` has unknown precision code {code}"
-                    ))
+                    Error::bad_row(
+                        "vector_spaces",
+                        &space,
+                        format!("unknown precision code {code}"),
+                    )
                 })?;
                 if let Some(asked) = ch.precision
                     && asked != precision
@@ -776,9 +791,11 @@ impl Snapshot {
             return Ok(None);
         };
         let precision = Precision::try_from_code(code).ok_or_else(|| {
-            Error::Inconsistent(format!(
-                "vector space `{space}` has unknown precision code {code}"
-            ))
+            Error::bad_row(
+                "vector_spaces",
+                space,
+                format!("unknown precision code {code}"),
+            )
         })?;
         let table = self
             .txn()
@@ -793,11 +810,15 @@ impl Snapshot {
             if view.dim() != dim as usize
                 || view.precision().bytes_per_value() > precision.bytes_per_value()
             {
-                return Err(Error::Inconsistent(format!(
-                    "vector space `{space}` is {precision} × {dim}, its block {id} {} × {}",
-                    view.precision(),
-                    view.dim()
-                )));
+                return Err(Error::bad_row(
+                    "vector_blocks",
+                    format!("{space}/{id}"),
+                    format!(
+                        "the block is {} × {}, its space {precision} × {dim}",
+                        view.precision(),
+                        view.dim()
+                    ),
+                ));
             }
             blocks.push(StoredBlock {
                 id,
