@@ -165,9 +165,9 @@ pub enum Error {
         /// Model offered now.
         given: String,
     },
-    /// The encoder failed to embed texts a graph update or a recall needed.
+    /// The encoder failed to embed texts an ingest, a graph update or a recall needed.
     #[error("embedding failed: {0}")]
-    Embed(String),
+    Embed(#[from] EmbedError),
     /// The node extractor (a local model server) failed or answered something unusable.
     #[error("node extractor: {0}")]
     Extractor(String),
@@ -356,4 +356,36 @@ pub struct OriginalDrop {
     pub day: String,
     /// The stage whose rule drops it.
     pub stage: String,
+}
+
+/// Why an [`Embedder`](crate::Embedder) could not embed texts.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EmbedError {
+    /// The encoder itself failed (its own error kept as the source).
+    #[error("the encoder failed: {0}")]
+    Encoder(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// An embedder without an error type of its own said why.
+    #[error("{0}")]
+    Message(String),
+    /// The embedder returned another number of vectors than texts.
+    #[error("the embedder returned {vectors} vectors for {texts} texts")]
+    Count {
+        /// Vectors returned.
+        vectors: usize,
+        /// Texts given.
+        texts: usize,
+    },
+}
+
+impl From<String> for EmbedError {
+    fn from(message: String) -> EmbedError {
+        EmbedError::Message(message)
+    }
+}
+
+impl From<&str> for EmbedError {
+    fn from(message: &str) -> EmbedError {
+        EmbedError::Message(message.to_owned())
+    }
 }

@@ -244,14 +244,7 @@ impl Store {
             }
             let texts: Vec<String> = items.iter().map(crate::recall::item_text).collect();
             let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-            let vectors = embedder.embed(&refs).map_err(Error::Embed)?;
-            if vectors.len() != items.len() {
-                return Err(Error::Embed(format!(
-                    "the encoder returned {} vectors for {} texts",
-                    vectors.len(),
-                    items.len()
-                )));
-            }
+            let vectors = crate::graph::embed_checked(embedder, &refs)?;
             let mut batch = self.batch();
             for (item, vector) in items.iter().zip(vectors) {
                 batch.put_vector(

@@ -35,7 +35,7 @@ mod store;
 mod text;
 mod time;
 
-pub use error::{Error, Result};
+pub use error::{EmbedError, Error, Result};
 #[cfg(feature = "llm")]
 pub use graph::LlmExtractor;
 pub use graph::{Embedder, GraphOptions, GraphReport, NodeExtractor, RuleExtractor};

@@ -26,7 +26,7 @@ const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 struct LetterEmbedder;
 
 impl Embedder for LetterEmbedder {
-    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, memdb::EmbedError> {
         Ok(texts
             .iter()
             .map(|t| {

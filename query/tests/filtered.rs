@@ -17,7 +17,7 @@ use proptest::prelude::*;
 struct HashEmbedder;
 
 impl Embedder for HashEmbedder {
-    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, memdb::EmbedError> {
         Ok(texts
             .iter()
             .map(|t| {

@@ -122,7 +122,7 @@ pub fn compact_everything(store: &memdb::Store) -> memdb::CompactReport {
 pub struct HashEmbedder;
 
 impl memdb::Embedder for HashEmbedder {
-    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, memdb::EmbedError> {
         Ok(texts
             .iter()
             .map(|t| {

@@ -32,7 +32,7 @@ const DAY_MS: i64 = 86_400_000;
 struct HashEmbedder;
 
 impl Embedder for HashEmbedder {
-    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, memdb::EmbedError> {
         Ok(texts
             .iter()
             .map(|t| {

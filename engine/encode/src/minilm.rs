@@ -292,7 +292,8 @@ fn available_cores() -> usize {
 }
 
 impl memdb::Embedder for MiniLm {
-    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
-        self.encode(texts).map_err(|e| e.to_string())
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, memdb::EmbedError> {
+        self.encode(texts)
+            .map_err(|e| memdb::EmbedError::Encoder(Box::new(e)))
     }
 }

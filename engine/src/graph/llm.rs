@@ -338,7 +338,10 @@ mod tests {
         batch.commit().unwrap();
         struct Unit;
         impl crate::Embedder for Unit {
-            fn embed(&self, texts: &[&str]) -> std::result::Result<Vec<Vec<f32>>, String> {
+            fn embed(
+                &self,
+                texts: &[&str],
+            ) -> std::result::Result<Vec<Vec<f32>>, crate::EmbedError> {
                 // Distinct phrases, orthogonal vectors: nothing merges.
                 Ok((0..texts.len())
                     .map(|i| (0..8).map(|d| if d == i { 1.0 } else { 0.0 }).collect())

@@ -51,7 +51,7 @@ pub const DEFAULT_MERGE_THRESHOLD: f32 = 0.90;
 /// link a model). `memdb-encode`'s encoders implement it.
 pub trait Embedder {
     /// One unit-length vector per text, in order.
-    fn embed(&self, texts: &[&str]) -> std::result::Result<Vec<Vec<f32>>, String>;
+    fn embed(&self, texts: &[&str]) -> std::result::Result<Vec<Vec<f32>>, crate::EmbedError>;
 }
 
 /// Turns items and questions into graph nodes. [`RuleExtractor`] is the default; an
@@ -82,13 +82,12 @@ pub(crate) fn embed_checked(embedder: &dyn Embedder, texts: &[&str]) -> Result<V
     if texts.is_empty() {
         return Ok(Vec::new());
     }
-    let vectors = embedder.embed(texts).map_err(Error::Embed)?;
+    let vectors = embedder.embed(texts)?;
     if vectors.len() != texts.len() {
-        return Err(Error::Embed(format!(
-            "the embedder returned {} vectors for {} texts",
-            vectors.len(),
-            texts.len()
-        )));
+        return Err(Error::Embed(crate::EmbedError::Count {
+            vectors: vectors.len(),
+            texts: texts.len(),
+        }));
     }
     Ok(vectors)
 }

@@ -10,7 +10,7 @@ use crate::store::{Options, Store};
 struct HashEmbedder;
 
 impl Embedder for HashEmbedder {
-    fn embed(&self, texts: &[&str]) -> std::result::Result<Vec<Vec<f32>>, String> {
+    fn embed(&self, texts: &[&str]) -> std::result::Result<Vec<Vec<f32>>, crate::EmbedError> {
         Ok(texts
             .iter()
             .map(|t| {
@@ -295,7 +295,7 @@ fn recall_finds_evidence_respects_filters_and_explains() {
 fn an_embedder_that_breaks_its_promise_is_an_error_not_a_panic() {
     struct Short;
     impl Embedder for Short {
-        fn embed(&self, _: &[&str]) -> std::result::Result<Vec<Vec<f32>>, String> {
+        fn embed(&self, _: &[&str]) -> std::result::Result<Vec<Vec<f32>>, crate::EmbedError> {
             Ok(Vec::new())
         }
     }
@@ -386,7 +386,7 @@ proptest::proptest! {
 fn dates_and_amounts_never_merge_by_similarity() {
     struct DigitBlind;
     impl Embedder for DigitBlind {
-        fn embed(&self, texts: &[&str]) -> std::result::Result<Vec<Vec<f32>>, String> {
+        fn embed(&self, texts: &[&str]) -> std::result::Result<Vec<Vec<f32>>, crate::EmbedError> {
             let blind: Vec<String> = texts
                 .iter()
                 .map(|t| t.chars().filter(|c| !c.is_ascii_digit()).collect())
