@@ -4,6 +4,8 @@
 //! runs the `RECALL` statement, so both answer a question with the same hits.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+use std::path::Path;
+
 mod common;
 
 use common::{init, json, memdb, model_installed};
@@ -25,33 +27,10 @@ const ITEMS: &str = concat!(
     "{\"external_id\":\"dentist\",\"source\":\"email\",\"time\":\"2024-04-02\",\"body\":\"Reminder: dental check-up on Tuesday at 9:30.\"}\n",
 );
 
-/// Every stored field, and `text`.
-const FIELDS: [&str; 18] = [
-    "id",
-    "external_id",
-    "source",
-    "time",
-    "ingest_time_ms",
-    "location",
-    "entities",
-    "tags",
-    "ocr",
-    "caption",
-    "summary",
-    "body",
-    "speaker",
-    "from",
-    "to",
-    "supersedes",
-    "blobs",
-    "text",
-];
-
-#[test]
-fn get_ls_similar_recall_and_query_rows_print_one_item_shape() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = init(dir.path());
-    let file = dir.path().join("items.jsonl");
+/// A new store in `dir` holding [`ITEMS`].
+fn store_with_items(dir: &Path) -> String {
+    let store = init(dir);
+    let file = dir.join("items.jsonl");
     std::fs::write(&file, ITEMS).unwrap();
     json(&memdb(&[
         "--json",
@@ -60,6 +39,26 @@ fn get_ls_similar_recall_and_query_rows_print_one_item_shape() {
         &store,
         file.to_str().unwrap(),
     ]));
+    store
+}
+
+/// The members of an item, as SPEC.md §9.5's table lists them.
+fn spec_item_members() -> Vec<String> {
+    let spec =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../SPEC.md")).unwrap();
+    let section = spec.split("\n### 9.5 ").nth(1).unwrap();
+    let section = section.split("\n#").next().unwrap();
+    section
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `"))
+        .map(|l| l.split('`').next().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn get_ls_similar_recall_and_query_rows_print_one_item_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_with_items(dir.path());
 
     let listed = json(&memdb(&["--json", "ls", &store]));
     let listed = listed.as_array().unwrap();
@@ -134,16 +133,7 @@ fn memdb_recall_and_the_recall_statement_give_the_same_hits() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let store = init(dir.path());
-    let file = dir.path().join("items.jsonl");
-    std::fs::write(&file, ITEMS).unwrap();
-    json(&memdb(&[
-        "--json",
-        "import",
-        "jsonl",
-        &store,
-        file.to_str().unwrap(),
-    ]));
+    let store = store_with_items(dir.path());
     json(&memdb(&["--json", "embed", &store]));
 
     let question = "What did I give Mila for her birthday?";
