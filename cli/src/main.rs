@@ -331,6 +331,7 @@ impl Window {
     /// `time <= TO`, `source = S` — the same items [`Window::parse`] selects.
     fn filters(&self) -> Result<Vec<Filter>, String> {
         use memdb_query::{Instant, TimeFilter};
+        // The bounds checked (and refused) with the messages `ls` gives.
         self.parse()?;
         let (from, to, source) = self.bounds()?;
         let instant = |bound: TimeBound| match bound {

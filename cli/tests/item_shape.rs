@@ -68,15 +68,12 @@ fn get_ls_similar_recall_and_query_rows_print_one_item_shape() {
         .find(|i| i["external_id"] == "hotel")
         .unwrap()
         .clone();
-    let keys: Vec<&str> = hotel
-        .as_object()
-        .unwrap()
-        .keys()
-        .map(String::as_str)
-        .collect();
-    let mut fields = FIELDS.to_vec();
-    fields.sort_unstable();
-    assert_eq!(keys, fields, "{hotel}");
+    // Every member SPEC.md §9.5 lists, and no other.
+    let keys: Vec<&String> = hotel.as_object().unwrap().keys().collect();
+    let mut members = spec_item_members();
+    assert_eq!(members.len(), 18, "{members:?}");
+    members.sort_unstable();
+    assert_eq!(keys, members.iter().collect::<Vec<_>>(), "{hotel}");
     assert_eq!(hotel["location"]["name"], "Lisbon");
     assert!(hotel["text"].as_str().unwrap().contains("Hotel Alfama"));
     let id = hotel["id"].as_u64().unwrap().to_string();
