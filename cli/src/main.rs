@@ -295,24 +295,32 @@ struct Window {
     source: Option<String>,
 }
 
+/// A [`Window`]'s values, each checked.
+struct Bounds {
+    from: Option<TimeBound>,
+    to: Option<TimeBound>,
+    source: Option<Source>,
+}
+
 impl Window {
     /// The window's bounds and source, each value checked.
-    fn bounds(&self) -> Result<(Option<TimeBound>, Option<TimeBound>, Option<Source>), String> {
+    fn bounds(&self) -> Result<Bounds, String> {
         let from = self.from.as_deref().map(TimeBound::parse).transpose();
         let to = self.to.as_deref().map(TimeBound::parse).transpose();
-        Ok((
-            from.map_err(|e| format!("--from: {e}"))?,
-            to.map_err(|e| format!("--to: {e}"))?,
-            self.source
+        Ok(Bounds {
+            from: from.map_err(|e| format!("--from: {e}"))?,
+            to: to.map_err(|e| format!("--to: {e}"))?,
+            source: self
+                .source
                 .as_deref()
                 .map(str::parse::<Source>)
                 .transpose()?,
-        ))
+        })
     }
 
     /// The window as a scan filter (no limit), each value checked.
     fn parse(&self) -> Result<ScanFilter, String> {
-        let (from, to, source) = self.bounds()?;
+        let Bounds { from, to, source } = self.bounds()?;
         let mut time = TimeWindow::ALL;
         if let Some(from) = from {
             time = time.and(&TimeWindow::from(from).map_err(|e| format!("--from: {e}"))?);
@@ -333,7 +341,7 @@ impl Window {
         use memdb_query::{Instant, TimeFilter};
         // The bounds checked (and refused) with the messages `ls` gives.
         self.parse()?;
-        let (from, to, source) = self.bounds()?;
+        let Bounds { from, to, source } = self.bounds()?;
         let instant = |bound: TimeBound| match bound {
             TimeBound::Day(day) => Ok(Instant::Day(day)),
             TimeBound::Instant(ms) => jiff::Timestamp::from_millisecond(ms)
