@@ -128,9 +128,9 @@ fn semantic_lookups(store: &Store, out: &Out, step: &dyn Fn(&str, String)) -> Re
     ];
     for (question, scope, note) in searches {
         body.push_str(&format!("\n\n\"{question}\"{note}"));
-        for (hit, item) in crate::embed::similar(store, &encoder, question, 3, &scope)? {
-            let ext = item.fields.external_id.as_deref().unwrap_or("");
-            body.push_str(&format!("\n  {:.3}  {ext}", hit.score));
+        for row in crate::embed::similar(store, &encoder, question, 3, &scope)? {
+            let ext = row.item.fields.external_id.as_deref().unwrap_or("");
+            body.push_str(&format!("\n  {:.3}  {ext}", row.score.unwrap_or_default()));
         }
     }
     step(
@@ -140,34 +140,34 @@ fn semantic_lookups(store: &Store, out: &Out, step: &dyn Fn(&str, String)) -> Re
 
     // Full recall: dense + BM25 + memory-graph path overlap, each hit explained.
     let question = "what did I give Mila for her birthday?";
-    let (recall, items) = crate::embed::recall(
+    let answer = crate::embed::recall(
         store,
         &encoder,
-        question,
-        &memdb::RecallOptions {
-            k: 3,
-            ..memdb::RecallOptions::default()
+        memdb_query::Recall {
+            text: question.to_owned(),
+            filters: Vec::new(),
+            top: Some(3),
         },
     )?;
     let mut body = format!(
         "\"{question}\"  query nodes: {}",
-        recall.query_nodes.join(", ")
+        answer.query_nodes.join(", ")
     );
-    for (hit, item) in recall.hits.iter().zip(&items) {
-        let ext = item.fields.external_id.as_deref().unwrap_or("");
-        let rank = |r: Option<usize>| r.map_or("-".to_owned(), |r| r.to_string());
+    let rank = |r: Option<usize>| r.map_or("-".to_owned(), |r| r.to_string());
+    for row in &answer.rows {
+        let ext = row.item.fields.external_id.as_deref().unwrap_or("");
+        let why = row.why.clone().unwrap_or_default();
         body.push_str(&format!(
             "\n  {ext}  dense #{} lexical #{} graph #{}  nodes: {}",
-            rank(hit.explanation.dense_rank),
-            rank(hit.explanation.lexical_rank),
-            rank(hit.explanation.graph_rank),
-            hit.explanation.nodes.join(", ")
+            rank(why.dense_rank),
+            rank(why.lexical_rank),
+            rank(why.graph_rank),
+            why.nodes.join(", ")
         ));
     }
     body.push_str(&format!(
         "\n  (search {:.2} ms, encoding {:.2} ms)",
-        recall.timings.search_us() as f64 / 1000.0,
-        recall.timings.encode_us as f64 / 1000.0
+        answer.search_ms, answer.encode_ms
     ));
     step(
         "memdb recall (dense + BM25 + memory graph, explained)",

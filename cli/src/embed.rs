@@ -8,10 +8,9 @@
 
 use std::time::Instant;
 
-use memdb::{
-    GraphReport, ITEM_VECTORS, IngestOptions, Item, PageStage, Store, VectorHit, VectorScope,
-};
+use memdb::{GraphReport, ITEM_VECTORS, IngestOptions, PageStage, Store, VectorScope};
 use memdb_encode::{Encoder, EncoderOptions, MiniLm};
+use memdb_query::{ItemRow, Query, QueryContext, Rows, Statement, StoreQuery};
 
 /// Loads the encoder and binds the store to it. A model not installed yet is downloaded only
 /// as `download` allows (see [`crate::model::Download`]).
@@ -112,14 +111,15 @@ pub(crate) fn embed_missing(
     })
 }
 
-/// The `k` items nearest to `text` within `scope`, with their scores.
+/// The `k` items nearest to `text` within `scope`, best first, each with its cosine as its
+/// score.
 pub(crate) fn similar(
     store: &Store,
     encoder: &MiniLm,
     text: &str,
     k: usize,
     scope: &VectorScope,
-) -> Result<Vec<(VectorHit, Item)>, String> {
+) -> Result<Vec<ItemRow>, String> {
     let query = encoder
         .encode(&[text])
         .map_err(|e| e.to_string())?
@@ -135,10 +135,22 @@ pub(crate) fn similar(
         .map_err(|e| e.to_string())?
     {
         if let Some(item) = snapshot.get(hit.key).map_err(|e| e.to_string())? {
-            found.push((hit, item));
+            found.push(ItemRow {
+                score: Some(score(hit.score)),
+                ..ItemRow::plain(item)
+            });
         }
     }
     Ok(found)
+}
+
+/// A cosine (f32) as the f64 of its shortest decimal, so JSON shows `0.8123`, not the f32's
+/// binary expansion `0.8123000264167786`.
+fn score(cosine: f32) -> f64 {
+    cosine
+        .to_string()
+        .parse()
+        .unwrap_or_else(|_| f64::from(cosine))
 }
 
 /// What recall cannot use in this store, in words: items without a vector are found by
@@ -173,23 +185,49 @@ pub(crate) fn coverage_warnings(store: &Store) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
-/// `memdb recall`: the items that answer `question` (dense, lexical and graph signals fused),
-/// each with its item and explanation.
+/// `memdb recall` (and the demo's recall): the `RECALL` statement run through the query
+/// language, the path `memdb query`, the shell and applications take, so the same question and
+/// filters give the same hits whichever asks.
 pub(crate) fn recall(
     store: &Store,
     encoder: &MiniLm,
-    question: &str,
-    options: &memdb::RecallOptions,
-) -> Result<(memdb::Recall, Vec<Item>), String> {
-    let recall = store
-        .recall(question, options, encoder)
-        .map_err(|e| e.to_string())?;
-    let snapshot = store.snapshot().map_err(|e| e.to_string())?;
-    let mut items = Vec::new();
-    for hit in &recall.hits {
-        if let Some(item) = snapshot.get(hit.item).map_err(|e| e.to_string())? {
-            items.push(item);
-        }
-    }
-    Ok((recall, items))
+    recall: memdb_query::Recall,
+) -> Result<RecallAnswer, String> {
+    let statement = Statement::Query(Query::Recall(recall)).to_string();
+    let ctx = QueryContext {
+        embedder: Some(encoder),
+        ..QueryContext::default()
+    };
+    let output = store.query(&statement, &ctx).map_err(|e| e.to_string())?;
+    let Rows::Items(rows) = output.rows else {
+        return Err(format!("`{statement}` returned no items"));
+    };
+    let ms = |stages: &[&str]| {
+        output
+            .plan
+            .stages
+            .iter()
+            .filter(|s| stages.contains(&s.name.as_str()))
+            .map(|s| s.micros)
+            .sum::<u64>() as f64
+            / 1000.0
+    };
+    Ok(RecallAnswer {
+        encode_ms: ms(&["encode"]),
+        search_ms: ms(&["dense", "lexical", "graph", "fuse"]),
+        query_nodes: output.query_nodes,
+        rows,
+    })
+}
+
+/// What a `RECALL` answered.
+pub(crate) struct RecallAnswer {
+    /// The hits, best first, each with its score and why.
+    pub(crate) rows: Vec<ItemRow>,
+    /// The memory-graph nodes the question named.
+    pub(crate) query_nodes: Vec<String>,
+    /// Encoding the question and its nodes.
+    pub(crate) encode_ms: f64,
+    /// The dense, lexical and graph searches and their fusion.
+    pub(crate) search_ms: f64,
 }

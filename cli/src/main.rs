@@ -24,7 +24,8 @@ use memdb::{
     Victims,
 };
 
-use output::{Out, item_json, stats_json, stats_table};
+use memdb_query::{Filter, item_json, item_row_json};
+use output::{Out, stats_json, stats_table};
 
 /// memdb: an embedded, on-device memory store.
 #[derive(Parser)]
@@ -294,27 +295,68 @@ struct Window {
     source: Option<String>,
 }
 
+/// A [`Window`]'s values, each checked.
+struct Bounds {
+    from: Option<TimeBound>,
+    to: Option<TimeBound>,
+    source: Option<Source>,
+}
+
 impl Window {
-    /// The window as a scan filter (no limit), each value checked.
-    fn parse(&self) -> Result<ScanFilter, String> {
-        let mut time = TimeWindow::ALL;
-        if let Some(from) = &self.from {
-            let bound = TimeBound::parse(from).map_err(|e| format!("--from: {e}"))?;
-            time = time.and(&TimeWindow::from(bound).map_err(|e| format!("--from: {e}"))?);
-        }
-        if let Some(to) = &self.to {
-            let bound = TimeBound::parse(to).map_err(|e| format!("--to: {e}"))?;
-            time = time.and(&TimeWindow::until(bound).map_err(|e| format!("--to: {e}"))?);
-        }
-        Ok(ScanFilter {
-            time,
+    /// The window's bounds and source, each value checked.
+    fn bounds(&self) -> Result<Bounds, String> {
+        let from = self.from.as_deref().map(TimeBound::parse).transpose();
+        let to = self.to.as_deref().map(TimeBound::parse).transpose();
+        Ok(Bounds {
+            from: from.map_err(|e| format!("--from: {e}"))?,
+            to: to.map_err(|e| format!("--to: {e}"))?,
             source: self
                 .source
                 .as_deref()
                 .map(str::parse::<Source>)
                 .transpose()?,
+        })
+    }
+
+    /// The window as a scan filter (no limit), each value checked.
+    fn parse(&self) -> Result<ScanFilter, String> {
+        let Bounds { from, to, source } = self.bounds()?;
+        let mut time = TimeWindow::ALL;
+        if let Some(from) = from {
+            time = time.and(&TimeWindow::from(from).map_err(|e| format!("--from: {e}"))?);
+        }
+        if let Some(to) = to {
+            time = time.and(&TimeWindow::until(to).map_err(|e| format!("--to: {e}"))?);
+        }
+        Ok(ScanFilter {
+            time,
+            source,
             limit: None,
         })
+    }
+
+    /// The window as filters of the query language (SPEC.md §9.3): `time >= FROM`,
+    /// `time <= TO`, `source = S` — the same items [`Window::parse`] selects.
+    fn filters(&self) -> Result<Vec<Filter>, String> {
+        use memdb_query::{Instant, TimeFilter};
+        // The bounds checked (and refused) with the messages `ls` gives.
+        self.parse()?;
+        let Bounds { from, to, source } = self.bounds()?;
+        let instant = |bound: TimeBound| match bound {
+            TimeBound::Day(day) => Ok(Instant::Day(day)),
+            TimeBound::Instant(ms) => jiff::Timestamp::from_millisecond(ms)
+                .map(Instant::At)
+                .map_err(|e| e.to_string()),
+        };
+        let mut filters = Vec::new();
+        if let Some(from) = from {
+            filters.push(Filter::Time(TimeFilter::AtOrAfter(instant(from)?)));
+        }
+        if let Some(to) = to {
+            filters.push(Filter::Time(TimeFilter::AtOrBefore(instant(to)?)));
+        }
+        filters.extend(source.map(|s| Filter::Source(vec![s])));
+        Ok(filters)
     }
 }
 
@@ -589,22 +631,10 @@ fn run(command: Command, out: &Out) -> Result<ExitCode, String> {
             }
             let encoder = embed::encoder_for(&store, !out.json, model::Download::Ask)?;
             let found = embed::similar(&store, &encoder, &text, k, &scope)?;
-            let json = serde_json::json!(found
-                .iter()
-                .map(|(hit, item)| serde_json::json!({"score": hit.score, "item": item_json(item)}))
-                .collect::<Vec<_>>());
-            out.emit(json, || {
-                let items: Vec<memdb::Item> = found.iter().map(|(_, item)| item.clone()).collect();
-                let scores: Vec<String> = found
-                    .iter()
-                    .map(|(hit, _)| format!("{:.3}", hit.score))
-                    .collect();
-                format!(
-                    "scores: {}\n{}",
-                    scores.join(" "),
-                    output::list_table(&items)
-                )
-            });
+            out.emit(
+                serde_json::Value::Array(found.iter().map(item_row_json).collect()),
+                || output::rows_table(&found),
+            );
         }
         Command::Model {
             action: ModelCommand::Install { wheel },
@@ -637,12 +667,10 @@ fn run(command: Command, out: &Out) -> Result<ExitCode, String> {
             window,
         } => {
             let store = open_for_reading(&dir)?;
-            let filter = window.parse()?;
-            let options = memdb::RecallOptions {
-                k,
-                time: filter.time,
-                source: filter.source.map(Source::code),
-                ..memdb::RecallOptions::default()
+            let recall = memdb_query::Recall {
+                text: question,
+                filters: window.filters()?,
+                top: Some(k as u64),
             };
             let encoder = embed::encoder_for(&store, !out.json, model::Download::Ask)?;
             let coverage = embed::coverage_warnings(&store)?;
@@ -651,49 +679,21 @@ fn run(command: Command, out: &Out) -> Result<ExitCode, String> {
                     eprintln!("memdb: note: {warning}");
                 }
             }
-            let (recall, items) = embed::recall(&store, &encoder, &question, &options)?;
+            let answer = embed::recall(&store, &encoder, recall)?;
             let json = serde_json::json!({
                 "warnings": coverage,
-                "query_nodes": recall.query_nodes,
-                "encode_ms": recall.timings.encode_us as f64 / 1000.0,
-                "search_ms": recall.timings.search_us() as f64 / 1000.0,
-                "hits": recall.hits.iter().zip(&items).map(|(hit, item)| serde_json::json!({
-                    "score": hit.score,
-                    "dense_rank": hit.explanation.dense_rank,
-                    "lexical_rank": hit.explanation.lexical_rank,
-                    "graph_rank": hit.explanation.graph_rank,
-                    "nodes": hit.explanation.nodes,
-                    "page": hit.explanation.path.as_ref().map(|p| p.1.clone()),
-                    "item": item_json(item),
-                })).collect::<Vec<_>>(),
+                "query_nodes": answer.query_nodes,
+                "encode_ms": answer.encode_ms,
+                "search_ms": answer.search_ms,
+                "hits": answer.rows.iter().map(item_row_json).collect::<Vec<_>>(),
             });
             out.emit(json, || {
-                let rank = |r: Option<usize>| r.map_or("-".to_owned(), |r| r.to_string());
-                let why: Vec<String> = recall
-                    .hits
-                    .iter()
-                    .map(|h| {
-                        format!(
-                            "#{} dense {} lexical {} graph {}{}",
-                            h.item,
-                            rank(h.explanation.dense_rank),
-                            rank(h.explanation.lexical_rank),
-                            rank(h.explanation.graph_rank),
-                            if h.explanation.nodes.is_empty() {
-                                String::new()
-                            } else {
-                                format!(" nodes: {}", h.explanation.nodes.join(", "))
-                            }
-                        )
-                    })
-                    .collect();
                 format!(
-                    "query nodes: {}\n{}\nwhy:\n{}\n(search {:.2} ms, encoding {:.2} ms)",
-                    recall.query_nodes.join(", "),
-                    output::list_table(&items),
-                    why.join("\n"),
-                    recall.timings.search_us() as f64 / 1000.0,
-                    recall.timings.encode_us as f64 / 1000.0
+                    "query nodes: {}\n{}\n(search {:.2} ms, encoding {:.2} ms)",
+                    answer.query_nodes.join(", "),
+                    output::rows_table(&answer.rows),
+                    answer.search_ms,
+                    answer.encode_ms
                 )
             });
         }

@@ -2,6 +2,7 @@
 
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use memdb::{CheckReport, CompactReport, Item, Stats};
+use memdb_query::{Block, ItemRow, item_block, item_json, item_row_json, items_block};
 use serde_json::{Value, json};
 
 /// Where results go: tables for people, JSON for scripts.
@@ -51,25 +52,21 @@ fn terminal_width() -> Option<(u16, u16)> {
         .map(|w| (w, 0))
 }
 
-pub(crate) fn item_json(item: &Item) -> Value {
-    let f = &item.fields;
-    json!({
-        "id": item.id,
-        "external_id": f.external_id,
-        "source": f.source.name(),
-        "time": f.time.to_rfc3339(),
-        "ingest_time_ms": item.ingest_time_ms,
-        "location": f.location.as_ref().map(|l| json!({
-            "name": l.name, "lat": l.geo.map(|g| g.lat), "lon": l.geo.map(|g| g.lon)
-        })),
-        "entities": f.entities, "tags": f.tags, "ocr": f.ocr, "caption": f.caption,
-        "summary": f.summary, "body": f.body, "speaker": f.speaker, "from": f.from, "to": f.to,
-        "supersedes": item.supersedes, "blobs": item.blobs,
-    })
+/// A block of a result as a table that fits the terminal, its title (if any) above it.
+pub(crate) fn block_text(block: Block) -> String {
+    let header: Vec<&str> = block.header.iter().map(String::as_str).collect();
+    let mut t = table(&header);
+    for row in block.rows {
+        t.add_row(row);
+    }
+    match block.title {
+        Some(title) => format!("{title}\n{t}"),
+        None => t.to_string(),
+    }
 }
 
 /// An item with what the store knows about its past: the blobs forgetting dropped (when, by
-/// which policy) and its earlier versions.
+/// which policy) and its earlier versions (each as `HISTORY` shows it, with `replaced`).
 pub(crate) fn item_detail_json(
     item: &Item,
     dropped: &[memdb::DroppedBlob],
@@ -88,38 +85,39 @@ pub(crate) fn item_detail_json(
     json["earlier_versions"] = versions
         .iter()
         .map(|v| {
-            json!({
-                "committed": memdb::EventTime::utc(v.record.ingest_time_ms).to_rfc3339(),
-                "replaced": memdb::EventTime::utc(v.replaced_ms).to_rfc3339(),
-                "item": item_json(&v.record),
+            item_row_json(&ItemRow {
+                replaced_ms: Some(v.replaced_ms),
+                ..ItemRow::plain(v.record.clone())
             })
         })
         .collect();
     json
 }
 
-/// `item_detail_json` as a field/value table (earlier versions summarised: `HISTORY OF id`
-/// shows them whole).
+/// `item_detail_json` as the item's field/value table (earlier versions summarised:
+/// `HISTORY OF id` shows them whole).
 pub(crate) fn item_detail_table(
     item: &Item,
     dropped: &[memdb::DroppedBlob],
     versions: &[memdb::ItemVersion],
 ) -> String {
-    let mut t = fields_table(item_json(item));
-    for d in dropped {
-        t.add_row(vec![
-            format!("{} dropped", d.kind.name()),
-            format!(
-                "blob {} ({} bytes) dropped {} by {}",
-                d.id,
-                d.len,
-                memdb::EventTime::utc(d.dropped_ms).to_rfc3339(),
-                d.why
-            ),
-        ]);
-    }
+    let mut extra: Vec<(String, String)> = dropped
+        .iter()
+        .map(|d| {
+            (
+                format!("{} dropped", d.kind.name()),
+                format!(
+                    "blob {} ({} bytes) dropped {} by {}",
+                    d.id,
+                    d.len,
+                    memdb::EventTime::utc(d.dropped_ms).to_rfc3339(),
+                    d.why
+                ),
+            )
+        })
+        .collect();
     if !versions.is_empty() {
-        t.add_row(vec![
+        extra.push((
             "earlier versions".to_owned(),
             format!(
                 "{} (replaced {}; see HISTORY OF {})",
@@ -131,64 +129,28 @@ pub(crate) fn item_detail_table(
                     .join(", "),
                 item.id
             ),
-        ]);
+        ));
     }
-    t.to_string()
+    block_text(item_block(item, extra))
 }
 
 pub(crate) fn item_table(item: &Item) -> String {
-    fields_table(item_json(item)).to_string()
+    block_text(item_block(item, Vec::new()))
 }
 
-fn fields_table(json: Value) -> Table {
-    let mut t = table(&["field", "value"]);
-    if let Value::Object(map) = json {
-        for (k, v) in map {
-            let shown = match v {
-                Value::Null => continue,
-                Value::Array(a) if a.is_empty() => continue,
-                Value::String(s) => s,
-                other => other.to_string(),
-            };
-            t.add_row(vec![k, shown]);
-        }
-    }
-    t
+/// Item rows as the one table of items, with their count.
+pub(crate) fn rows_table(rows: &[ItemRow]) -> String {
+    format!(
+        "{}\n{} item(s)",
+        block_text(items_block(None, rows)),
+        rows.len()
+    )
 }
 
-fn one_line(item: &Item) -> String {
-    let f = &item.fields;
-    let text = f
-        .body
-        .as_deref()
-        .or(f.caption.as_deref())
-        .or(f.summary.as_deref())
-        .unwrap_or("");
-    let who = f
-        .speaker
-        .as_deref()
-        .or(f.from.as_deref())
-        .map(|w| format!("{w}: "))
-        .unwrap_or_default();
-    let mut line = format!("{who}{text}");
-    if line.chars().count() > 80 {
-        line = line.chars().take(77).collect::<String>() + "...";
-    }
-    line
-}
-
+/// Items (not ranked) as the one table of items, with their count.
 pub(crate) fn list_table(items: &[Item]) -> String {
-    let mut t = table(&["id", "time", "source", "external id", "text"]);
-    for item in items {
-        t.add_row(vec![
-            item.id.to_string(),
-            item.fields.time.to_rfc3339(),
-            item.fields.source.name().to_owned(),
-            item.fields.external_id.clone().unwrap_or_default(),
-            one_line(item),
-        ]);
-    }
-    format!("{t}\n{} item(s)", items.len())
+    let rows: Vec<ItemRow> = items.iter().cloned().map(ItemRow::plain).collect();
+    rows_table(&rows)
 }
 
 pub(crate) fn stats_json(s: &Stats) -> Value {

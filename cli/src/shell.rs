@@ -11,7 +11,6 @@ use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
 use memdb::{Source, Store};
 use memdb_encode::MiniLm;
 use memdb_query::{
@@ -105,20 +104,7 @@ impl Session {
 /// Prints a result as tables, with a timing line when `timing`.
 fn print_tables(out: &Output, timing: Option<f64>) {
     for block in to_blocks(out) {
-        if let Some(title) = &block.title {
-            say(title);
-        }
-        let mut t = Table::new();
-        t.load_preset(UTF8_FULL_CONDENSED);
-        t.set_content_arrangement(ContentArrangement::Dynamic);
-        if let Some(width) = std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok()) {
-            t.set_width(width);
-        }
-        t.set_header(block.header);
-        for row in block.rows {
-            t.add_row(row);
-        }
-        say(&t.to_string());
+        say(&crate::output::block_text(block));
     }
     if let Some(ms) = timing {
         let n = out.rows.len();

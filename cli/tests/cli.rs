@@ -232,7 +232,7 @@ fn embed_is_incremental_and_similar_finds_by_meaning_within_filters() {
         hits.as_array()
             .unwrap()
             .iter()
-            .map(|h| h["item"]["external_id"].as_str().unwrap().to_owned())
+            .map(|h| h["external_id"].as_str().unwrap().to_owned())
             .collect()
     };
     let hits = json(&memdb(&[
@@ -307,14 +307,11 @@ fn embed_is_incremental_and_similar_finds_by_meaning_within_filters() {
         "--json",
     ]));
     let hits = recall["hits"].as_array().unwrap();
-    assert_eq!(hits[0]["item"]["external_id"], "gift", "{recall}");
-    assert!(hits[0]["lexical_rank"].is_number() && hits[0]["dense_rank"].is_number());
+    assert_eq!(hits[0]["external_id"], "gift", "{recall}");
+    let why = &hits[0]["why"];
+    assert!(why["lexical_rank"].is_number() && why["dense_rank"].is_number());
     assert!(
-        hits[0]["nodes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|n| n == "mila"),
+        why["nodes"].as_array().unwrap().iter().any(|n| n == "mila"),
         "{recall}"
     );
     assert!(
@@ -337,7 +334,7 @@ fn embed_is_incremental_and_similar_finds_by_meaning_within_filters() {
             .as_array()
             .unwrap()
             .iter()
-            .all(|h| h["item"]["source"] == "email"),
+            .all(|h| h["source"] == "email"),
         "{recall}"
     );
 }

@@ -297,7 +297,7 @@ fn a_correction_reaches_vector_graph_page_and_history() {
         "-k",
         "1",
     ]));
-    assert_eq!(ski["hits"][0]["item"]["id"].as_u64(), Some(id), "{ski}");
+    assert_eq!(ski["hits"][0]["id"].as_u64(), Some(id), "{ski}");
     let dentist = json(&memdb(&[
         "--json",
         "recall",
@@ -307,7 +307,7 @@ fn a_correction_reaches_vector_graph_page_and_history() {
         "2",
     ]));
     for hit in dentist["hits"].as_array().unwrap() {
-        let nodes: Vec<&str> = hit["nodes"]
+        let nodes: Vec<&str> = hit["why"]["nodes"]
             .as_array()
             .unwrap()
             .iter()
@@ -594,7 +594,7 @@ fn a_store_without_write_access_can_still_be_read() {
         let out = memdb_without_write_access(&["--json", "recall", &store, "Lisbon hotel"], &envs);
         assert!(out.status.success(), "recall: {}", stderr(&out));
         let hits: Value = serde_json::from_slice(&out.stdout).unwrap();
-        assert_eq!(hits["hits"][0]["item"]["external_id"], "n1");
+        assert_eq!(hits["hits"][0]["external_id"], "n1");
     }
     // Writing is refused with a reason, not half done.
     let import =

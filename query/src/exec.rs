@@ -60,7 +60,7 @@ pub struct ItemRow {
 
 impl ItemRow {
     /// An item selected by filters, not ranked.
-    pub(crate) fn plain(item: Item) -> ItemRow {
+    pub fn plain(item: Item) -> ItemRow {
         ItemRow {
             item,
             score: None,
@@ -204,6 +204,8 @@ pub struct Output {
     pub rows: Rows,
     /// How it ran (shown for `EXPLAIN`).
     pub plan: Plan,
+    /// `RECALL`: the memory-graph nodes the question named (empty for other statements).
+    pub query_nodes: Vec<String>,
 }
 
 impl Output {
@@ -234,6 +236,7 @@ pub(crate) fn execute(
             ..Plan::default()
         },
         statement: statement.to_string(),
+        query_nodes: Vec::new(),
     };
     let rows = match &statement {
         Statement::Query(q) | Statement::Explain(q) => run.query(q)?,
@@ -244,6 +247,7 @@ pub(crate) fn execute(
         statement,
         rows,
         plan: run.plan,
+        query_nodes: run.query_nodes,
     })
 }
 
@@ -253,6 +257,7 @@ struct Run<'r> {
     ctx: &'r QueryContext<'r>,
     plan: Plan,
     statement: String,
+    query_nodes: Vec<String>,
 }
 
 /// Filters split into what an index scan takes and what is checked on its candidates.
@@ -551,6 +556,7 @@ impl Run<'_> {
                 micros: us,
             });
         }
+        self.query_nodes = recall.query_nodes;
         let started = Clock::now();
         let mut rows = Vec::with_capacity(recall.hits.len());
         for hit in recall.hits {

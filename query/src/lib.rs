@@ -37,7 +37,10 @@ pub use exec::{
     ItemDetail, ItemRow, NodeDetail, Output, PathRow, Plan, QueryContext, Rows, Stage, StatsRow,
 };
 pub use parser::{KEYWORDS, parse, parse_script};
-pub use render::{Block, forget_block, forget_json, to_blocks, to_json};
+pub use render::{
+    Block, forget_block, forget_json, item_block, item_json, item_row_json, items_block, to_blocks,
+    to_json,
+};
 
 /// Running statements of the query language against a store.
 pub trait StoreQuery {

@@ -6,6 +6,7 @@
 use memdb::{Item, item_text};
 use serde_json::{Value, json};
 
+use crate::ast::{Query, Statement};
 use crate::exec::{ItemRow, Output, PathRow, Plan, Rows};
 
 /// A titled table of text cells.
@@ -39,21 +40,32 @@ fn clip(text: &str) -> String {
     out
 }
 
-fn item_cells(row: &ItemRow, with_score: bool, with_version: bool) -> Vec<String> {
+/// Which optional columns a table of item rows has: those some row fills.
+#[derive(Clone, Copy)]
+struct ItemColumns {
+    version: bool,
+    score: bool,
+    why: bool,
+}
+
+fn item_cells(row: &ItemRow, columns: ItemColumns) -> Vec<String> {
     let item = &row.item;
     let mut cells = vec![
         item.id.to_string(),
         item.fields.time.to_rfc3339(),
         item.fields.source.to_string(),
+        item.fields.external_id.clone().unwrap_or_default(),
     ];
-    if with_version {
+    if columns.version {
         cells.push(row.replaced_ms.map_or_else(
             || "current".to_owned(),
             |ms| format!("replaced {}", memdb::EventTime::utc(ms)),
         ));
     }
-    if with_score {
+    if columns.score {
         cells.push(row.score.map_or_else(String::new, |s| format!("{s:.4}")));
+    }
+    if columns.why {
         cells.push(row.why.as_ref().map_or_else(String::new, why));
     }
     cells.push(clip(&item_text(item)));
@@ -77,23 +89,30 @@ fn why(e: &memdb::Explanation) -> String {
     parts.join("; ")
 }
 
-fn items_block(title: Option<&str>, rows: &[ItemRow]) -> Block {
-    let scored = rows.iter().any(|r| r.score.is_some());
-    let versioned = rows.iter().any(|r| r.replaced_ms.is_some());
-    let mut header = vec!["id", "time", "source"];
-    if versioned {
+/// Item rows as a table: id, time, source, external id, then the version, score and why
+/// columns where some row has one, and the text recall indexes (clipped). The one table of
+/// items every tool prints (`memdb ls`, `similar`, `recall` and the shell's rows).
+pub fn items_block(title: Option<&str>, rows: &[ItemRow]) -> Block {
+    let columns = ItemColumns {
+        version: rows.iter().any(|r| r.replaced_ms.is_some()),
+        score: rows.iter().any(|r| r.score.is_some()),
+        why: rows.iter().any(|r| r.why.is_some()),
+    };
+    let mut header = vec!["id", "time", "source", "external id"];
+    if columns.version {
         header.push("version");
     }
-    if scored {
-        header.extend(["score", "why"]);
+    if columns.score {
+        header.push("score");
+    }
+    if columns.why {
+        header.push("why");
     }
     header.push("text");
     block(
         title,
         &header,
-        rows.iter()
-            .map(|r| item_cells(r, scored, versioned))
-            .collect(),
+        rows.iter().map(|r| item_cells(r, columns)).collect(),
     )
 }
 
@@ -120,12 +139,18 @@ fn paths_block(title: Option<&str>, rows: &[PathRow]) -> Block {
     block(title, header, cells)
 }
 
-fn fields_block(item: &Item, extra: Vec<(String, String)>) -> Block {
+/// One item as a field/value table (fields it does not have left out), then `extra` rows: the
+/// one table of a single item (`SHOW ITEM`, `memdb get`).
+pub fn item_block(item: &Item, extra: Vec<(String, String)>) -> Block {
     let f = &item.fields;
     let mut rows = vec![
         ("id".to_owned(), item.id.to_string()),
         ("time".to_owned(), f.time.to_rfc3339()),
         ("source".to_owned(), f.source.to_string()),
+        (
+            "committed".to_owned(),
+            memdb::EventTime::utc(item.ingest_time_ms).to_rfc3339(),
+        ),
     ];
     let optional = [
         ("external id", f.external_id.clone()),
@@ -230,7 +255,7 @@ pub fn to_blocks(out: &Output) -> Vec<Block> {
             if !d.nodes.is_empty() {
                 extra.push(("nodes".to_owned(), d.nodes.join(", ")));
             }
-            blocks.push(fields_block(&d.item, extra));
+            blocks.push(item_block(&d.item, extra));
         }
         Rows::Node(d) => {
             let n = &d.node;
@@ -281,19 +306,31 @@ pub fn to_blocks(out: &Output) -> Vec<Block> {
     blocks
 }
 
-fn item_json(row: &ItemRow) -> Value {
-    let item = &row.item;
+/// An item as JSON: the one shape every tool prints an item in (`memdb get`, `ls`, `similar`,
+/// `recall`, and the rows of `ITEMS`, `RECALL`, `HISTORY` and `SHOW`). Every stored field,
+/// absent ones as `null` (or `[]`), and `text`: what recall indexes, as one line.
+pub fn item_json(item: &Item) -> Value {
     let f = &item.fields;
-    let mut v = json!({
+    json!({
         "id": item.id,
-        "time": f.time.to_rfc3339(),
-        "source": f.source.name(),
-        "text": item_text(item),
         "external_id": f.external_id,
-        "entities": f.entities,
-        "tags": f.tags,
-        "supersedes": item.supersedes,
-    });
+        "source": f.source.name(),
+        "time": f.time.to_rfc3339(),
+        "ingest_time_ms": item.ingest_time_ms,
+        "location": f.location.as_ref().map(|l| json!({
+            "name": l.name, "lat": l.geo.map(|g| g.lat), "lon": l.geo.map(|g| g.lon)
+        })),
+        "entities": f.entities, "tags": f.tags, "ocr": f.ocr, "caption": f.caption,
+        "summary": f.summary, "body": f.body, "speaker": f.speaker, "from": f.from, "to": f.to,
+        "supersedes": item.supersedes, "blobs": item.blobs,
+        "text": item_text(item),
+    })
+}
+
+/// A row of items as JSON: [`item_json`] with what the result adds about the item beside its
+/// fields: `score` (ranked results), `why` (`RECALL`) and `replaced` (an earlier version).
+pub fn item_row_json(row: &ItemRow) -> Value {
+    let mut v = item_json(&row.item);
     if let Some(score) = row.score {
         v["score"] = json!(score);
     }
@@ -338,9 +375,10 @@ fn plan_json(plan: &Plan) -> Value {
     })
 }
 
-/// The result as one JSON document: `{"statement", "kind", "rows" | …, "plan"}`.
+/// The result as one JSON document: `{"statement", "kind", "rows" | …, "plan"}`, and for
+/// `RECALL` its `query_nodes`.
 pub fn to_json(out: &Output) -> Value {
-    let items = |rows: &[ItemRow]| rows.iter().map(item_json).collect::<Vec<_>>();
+    let items = |rows: &[ItemRow]| rows.iter().map(item_row_json).collect::<Vec<_>>();
     let paths = |rows: &[PathRow]| rows.iter().map(path_json).collect::<Vec<_>>();
     let (kind, body) = match &out.rows {
         Rows::Items(rows) => ("items", json!({ "rows": items(rows) })),
@@ -348,7 +386,7 @@ pub fn to_json(out: &Output) -> Value {
         Rows::Item(d) => (
             "item",
             json!({
-                "item": item_json(&ItemRow::plain(d.item.clone())),
+                "item": item_json(&d.item),
                 "path": d.path.as_ref().map(|(id, page)| json!({"id": id, "page": page})),
                 "nodes": d.nodes,
             }),
@@ -392,6 +430,11 @@ pub fn to_json(out: &Output) -> Value {
     let mut doc = json!({ "statement": out.statement.to_string(), "kind": kind });
     if let (Value::Object(doc), Value::Object(body)) = (&mut doc, body) {
         doc.extend(body);
+    }
+    if let Statement::Query(Query::Recall(_)) | Statement::Explain(Query::Recall(_)) =
+        &out.statement
+    {
+        doc["query_nodes"] = json!(out.query_nodes);
     }
     doc["plan"] = plan_json(&out.plan);
     doc
