@@ -155,9 +155,20 @@ fn dump(snap: &Snapshot) -> Value {
 /// Compares field by field first, so a failure names what differs.
 fn assert_dump_eq(version: u64, stage: &str, got: &Value, want: &Value) {
     let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
-    assert_eq!(keys(got), keys(want), "v{version} {stage}: what the store holds");
-    let (got_items, want_items) = (got["items"].as_array().unwrap(), want["items"].as_array().unwrap());
-    assert_eq!(got_items.len(), want_items.len(), "v{version} {stage}: item count");
+    assert_eq!(
+        keys(got),
+        keys(want),
+        "v{version} {stage}: what the store holds"
+    );
+    let (got_items, want_items) = (
+        got["items"].as_array().unwrap(),
+        want["items"].as_array().unwrap(),
+    );
+    assert_eq!(
+        got_items.len(),
+        want_items.len(),
+        "v{version} {stage}: item count"
+    );
     for (g, w) in got_items.iter().zip(want_items) {
         assert_eq!(g, w, "v{version} {stage}: item {}", w["external_id"]);
     }
@@ -183,7 +194,11 @@ fn read_checks(version: u64, stage: &str, store: &Store, want: &Value) {
     for item in want["items"].as_array().unwrap() {
         let ext = item["external_id"].as_str().unwrap();
         let got = snap.get_by_external_id(ext).unwrap().unwrap();
-        assert_eq!(got.id, item["id"].as_u64().unwrap(), "v{version} {stage}: {ext}");
+        assert_eq!(
+            got.id,
+            item["id"].as_u64().unwrap(),
+            "v{version} {stage}: {ext}"
+        );
     }
     // Every item vector finds itself first.
     if let Some(stored) = snap.vectors(ITEM_VECTORS).unwrap() {
@@ -197,7 +212,12 @@ fn read_checks(version: u64, stage: &str, store: &Store, want: &Value) {
     if want.get("graph_counts").is_some() {
         let mut linked = 0;
         for item in want["items"].as_array().unwrap() {
-            if snap.graph().item(item["id"].as_u64().unwrap()).unwrap().is_some() {
+            if snap
+                .graph()
+                .item(item["id"].as_u64().unwrap())
+                .unwrap()
+                .is_some()
+            {
                 linked += 1;
             }
         }
@@ -213,7 +233,11 @@ fn open_and_upgrade(version: u64) {
     let want = &expected["dump"];
     assert!(!want["items"].as_array().unwrap().is_empty());
     for (key, since) in [("item_vectors", 2), ("graph_counts", 3), ("pages", 4)] {
-        assert_eq!(want.get(key).is_some(), version >= since, "v{version}: golden has {key}");
+        assert_eq!(
+            want.get(key).is_some(),
+            version >= since,
+            "v{version}: golden has {key}"
+        );
     }
 
     let dir = tempfile::tempdir().unwrap();
@@ -263,7 +287,11 @@ fn open_and_upgrade(version: u64) {
             "2024-08-01T10:00:00+02:00",
             "Written by the current version",
         ));
-        let mut update = note(first_ext, "2024-03-02T08:15:00+00:00", "Updated after upgrade");
+        let mut update = note(
+            first_ext,
+            "2024-03-02T08:15:00+00:00",
+            "Updated after upgrade",
+        );
         update.fields.time = EventTime {
             unix_ms: first["time_unix_ms"].as_i64().unwrap(),
             offset_minutes: i16::try_from(first["time_offset_minutes"].as_i64().unwrap()).unwrap(),
@@ -287,7 +315,11 @@ fn open_and_upgrade(version: u64) {
         let snap = store.snapshot().unwrap();
         let got = dump(&snap);
         let want_count = want["item_count"].as_u64().unwrap();
-        assert_eq!(got["item_count"], json!(want_count + 1), "v{version} upgraded");
+        assert_eq!(
+            got["item_count"],
+            json!(want_count + 1),
+            "v{version} upgraded"
+        );
         let by_ext = |v: &Value| -> BTreeMap<String, Value> {
             v["items"]
                 .as_array()
@@ -314,7 +346,10 @@ fn open_and_upgrade(version: u64) {
             Some(versions[0].record.fields.body.as_deref().unwrap()),
             first["body"].as_str()
         );
-        let added = snap.get_by_external_id("compat-upgrade-note").unwrap().unwrap();
+        let added = snap
+            .get_by_external_id("compat-upgrade-note")
+            .unwrap()
+            .unwrap();
         assert_eq!(
             added.fields.body.as_deref(),
             Some("Written by the current version")
