@@ -386,17 +386,29 @@ impl<'t> Tables<'t> {
         })
     }
 
+    /// The value of counter `key` as this transaction sees it.
+    fn counter(&self, key: &'static str) -> Result<u64> {
+        match self.counters.get(key) {
+            Some(v) => Ok(*v),
+            None => catalog::meta_get(&self.meta, key),
+        }
+    }
+
     /// Takes `n` values of counter `key`, returning the first.
     pub(super) fn take(&mut self, key: &'static str, n: u64) -> Result<u64> {
-        let first = match self.counters.get(key) {
-            Some(v) => *v,
-            None => catalog::meta_get(&self.meta, key)?,
-        };
-        let next = first
-            .checked_add(n)
-            .ok_or_else(|| Error::Inconsistent(format!("counter `{key}` overflowed")))?;
+        let first = self.counter(key)?;
+        let next = first.checked_add(n).ok_or_else(|| Error::Overflow {
+            what: key,
+            value: format!("{first} + {n}"),
+        })?;
         self.counters.insert(key, next);
         Ok(first)
+    }
+
+    /// The op sequence number as this transaction sees it (what a snapshot's `op_seq` reads
+    /// once it commits): it changes with every put or delete.
+    pub(crate) fn op_seq(&self) -> Result<u64> {
+        self.counter(catalog::KEY_NEXT_OP)
     }
 
     /// Writes the counters taken in this transaction; call before commit.
