@@ -9,8 +9,8 @@
 //! and drops the originals (only with consent), and whose commit also writes the new page
 //! rows, the graph pruning and the item vectors re-quantized to their page's stage precision:
 //! the old state or the new one, never a mix, whatever the moment of a crash. A plan made
-//! before the store changed (an item written, a page changed) is refused as stale. [`Store::forget`]
-//! composes missing pages, plans and applies.
+//! before the store changed (an item written, a page changed) is refused as stale.
+//! [`Store::forget`] composes missing pages, plans and applies.
 //!
 //! Invariants (tested): monotone — a page's stage, quality and scale never go back up (each is
 //! the minimum of what it has and what its stage asks); idempotent — a second run with the
@@ -29,6 +29,7 @@ use std::collections::{BTreeSet, HashMap};
 use redb::ReadableTable;
 
 pub use crate::error::{OriginalDrop, PolicyError};
+use plan::PlannedWrites;
 pub use plan::{ForgetPlan, PageStep, PlannedPage};
 pub use policy::{BUILTIN_POLICIES, Policy, StageRule};
 
@@ -159,6 +160,17 @@ fn consent_needed(originals: Vec<OriginalDrop>) -> Error {
     }
 }
 
+/// Refuses a plan made at op sequence `planned` when the store is at `now`: items were
+/// written since.
+fn check_op_seq(planned: u64, now: u64) -> Result<()> {
+    if now != planned {
+        return Err(Error::StalePlan {
+            reason: format!("items were written since (op sequence {planned}, now {now})"),
+        });
+    }
+    Ok(())
+}
+
 /// Refuses a plan made at op sequence `op_seq` unless the store is still at its snapshot: the
 /// same sequence number `now` (no item written since) and every page it changes, `rows`,
 /// still as it was planned from. Run inside
@@ -169,11 +181,7 @@ fn check_fresh(
     now: u64,
     rows: &[(String, PageRow, PageRow)],
 ) -> Result<()> {
-    if now != op_seq {
-        return Err(Error::StalePlan {
-            reason: format!("items were written since (op sequence {op_seq}, now {now})"),
-        });
-    }
+    check_op_seq(op_seq, now)?;
     let pages = txn.open_table(PAGES).ctx("open pages")?;
     for (day, old, _) in rows {
         let current = pages
@@ -207,25 +215,23 @@ impl Store {
     fn apply_forget_locked(&self, plan: ForgetPlan, drop_originals: bool) -> Result<ForgetReport> {
         let ForgetPlan {
             mut report,
-            op_seq,
             rows,
             replace,
-            drop_blobs,
-            lost,
-            quantize,
-            victims,
+            writes:
+                PlannedWrites {
+                    op_seq,
+                    drop_blobs,
+                    lost,
+                    quantize,
+                    victims,
+                },
             ..
         } = plan;
         if !drop_originals && !report.originals.is_empty() {
             return Err(consent_needed(report.originals));
         }
         // Refused early when it is already stale; the commit checks again, exactly.
-        let now = self.snapshot()?.op_seq()?;
-        if now != op_seq {
-            return Err(Error::StalePlan {
-                reason: format!("items were written since (op sequence {op_seq}, now {now})"),
-            });
-        }
+        check_op_seq(op_seq, self.snapshot()?.op_seq()?)?;
         report.dry_run = false;
         let why = |stage: &str| {
             format!(

@@ -60,13 +60,19 @@ pub struct PlannedPage {
 pub struct ForgetPlan {
     /// The plan as a dry run reports it.
     pub(super) report: ForgetReport,
-    /// The op sequence number of the snapshot the plan was made from.
-    pub(super) op_seq: u64,
     pub(super) pages: Vec<PlannedPage>,
     /// Each changed page's row: day, as planned from, as it becomes.
     pub(super) rows: Vec<(String, PageRow, PageRow)>,
     /// New bytes of re-encoded parts, by blob id.
     pub(super) replace: HashMap<u64, Vec<u8>>,
+    pub(super) writes: PlannedWrites,
+}
+
+/// What a plan writes besides its pages' parts and rows, decided before any page is
+/// re-encoded.
+pub(super) struct PlannedWrites {
+    /// The op sequence number of the snapshot the plan was made from.
+    pub(super) op_seq: u64,
     /// Originals to drop, by blob id.
     pub(super) drop_blobs: BTreeSet<u64>,
     /// Item → nodes no longer legible on its page.
@@ -81,11 +87,11 @@ impl std::fmt::Debug for ForgetPlan {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ForgetPlan")
             .field("report", &self.report)
-            .field("op_seq", &self.op_seq)
+            .field("op_seq", &self.writes.op_seq)
             .field("pages", &self.pages)
-            .field("quantize", &self.quantize)
-            .field("lost", &self.lost)
-            .field("victims", &self.victims)
+            .field("quantize", &self.writes.quantize)
+            .field("lost", &self.writes.lost)
+            .field("victims", &self.writes.victims)
             .finish_non_exhaustive()
     }
 }
@@ -114,12 +120,12 @@ impl ForgetPlan {
 
     /// Item → the precision its vector is re-quantized to.
     pub fn quantize(&self) -> &BTreeMap<u64, Precision> {
-        &self.quantize
+        &self.writes.quantize
     }
 
     /// Item → the graph nodes its page no longer shows legibly, which fade.
     pub fn nodes_to_fade(&self) -> &BTreeMap<u64, BTreeSet<u64>> {
-        &self.lost
+        &self.writes.lost
     }
 
     /// Bytes of pages, originals and item vectors the plan saves.
@@ -130,21 +136,17 @@ impl ForgetPlan {
     /// The op sequence number of the snapshot the plan was made from: a store whose sequence
     /// has moved on refuses the plan.
     pub fn op_seq(&self) -> u64 {
-        self.op_seq
+        self.writes.op_seq
     }
 }
 
 /// A plan before any page is re-encoded: where consent is asked for.
 pub(super) struct Decision {
     report: ForgetReport,
-    op_seq: u64,
     snapshot: Snapshot,
     /// Each changed page: stage index, day, row now, new row.
     changes: Vec<(usize, String, PageRow, PageRow)>,
-    drop_blobs: BTreeSet<u64>,
-    lost: BTreeMap<u64, BTreeSet<u64>>,
-    quantize: BTreeMap<u64, Precision>,
-    victims: BTreeSet<u64>,
+    writes: PlannedWrites,
 }
 
 impl Decision {
@@ -292,13 +294,15 @@ impl Store {
         drop(item_vectors);
         Ok(Decision {
             report,
-            op_seq,
             snapshot,
             changes,
-            drop_blobs,
-            lost,
-            quantize,
-            victims,
+            writes: PlannedWrites {
+                op_seq,
+                drop_blobs,
+                lost,
+                quantize,
+                victims,
+            },
         })
     }
 }
@@ -308,13 +312,9 @@ impl Decision {
     pub(super) fn reencode(self, progress: &mut dyn FnMut(u64, u64)) -> Result<ForgetPlan> {
         let Decision {
             mut report,
-            op_seq,
             snapshot,
             changes,
-            drop_blobs,
-            lost,
-            quantize,
-            mut victims,
+            mut writes,
         } = self;
         let total = changes.iter().filter(|c| !c.2.parts.is_empty()).count() as u64;
         let mut jobs = Vec::new();
@@ -347,7 +347,7 @@ impl Decision {
             for (id, bytes) in change.old.parts.iter().zip(&change.parts) {
                 bytes_before += snapshot.blob_info(*id)?.map_or(0, |i| i.len);
                 bytes_after += bytes.len() as u64;
-                victims.extend(snapshot.blob_segment(*id)?);
+                writes.victims.extend(snapshot.blob_segment(*id)?);
                 replace.insert(*id, bytes.clone());
             }
             if change.parts.is_empty() {
@@ -372,14 +372,10 @@ impl Decision {
         }
         Ok(ForgetPlan {
             report,
-            op_seq,
             pages,
             rows,
             replace,
-            drop_blobs,
-            lost,
-            quantize,
-            victims,
+            writes,
         })
     }
 }
