@@ -188,6 +188,13 @@ pub enum Error {
         /// Each of them, in day order.
         originals: Vec<OriginalDrop>,
     },
+    /// A forgetting plan (`Store::plan_forget`) was made from a snapshot the store has moved
+    /// on from: items were written or a page changed since. Nothing was written; plan again.
+    #[error("the forgetting plan is stale ({reason}): nothing was written; plan again")]
+    StalePlan {
+        /// What changed.
+        reason: String,
+    },
     /// A compaction hook refused to continue.
     #[error("compaction hook failed: {0}")]
     Hook(String),

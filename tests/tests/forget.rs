@@ -560,3 +560,108 @@ fn originals_go_only_where_a_stage_drops_them_and_only_with_consent() {
     assert_eq!(count(&store), imported);
     assert!(store.check().unwrap().is_clean());
 }
+
+/// Plan, then apply: a plan is what a dry run reports, and applying it does what `forget` does
+/// (the same report as `forget` on a copy of the store). A plan the store moved on from — an
+/// item written, or its pages forgotten by another plan, since — is refused as stale and
+/// nothing is written.
+#[test]
+fn a_plan_applies_as_forget_does_and_a_stale_plan_is_refused() {
+    use memdb::Error;
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    {
+        let store = Store::create(&a, Options::default()).unwrap();
+        if let Some(photos) = shared_data("photos") {
+            import_photos(&store, &photos, 12);
+        }
+        add_chats(&store);
+        store
+            .compose_pages(PageOptions::default(), &mut |_, _| {})
+            .unwrap();
+    }
+    let status = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(&a)
+        .arg(&b)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let policy = Policy::builtin("softer-old").unwrap();
+    let store = Store::open(&a, Options::default()).unwrap();
+    let mut reencoded = 0;
+    let plan = store
+        .plan_forget(&policy, day("2023-09-01"), &mut |done, _| reencoded = done)
+        .unwrap();
+    let dry = forget(&store, "softer-old", "2023-09-01", true);
+    assert_eq!(plan.report(), &dry, "the dry run is the plan");
+    assert!(!plan.pages().is_empty());
+    let page_bytes = |r: &memdb::forget::ForgetReport| -> (u64, u64) {
+        r.stages.iter().fold((0, 0), |(b, a), s| {
+            (b + s.page_bytes_before, a + s.page_bytes_after)
+        })
+    };
+    let planned = plan
+        .pages()
+        .iter()
+        .fold((0, 0), |(b, a), p| (b + p.bytes_before, a + p.bytes_after));
+    assert_eq!(planned, page_bytes(&dry));
+    assert!(plan.pages().iter().all(|p| p.to.stage >= p.from.stage
+        && p.to.quality <= p.from.quality
+        && p.to.scale <= p.from.scale));
+    assert_eq!(plan.bytes_saved(), dry.bytes_saved());
+    let with_pixels = plan.pages().iter().filter(|p| p.bytes_before > 0).count() as u64;
+    assert_eq!(
+        reencoded, with_pixels,
+        "progress counts the pages re-encoded"
+    );
+    let applied = store.apply_forget(plan, true).unwrap();
+    let other = Store::open(&b, Options::default()).unwrap();
+    let forgot = forget(&other, "softer-old", "2023-09-01", false);
+    assert_eq!(applied, forgot, "plan + apply is forget");
+    assert!(!applied.dry_run && applied.stages == dry.stages);
+    assert!(store.check().unwrap().is_clean());
+
+    // An item written after the plan: refused, nothing written.
+    let harsher = Policy::builtin("timed-gentle").unwrap();
+    let stale = store
+        .plan_forget(&harsher, day("2023-09-01"), &mut |_, _| {})
+        .unwrap();
+    assert!(stale.report().stages.iter().any(|s| s.pages_changed > 0));
+    let mut batch = store.batch();
+    batch.put(ItemDraft {
+        fields: ItemFields::new(
+            Source::Note,
+            EventTime::parse("2023-08-30T10:00:00Z").unwrap(),
+        ),
+        supersedes: None,
+    });
+    batch.commit().unwrap();
+    let (stats, pages) = (
+        store.stats().unwrap(),
+        store.snapshot().unwrap().pages().unwrap(),
+    );
+    let refused = store.apply_forget(stale, true);
+    assert!(
+        matches!(refused, Err(Error::StalePlan { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(store.stats().unwrap(), stats, "a stale plan wrote");
+    assert_eq!(store.snapshot().unwrap().pages().unwrap(), pages);
+
+    // Two plans from one snapshot: the second is stale once the first changed its pages.
+    let first = store
+        .plan_forget(&harsher, day("2023-09-01"), &mut |_, _| {})
+        .unwrap();
+    let second = store
+        .plan_forget(&harsher, day("2023-09-01"), &mut |_, _| {})
+        .unwrap();
+    assert_eq!(first.op_seq(), second.op_seq());
+    store.apply_forget(first, true).unwrap();
+    let refused = store.apply_forget(second, true);
+    assert!(
+        matches!(refused, Err(Error::StalePlan { .. })),
+        "{refused:?}"
+    );
+    assert!(store.check().unwrap().is_clean());
+}

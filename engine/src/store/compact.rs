@@ -234,7 +234,10 @@ impl Output<'_> {
 
     fn add_record(&mut self, t: &mut Tables<'_>, row: FrameRow, record: &[u8]) -> Result<()> {
         let offset = self.block.len() as u64;
-        put_framed(&mut self.block, record).map_err(|e| Error::Inconsistent(e.to_string()))?;
+        put_framed(&mut self.block, record).map_err(|_| Error::Overflow {
+            what: "record length",
+            value: record.len().to_string(),
+        })?;
         let frame_len = u32::try_from(self.block.len() as u64 - offset).unwrap_or(u32::MAX);
         self.block_items.push((offset, frame_len, row));
         if self.block.len() >= ITEM_BLOCK_TARGET {
@@ -331,11 +334,7 @@ impl Store {
         &self,
         options: &CompactOptions,
         hook: &mut dyn CompactionHook,
-        finish: &mut dyn FnMut(
-            &redb::WriteTransaction,
-            &mut Tables<'_>,
-            &mut StagedVectors,
-        ) -> Result<bool>,
+        finish: &mut FinishRows<'_>,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<CompactReport> {
         let mut writer = self.lock_writer()?;
@@ -356,231 +355,43 @@ impl Store {
         let result = (|| -> Result<()> {
             let mut t = Tables::open(&txn)?;
             let rows = catalog::segment_rows(&t.segments)?;
-            let victims: BTreeSet<u64> = rows
-                .iter()
-                .filter(|(id, row)| {
-                    // Named victims are rewritten even when they could not be opened (repair:
-                    // everything in them is then unreadable and goes through the hook).
-                    let named = matches!(options.victims, Victims::Segments(_));
-                    (named || segments.contains_key(id))
-                        && is_victim(&options.victims, **id, row, active_id)
-                })
-                .map(|(id, _)| *id)
-                .collect();
+            let victims = choose_victims(&options.victims, &rows, &segments, active_id);
             // `finish` first: a blob it drops is then not copied, and the vector blocks it
             // stages go straight into the output.
             let mut staged = StagedVectors::new();
             finished_rows = finish(&txn, &mut t, &mut staged)?;
-            for block in vector_space::stage(&mut t, &segments, &self.inner.graphs, staged)? {
-                let (segment, offset) = output.add_blob(&mut t, &block.bytes)?;
-                let loc = BlobLoc {
-                    segment,
-                    offset,
-                    len: block.bytes.len() as u64,
-                    kind: BlobKind::Vectors,
-                    owner: 0,
-                };
-                t.blobs
-                    .insert(block.blob_id, loc.encode())
-                    .ctx("write blobs")?;
-                new_graphs.extend(block.graph.map(|g| (block.blob_id, g)));
-                finished_rows = true;
-            }
+            new_graphs = self.write_vector_blocks(&mut t, &segments, &mut output, staged)?;
+            finished_rows |= !new_graphs.is_empty();
 
             // A compaction with no victims only commits what `finish` did.
             if !victims.is_empty() {
+                let mut pass = Pass {
+                    segments: &segments,
+                    victims: &victims,
+                    // Progress in bytes of the victims read so far.
+                    total: victims
+                        .iter()
+                        .map(|id| rows.get(id).map_or(0, |r| r.len))
+                        .sum(),
+                    done: 0,
+                    progress: &mut *progress,
+                };
                 // Blobs first: dropping one changes its owner's record, rewritten below.
-                let mut blobs = Vec::new();
-                for row in t.blobs.iter().ctx("scan blobs")? {
-                    let (id, raw) = row.ctx("scan blobs")?;
-                    let loc = BlobLoc::decode(id.value(), raw.value())?;
-                    if victims.contains(&loc.segment) {
-                        blobs.push((id.value(), loc));
-                    }
-                }
-                blobs.sort_by_key(|(_, loc)| (loc.segment, loc.offset));
-                // Progress in bytes of the victims read so far.
-                let total: u64 = victims
-                    .iter()
-                    .map(|id| rows.get(id).map_or(0, |r| r.len))
-                    .sum();
-                let mut done = 0u64;
-                let mut dropped_by_owner: HashMap<u64, Vec<u64>> = HashMap::new();
-                for (id, loc) in blobs {
-                    done += loc.entry_bytes();
-                    progress(done.min(total), total);
-                    let info = blob_info(id, &loc);
-                    let (bytes, rewrite) = match read_blob(&segments, id, &loc) {
-                        // Vector blocks belong to the store (their rows are reclaimed by
-                        // `compact_vectors`), so hooks never see them.
-                        Ok(bytes) if loc.kind == BlobKind::Vectors => {
-                            (Some(bytes), BlobRewrite::Keep)
-                        }
-                        Ok(bytes) => {
-                            let rewrite = hook.rewrite_blob(&info, &bytes)?;
-                            (Some(bytes), rewrite)
-                        }
-                        Err(e) if loc.kind == BlobKind::Vectors => return Err(e),
-                        Err(e) => match hook.unreadable_blob(&info, e)? {
-                            BlobRewrite::Keep => {
-                                return Err(Error::Hook(format!(
-                                    "blob {id} cannot be read, so it cannot be kept"
-                                )));
-                            }
-                            other => (None, other),
-                        },
-                    };
-                    let bytes: &[u8] = bytes.as_deref().unwrap_or_default();
-                    let kept: Option<&[u8]> = match &rewrite {
-                        BlobRewrite::Keep => Some(bytes),
-                        BlobRewrite::Replace(new) => Some(new),
-                        BlobRewrite::Drop => None,
-                    };
-                    if let Some(kept) = kept {
-                        let (segment, offset) = output.add_blob(&mut t, kept)?;
-                        let moved = BlobLoc {
-                            segment,
-                            offset,
-                            len: kept.len() as u64,
-                            ..loc
-                        };
-                        t.blobs.insert(id, moved.encode()).ctx("write blobs")?;
-                    }
-                    match rewrite {
-                        BlobRewrite::Keep => report.blobs_kept += 1,
-                        BlobRewrite::Replace(_) => report.blobs_replaced += 1,
-                        BlobRewrite::Drop => {
-                            t.blobs.remove(id).ctx("remove blob")?;
-                            if loc.owner != 0 {
-                                dropped_by_owner.entry(loc.owner).or_default().push(id);
-                            }
-                            report.blobs_dropped += 1;
-                        }
-                    }
-                }
-
-                let mut items = Vec::new();
-                for row in t.items.iter().ctx("scan items")? {
-                    let (id, raw) = row.ctx("scan items")?;
-                    let loc = ItemLoc::decode(raw.value());
-                    if victims.contains(&loc.segment) || dropped_by_owner.contains_key(&id.value())
-                    {
-                        items.push((id.value(), loc));
-                    }
-                }
-                items.sort_by_key(|(_, loc)| (loc.segment, loc.offset));
-                for (id, loc) in items {
-                    done += u64::from(loc.frame_len);
-                    progress(done.min(total), total);
-                    let (mut record, mut changed) = match read_record(&segments, &loc) {
-                        Ok(record) => (record, false),
-                        Err(e) => {
-                            let lost = lost_item(&mut t, id, &loc)?;
-                            match hook.unreadable_item(&lost, e)? {
-                                Some(record) if record.id == id => {
-                                    reindex_lost(&mut t, &loc, &record)?;
-                                    (record, true)
-                                }
-                                Some(record) => {
-                                    return Err(Error::Hook(format!(
-                                        "item {id} replaced by a record of item {}",
-                                        record.id
-                                    )));
-                                }
-                                None => {
-                                    // Its rows, owned blobs and history go (the record's
-                                    // bytes count as dead where they stay).
-                                    t.remove_item(id, &segments)?;
-                                    t.log(catalog::OpCode::Delete, id, now_ms())?;
-                                    report.items_dropped += 1;
-                                    continue;
-                                }
-                            }
-                        }
-                    };
-                    if let Some(dropped) = dropped_by_owner.get(&id) {
-                        record.blobs.retain(|b| !dropped.contains(b));
-                        changed = true;
-                    }
-                    if !victims.contains(&loc.segment) {
-                        t.add_dead(loc.segment, u64::from(loc.frame_len))?;
-                    }
-                    match hook.rewrite_item(&record)? {
-                        ItemRewrite::Keep => report.items_kept += 1,
-                        ItemRewrite::Replace(fields) => {
-                            fields
-                                .validate()
-                                .map_err(|reason| Error::Hook(format!("item {id}: {reason}")))?;
-                            reindex(&mut t, id, &record.fields, &fields)?;
-                            record.fields = *fields;
-                            changed = true;
-                            report.items_replaced += 1;
-                        }
-                        ItemRewrite::Drop => {
-                            drop_item(&mut t, id, &record)?;
-                            report.items_dropped += 1;
-                            continue;
-                        }
-                    }
-                    let bytes = if changed {
-                        encode_record(&record)
-                            .map_err(|e| Error::Hook(format!("item {id}: {e}")))?
-                    } else {
-                        // Unchanged records are copied byte for byte (already verified).
-                        read_frame_payload(&segments, loc.segment, loc.offset, loc.frame_len)?
-                    };
-                    output.add_record(
-                        &mut t,
-                        FrameRow::Item {
-                            id,
-                            time_ms: record.fields.time.unix_ms,
-                            source: record.fields.source.code(),
-                        },
-                        &bytes,
-                    )?;
-                }
-
-                // Earlier versions move with them, byte for byte (verified on the way).
-                let mut versions = Vec::new();
-                for row in t.history.iter().ctx("scan history")? {
-                    let (key, value) = row.ctx("scan history")?;
-                    let (segment, offset, frame_len, replaced_ms) = value.value();
-                    if victims.contains(&segment) {
-                        versions.push((key.value(), segment, offset, frame_len, replaced_ms));
-                    }
-                }
-                versions.sort_by_key(|v| (v.1, v.2));
-                for (key, segment, offset, frame_len, replaced_ms) in versions {
-                    done += u64::from(frame_len);
-                    progress(done.min(total), total);
-                    let bytes = read_frame_payload(&segments, segment, offset, frame_len)?;
-                    output.add_record(&mut t, FrameRow::History { key, replaced_ms }, &bytes)?;
-                    report.versions_kept += 1;
-                }
+                let dropped_by_owner =
+                    copy_blobs(&mut t, &mut pass, hook, &mut output, &mut report)?;
+                copy_items(
+                    &mut t,
+                    &mut pass,
+                    hook,
+                    &mut output,
+                    &mut report,
+                    &dropped_by_owner,
+                )?;
+                copy_history(&mut t, &mut pass, &mut output, &mut report)?;
             }
             output.flush_block(&mut t)?;
             output.seal_current()?;
-
-            for &id in &victims {
-                t.segments.remove(id).ctx("remove segment")?;
-                report.bytes_before += rows.get(&id).map_or(0, |r| r.len);
-            }
-            for &(id, len) in &output.finished {
-                t.segments
-                    .insert(
-                        id,
-                        SegmentRow {
-                            state: SegmentState::Sealed,
-                            len,
-                            dead_bytes: 0,
-                        }
-                        .encode(),
-                    )
-                    .ctx("write segments")?;
-                report.bytes_after += len;
-                report.segments_written.push(id);
-            }
-            report.segments_removed = victims.into_iter().collect();
+            write_segment_rows(&mut t, &rows, victims, &output.finished, &mut report)?;
             t.flush_counters()
         })();
         let written: Vec<u64> = output
@@ -597,20 +408,319 @@ impl Store {
         if report.segments_removed.is_empty() && !finished_rows {
             return Ok(report);
         }
+        self.commit_compaction(&mut writer, txn, &written, active_id, &report)?;
+        for (id, graph) in new_graphs {
+            if let Some(graph) = graph {
+                self.inner.graphs.insert(id, graph);
+            }
+        }
+        self.retire_segments(&report.segments_removed)?;
+        Ok(report)
+    }
+
+    /// Writes the vector blocks `finish` staged into the output and files them; returns each
+    /// block written, by blob id, with the graph it carries (cached once the compaction
+    /// commits).
+    fn write_vector_blocks(
+        &self,
+        t: &mut Tables<'_>,
+        segments: &super::segment_file::SegmentSet,
+        output: &mut Output<'_>,
+        staged: StagedVectors,
+    ) -> Result<Vec<(u64, Option<Arc<memdb_vectors::HnswIndex>>)>> {
+        let mut written = Vec::new();
+        for block in vector_space::stage(t, segments, &self.inner.graphs, staged)? {
+            let (segment, offset) = output.add_blob(t, &block.bytes)?;
+            let loc = BlobLoc {
+                segment,
+                offset,
+                len: block.bytes.len() as u64,
+                kind: BlobKind::Vectors,
+                owner: 0,
+            };
+            t.blobs
+                .insert(block.blob_id, loc.encode())
+                .ctx("write blobs")?;
+            written.push((block.blob_id, block.graph));
+        }
+        Ok(written)
+    }
+
+    /// The redb commit that swaps the new segments in: the one point at which the compaction
+    /// takes effect. A failed commit poisons the writer and abandons the segments written.
+    fn commit_compaction(
+        &self,
+        writer: &mut super::Writer,
+        txn: redb::WriteTransaction,
+        written: &[u64],
+        active_id: Option<u64>,
+        report: &CompactReport,
+    ) -> Result<()> {
         if let Err(e) = txn.commit() {
             writer.poisoned = Some(format!("catalog commit of a compaction failed: {e}"));
-            self.abandon_segments(&written)?;
+            self.abandon_segments(written)?;
             return Err(Error::catalog("commit compaction")(e.into()));
         }
         if active_id.is_some_and(|id| report.segments_removed.contains(&id)) {
             writer.active = None;
         }
-        for (id, graph) in new_graphs {
-            self.inner.graphs.insert(id, graph);
-        }
-        self.retire_segments(&report.segments_removed)?;
-        Ok(report)
+        Ok(())
     }
+}
+
+/// What [`Store::compact_with`]'s `finish` is: it writes more rows into the compaction's
+/// commit and says whether it changed anything.
+pub(crate) type FinishRows<'a> =
+    dyn FnMut(&redb::WriteTransaction, &mut Tables<'_>, &mut StagedVectors) -> Result<bool> + 'a;
+
+/// The segments `victims` names among `rows`, the active one being `active`.
+fn choose_victims(
+    victims: &Victims,
+    rows: &std::collections::BTreeMap<u64, SegmentRow>,
+    segments: &super::segment_file::SegmentSet,
+    active: Option<u64>,
+) -> BTreeSet<u64> {
+    rows.iter()
+        .filter(|(id, row)| {
+            // Named victims are rewritten even when they could not be opened (repair:
+            // everything in them is then unreadable and goes through the hook).
+            let named = matches!(victims, Victims::Segments(_));
+            (named || segments.contains_key(id)) && is_victim(victims, **id, row, active)
+        })
+        .map(|(id, _)| *id)
+        .collect()
+}
+
+/// A compaction's pass over its victims, reporting progress in bytes read.
+struct Pass<'a> {
+    segments: &'a super::segment_file::SegmentSet,
+    victims: &'a BTreeSet<u64>,
+    total: u64,
+    done: u64,
+    progress: &'a mut dyn FnMut(u64, u64),
+}
+
+impl Pass<'_> {
+    fn advance(&mut self, bytes: u64) {
+        self.done += bytes;
+        (self.progress)(self.done.min(self.total), self.total);
+    }
+}
+
+/// Copies the victims' live blobs through the hook; returns the blobs it dropped, by owner.
+fn copy_blobs(
+    t: &mut Tables<'_>,
+    pass: &mut Pass<'_>,
+    hook: &mut dyn CompactionHook,
+    output: &mut Output<'_>,
+    report: &mut CompactReport,
+) -> Result<HashMap<u64, Vec<u64>>> {
+    let mut blobs = Vec::new();
+    for row in t.blobs.iter().ctx("scan blobs")? {
+        let (id, raw) = row.ctx("scan blobs")?;
+        let loc = BlobLoc::decode(id.value(), raw.value())?;
+        if pass.victims.contains(&loc.segment) {
+            blobs.push((id.value(), loc));
+        }
+    }
+    blobs.sort_by_key(|(_, loc)| (loc.segment, loc.offset));
+    let mut dropped_by_owner: HashMap<u64, Vec<u64>> = HashMap::new();
+    for (id, loc) in blobs {
+        pass.advance(loc.entry_bytes());
+        let info = blob_info(id, &loc);
+        let (bytes, rewrite) = match read_blob(pass.segments, id, &loc) {
+            // Vector blocks belong to the store (their rows are reclaimed by
+            // `compact_vectors`), so hooks never see them.
+            Ok(bytes) if loc.kind == BlobKind::Vectors => (Some(bytes), BlobRewrite::Keep),
+            Ok(bytes) => {
+                let rewrite = hook.rewrite_blob(&info, &bytes)?;
+                (Some(bytes), rewrite)
+            }
+            Err(e) if loc.kind == BlobKind::Vectors => return Err(e),
+            Err(e) => match hook.unreadable_blob(&info, e)? {
+                BlobRewrite::Keep => {
+                    return Err(Error::Hook(format!(
+                        "blob {id} cannot be read, so it cannot be kept"
+                    )));
+                }
+                other => (None, other),
+            },
+        };
+        let bytes: &[u8] = bytes.as_deref().unwrap_or_default();
+        let kept: Option<&[u8]> = match &rewrite {
+            BlobRewrite::Keep => Some(bytes),
+            BlobRewrite::Replace(new) => Some(new),
+            BlobRewrite::Drop => None,
+        };
+        if let Some(kept) = kept {
+            let (segment, offset) = output.add_blob(t, kept)?;
+            let moved = BlobLoc {
+                segment,
+                offset,
+                len: kept.len() as u64,
+                ..loc
+            };
+            t.blobs.insert(id, moved.encode()).ctx("write blobs")?;
+        }
+        match rewrite {
+            BlobRewrite::Keep => report.blobs_kept += 1,
+            BlobRewrite::Replace(_) => report.blobs_replaced += 1,
+            BlobRewrite::Drop => {
+                t.blobs.remove(id).ctx("remove blob")?;
+                if loc.owner != 0 {
+                    dropped_by_owner.entry(loc.owner).or_default().push(id);
+                }
+                report.blobs_dropped += 1;
+            }
+        }
+    }
+    Ok(dropped_by_owner)
+}
+
+/// Copies the victims' live items through the hook, and rewrites the records of items whose
+/// blobs `dropped_by_owner` lists wherever they are.
+fn copy_items(
+    t: &mut Tables<'_>,
+    pass: &mut Pass<'_>,
+    hook: &mut dyn CompactionHook,
+    output: &mut Output<'_>,
+    report: &mut CompactReport,
+    dropped_by_owner: &HashMap<u64, Vec<u64>>,
+) -> Result<()> {
+    let mut items = Vec::new();
+    for row in t.items.iter().ctx("scan items")? {
+        let (id, raw) = row.ctx("scan items")?;
+        let loc = ItemLoc::decode(raw.value());
+        if pass.victims.contains(&loc.segment) || dropped_by_owner.contains_key(&id.value()) {
+            items.push((id.value(), loc));
+        }
+    }
+    items.sort_by_key(|(_, loc)| (loc.segment, loc.offset));
+    for (id, loc) in items {
+        pass.advance(u64::from(loc.frame_len));
+        let (mut record, mut changed) = match read_record(pass.segments, &loc) {
+            Ok(record) => (record, false),
+            Err(e) => {
+                let lost = lost_item(t, id, &loc)?;
+                match hook.unreadable_item(&lost, e)? {
+                    Some(record) if record.id == id => {
+                        reindex_lost(t, &loc, &record)?;
+                        (record, true)
+                    }
+                    Some(record) => {
+                        return Err(Error::Hook(format!(
+                            "item {id} replaced by a record of item {}",
+                            record.id
+                        )));
+                    }
+                    None => {
+                        // Its rows, owned blobs and history go (the record's
+                        // bytes count as dead where they stay).
+                        t.remove_item(id, pass.segments)?;
+                        t.log(catalog::OpCode::Delete, id, now_ms())?;
+                        report.items_dropped += 1;
+                        continue;
+                    }
+                }
+            }
+        };
+        if let Some(dropped) = dropped_by_owner.get(&id) {
+            record.blobs.retain(|b| !dropped.contains(b));
+            changed = true;
+        }
+        if !pass.victims.contains(&loc.segment) {
+            t.add_dead(loc.segment, u64::from(loc.frame_len))?;
+        }
+        match hook.rewrite_item(&record)? {
+            ItemRewrite::Keep => report.items_kept += 1,
+            ItemRewrite::Replace(fields) => {
+                fields
+                    .validate()
+                    .map_err(|reason| Error::Hook(format!("item {id}: {reason}")))?;
+                reindex(t, id, &record.fields, &fields)?;
+                record.fields = *fields;
+                changed = true;
+                report.items_replaced += 1;
+            }
+            ItemRewrite::Drop => {
+                drop_item(t, id, &record)?;
+                report.items_dropped += 1;
+                continue;
+            }
+        }
+        let bytes = if changed {
+            encode_record(&record).map_err(|e| Error::Hook(format!("item {id}: {e}")))?
+        } else {
+            // Unchanged records are copied byte for byte (already verified).
+            read_frame_payload(pass.segments, loc.segment, loc.offset, loc.frame_len)?
+        };
+        output.add_record(
+            t,
+            FrameRow::Item {
+                id,
+                time_ms: record.fields.time.unix_ms,
+                source: record.fields.source.code(),
+            },
+            &bytes,
+        )?;
+    }
+    Ok(())
+}
+
+/// Earlier versions move with their items, byte for byte (verified on the way).
+fn copy_history(
+    t: &mut Tables<'_>,
+    pass: &mut Pass<'_>,
+    output: &mut Output<'_>,
+    report: &mut CompactReport,
+) -> Result<()> {
+    let mut versions = Vec::new();
+    for row in t.history.iter().ctx("scan history")? {
+        let (key, value) = row.ctx("scan history")?;
+        let (segment, offset, frame_len, replaced_ms) = value.value();
+        if pass.victims.contains(&segment) {
+            versions.push((key.value(), segment, offset, frame_len, replaced_ms));
+        }
+    }
+    versions.sort_by_key(|v| (v.1, v.2));
+    for (key, segment, offset, frame_len, replaced_ms) in versions {
+        pass.advance(u64::from(frame_len));
+        let bytes = read_frame_payload(pass.segments, segment, offset, frame_len)?;
+        output.add_record(t, FrameRow::History { key, replaced_ms }, &bytes)?;
+        report.versions_kept += 1;
+    }
+    Ok(())
+}
+
+/// Drops the victims from the manifest and files the sealed segments written in their place.
+fn write_segment_rows(
+    t: &mut Tables<'_>,
+    rows: &std::collections::BTreeMap<u64, SegmentRow>,
+    victims: BTreeSet<u64>,
+    finished: &[(u64, u64)],
+    report: &mut CompactReport,
+) -> Result<()> {
+    for &id in &victims {
+        t.segments.remove(id).ctx("remove segment")?;
+        report.bytes_before += rows.get(&id).map_or(0, |r| r.len);
+    }
+    for &(id, len) in finished {
+        t.segments
+            .insert(
+                id,
+                SegmentRow {
+                    state: SegmentState::Sealed,
+                    len,
+                    dead_bytes: 0,
+                }
+                .encode(),
+            )
+            .ctx("write segments")?;
+        report.bytes_after += len;
+        report.segments_written.push(id);
+    }
+    report.segments_removed = victims.into_iter().collect();
+    Ok(())
 }
 
 /// What the catalog knows of item `id`, whose record at `loc` cannot be read.
@@ -657,14 +767,17 @@ fn read_frame_payload(
     offset: u64,
     frame_len: u32,
 ) -> Result<Vec<u8>> {
+    let unavailable = |reason: String| Error::SegmentUnavailable { segment, reason };
     let file = segments
         .get(&segment)
-        .ok_or_else(|| Error::Inconsistent("victim vanished".into()))?;
+        .ok_or_else(|| unavailable("not open (missing or damaged at open)".into()))?;
     let end = offset + u64::from(frame_len);
     let map = file.map_covering(end)?;
-    let frame = map
-        .get(offset as usize..end as usize)
-        .ok_or_else(|| Error::Inconsistent(format!("frame at {offset} runs past its segment")))?;
+    let frame = map.get(offset as usize..end as usize).ok_or_else(|| {
+        unavailable(format!(
+            "the frame at offset {offset} ({frame_len} bytes) runs past its end"
+        ))
+    })?;
     memdb_formats::item::read_framed(frame)
         .map(<[u8]>::to_vec)
         .map_err(|e| Error::corruption(segment, offset, e))

@@ -386,17 +386,29 @@ impl<'t> Tables<'t> {
         })
     }
 
+    /// The value of counter `key` as this transaction sees it.
+    fn counter(&self, key: &'static str) -> Result<u64> {
+        match self.counters.get(key) {
+            Some(v) => Ok(*v),
+            None => catalog::meta_get(&self.meta, key),
+        }
+    }
+
     /// Takes `n` values of counter `key`, returning the first.
     pub(super) fn take(&mut self, key: &'static str, n: u64) -> Result<u64> {
-        let first = match self.counters.get(key) {
-            Some(v) => *v,
-            None => catalog::meta_get(&self.meta, key)?,
-        };
-        let next = first
-            .checked_add(n)
-            .ok_or_else(|| Error::Inconsistent(format!("counter `{key}` overflowed")))?;
+        let first = self.counter(key)?;
+        let next = first.checked_add(n).ok_or_else(|| Error::Overflow {
+            what: key,
+            value: format!("{first} + {n}"),
+        })?;
         self.counters.insert(key, next);
         Ok(first)
+    }
+
+    /// The op sequence number as this transaction sees it (what a snapshot's `op_seq` reads
+    /// once it commits): it changes with every put or delete.
+    pub(crate) fn op_seq(&self) -> Result<u64> {
+        self.counter(catalog::KEY_NEXT_OP)
     }
 
     /// Writes the counters taken in this transaction; call before commit.
@@ -647,254 +659,376 @@ impl<'t> Tables<'t> {
 
 fn commit_locked(store: &Store, writer: &mut Writer, ops: Vec<BatchOp>) -> Result<CommitReceipt> {
     let inner = &store.inner;
-    let now = now_ms();
     let segments = store.current_segments()?;
     let txn = inner.db.begin_write(&inner.paths)?;
-    let mut receipt = CommitReceipt::default();
-    let mut deleted_items: Vec<u64> = Vec::new();
-    let mut staged = Staged {
-        records: Vec::new(),
-        blobs: Vec::new(),
-        pending_items: HashMap::new(),
-        vectors: StagedVectors::new(),
-        invalidated: Vec::new(),
+    let mut batch = BatchState {
+        segments: &segments,
+        now: now_ms(),
+        staged: Staged {
+            records: Vec::new(),
+            blobs: Vec::new(),
+            pending_items: HashMap::new(),
+            vectors: StagedVectors::new(),
+            invalidated: Vec::new(),
+        },
+        receipt: CommitReceipt::default(),
+        deleted_items: Vec::new(),
     };
     let mut new_segments = Vec::new();
     // Graphs built by this batch, cached once (and only if) it commits: a failed commit's blob
     // ids are handed out again.
-    let mut new_graphs = Vec::new();
-    {
+    let new_graphs = {
         let mut t = Tables::open(&txn)?;
         for (index, op) in ops.into_iter().enumerate() {
-            match op {
-                BatchOp::Put {
-                    draft,
-                    blobs,
-                    vector,
-                } => {
-                    refuse_reserved_kinds(index, blobs.iter().map(|(kind, _)| *kind))?;
-                    let outcome = stage_put(
-                        &mut t,
-                        &segments,
-                        &mut staged,
-                        &mut receipt,
-                        index,
-                        *draft,
-                        blobs,
-                        vector,
-                        now,
-                    )?;
-                    receipt.puts.push(outcome);
-                }
-                BatchOp::PutVector {
-                    space,
-                    key,
-                    time_ms,
-                    source,
-                    vector,
-                } => {
-                    vector_space::check_space_name(&space)?;
-                    vector_space::changes(&mut staged.vectors, &space).put(
-                        key,
-                        StagedVector {
-                            time_ms,
-                            source,
-                            vector,
-                            precision: None,
-                        },
-                    );
-                }
-                BatchOp::DeleteVector { space, key } => {
-                    vector_space::changes(&mut staged.vectors, &space).remove(key);
-                }
-                BatchOp::DefineVectors { space, precision } => {
-                    vector_space::check_space_name(&space)?;
-                    vector_space::changes(&mut staged.vectors, &space).precision = Some(precision);
-                }
-                BatchOp::RebuildVectors { space } => {
-                    vector_space::changes(&mut staged.vectors, &space).rebuild = true;
-                }
-                BatchOp::PutBlob { kind, bytes } => {
-                    refuse_reserved_kinds(index, [kind])?;
-                    let id = t.take(catalog::KEY_NEXT_BLOB, 1)?;
-                    staged.blobs.push(Some(StagedBlob {
-                        id,
-                        kind,
-                        bytes,
-                        owner: 0,
-                    }));
-                    receipt.blobs.push(id);
-                }
-                BatchOp::Delete { id } => {
-                    if stage_delete(&mut t, &segments, &mut staged, id, now)? {
-                        deleted_items.push(id);
-                        receipt.deleted += 1;
-                    } else {
-                        receipt.warnings.push(format!("delete: no item {id}"));
-                    }
-                }
-                BatchOp::DeleteExternal { external_id } => {
-                    let id = t
-                        .external
-                        .get(external_id.as_str())
-                        .ctx("read external_ids")?
-                        .map(|v| v.value());
-                    match id {
-                        Some(id) if stage_delete(&mut t, &segments, &mut staged, id, now)? => {
-                            deleted_items.push(id);
-                            receipt.deleted += 1
-                        }
-                        _ => receipt
-                            .warnings
-                            .push(format!("delete: no item with external id `{external_id}`")),
-                    }
-                }
-                BatchOp::DeleteBlob { id } => {
-                    let owner = t.blobs.get(id).ctx("read blobs")?.map(|v| v.value().4);
-                    match owner {
-                        None => {
-                            if let Some(slot) = staged.blobs.iter_mut().find(|b| b.as_ref().is_some_and(|b| b.id == id && b.owner == 0)) {
-                                *slot = None;
-                            } else {
-                                receipt.warnings.push(format!("delete blob: no blob {id}"));
-                            }
-                        }
-                        Some(0) => {
-                            t.remove_blob(id)?;
-                        }
-                        Some(owner) => receipt.warnings.push(format!(
-                            "delete blob: blob {id} belongs to item {owner}; delete or update the item instead"
-                        )),
-                    }
-                }
-                BatchOp::Derived(write) => write.apply(&mut DerivedCommit {
-                    txn: &txn,
-                    tables: &mut t,
-                    new_blobs: &mut staged.blobs,
-                })?,
-                BatchOp::Restore { record, blobs } => {
-                    stage_restore(&mut t, &mut staged, index, *record, blobs, now)?;
-                }
-            }
+            stage_op(&txn, &mut t, &mut batch, index, op)?;
         }
-        // A deleted item leaves the memory graph in the same commit, and so does a changed one
-        // (until the next graph update derives it again from its new text); nodes no item uses
-        // any more go, with their vectors.
-        deleted_items.append(&mut staged.invalidated);
-        for client in &inner.clients {
-            for (space, key) in client.forget_items(&txn, &deleted_items)? {
-                vector_space::changes(&mut staged.vectors, space).remove(key);
-            }
-        }
-
-        for block in vector_space::stage(
-            &mut t,
-            &segments,
-            &inner.graphs,
-            std::mem::take(&mut staged.vectors),
-        )? {
-            if let Some(graph) = block.graph {
-                new_graphs.push((block.blob_id, graph));
-            }
-            staged.blobs.push(Some(StagedBlob {
-                id: block.blob_id,
-                kind: BlobKind::Vectors,
-                bytes: block.bytes,
-                owner: 0,
-            }));
-        }
-        let records: Vec<&StagedRecord> = staged.records.iter().flatten().collect();
-        let blobs: Vec<&StagedBlob> = staged.blobs.iter().flatten().collect();
-        if !records.is_empty() || !blobs.is_empty() {
-            let mut block = Vec::new();
-            let mut record_offsets = Vec::with_capacity(records.len());
-            for rec in &records {
-                record_offsets.push(block.len() as u64);
-                put_framed(&mut block, &rec.bytes).map_err(|e| Error::InvalidItem {
-                    index: 0,
-                    reason: e.to_string(),
-                })?;
-            }
-            let append_bytes = append_size(&block, &blobs);
-
-            // Seal the open segment first if this batch would take it past its target.
-            if let Some(active) = writer.active.as_mut()
-                && active.len > PAGE as u64
-                && active.len.saturating_add(append_bytes) > inner.options.segment_target_bytes
-            {
-                let sealed_len = active.seal()?;
-                active.file.sync()?;
-                t.set_segment(active.id(), SegmentState::Sealed, sealed_len)?;
-                writer.active = None;
-            }
-            if writer.active.is_none() {
-                let id = t.take(catalog::KEY_NEXT_SEGMENT, 1)?;
-                let seg = OpenSegment::create(&inner.options.io, &inner.paths, id, now)?;
-                store.publish_segment(&seg.file)?;
-                new_segments.push(id);
-                writer.active = Some(seg);
-            }
-            let active = writer
-                .active
-                .as_mut()
-                .ok_or_else(|| Error::Inconsistent("no open segment after creating one".into()))?;
-
-            let result = (|| -> Result<()> {
-                if !records.is_empty() {
-                    let payload_at = active.append(EntryKind::ItemBlock, &block)?;
-                    for (rec, off) in records.iter().zip(&record_offsets) {
-                        let loc = ItemLoc {
-                            segment: active.id(),
-                            offset: payload_at + off,
-                            frame_len: u32::try_from(
-                                rec.bytes.len() + memdb_formats::item::RECORD_FRAME_BYTES,
-                            )
-                            .unwrap_or(u32::MAX),
-                            time_ms: rec.time_ms,
-                            source: rec.source,
-                        };
-                        t.items.insert(rec.id, loc.encode()).ctx("write items")?;
-                    }
-                }
-                for blob in &blobs {
-                    let offset = active.append(EntryKind::Blob, &blob.bytes)?;
-                    let loc = BlobLoc {
-                        segment: active.id(),
-                        offset,
-                        len: blob.bytes.len() as u64,
-                        kind: blob.kind,
-                        owner: blob.owner,
-                    };
-                    t.blobs.insert(blob.id, loc.encode()).ctx("write blobs")?;
-                }
-                active.file.sync()
-            })();
-            if let Err(e) = result {
-                // A failed write or fsync leaves the page cache in an unknown state: never retry
-                // it into a false success. The batch is uncommitted; reopen to write again.
-                writer.poisoned = Some(format!("segment append failed: {e}"));
-                writer.active = None;
-                return Err(e);
-            }
-            t.set_segment(active.id(), SegmentState::Open, active.len)?;
-        }
+        forget_derived(store, &txn, &mut batch)?;
+        let new_graphs = stage_vector_blocks(store, &mut t, &mut batch)?;
+        append_staged(store, writer, &mut t, &batch, &mut new_segments)?;
         t.flush_counters()?;
+        new_graphs
+    };
+    commit_catalog(store, writer, txn, &new_segments)?;
+    for (blob_id, graph) in new_graphs {
+        inner.graphs.insert(blob_id, graph);
     }
+    Ok(batch.receipt)
+}
+
+/// A batch's commit in progress: what it has staged so far and what it answers.
+struct BatchState<'a> {
+    /// The segments as the batch began.
+    segments: &'a super::segment_file::SegmentSet,
+    /// The commit's time (unix ms).
+    now: i64,
+    staged: Staged,
+    receipt: CommitReceipt,
+    /// Items the batch deletes: they leave the memory graph in the same commit.
+    deleted_items: Vec<u64>,
+}
+
+/// Stages operation `index` of the batch.
+fn stage_op<'t>(
+    txn: &'t redb::WriteTransaction,
+    t: &mut Tables<'t>,
+    batch: &mut BatchState<'_>,
+    index: usize,
+    op: BatchOp,
+) -> Result<()> {
+    match op {
+        BatchOp::Put {
+            draft,
+            blobs,
+            vector,
+        } => {
+            refuse_reserved_kinds(index, blobs.iter().map(|(kind, _)| *kind))?;
+            let outcome = stage_put(
+                t,
+                batch.segments,
+                &mut batch.staged,
+                &mut batch.receipt,
+                index,
+                *draft,
+                blobs,
+                vector,
+                batch.now,
+            )?;
+            batch.receipt.puts.push(outcome);
+        }
+        BatchOp::PutVector {
+            space,
+            key,
+            time_ms,
+            source,
+            vector,
+        } => stage_vector_put(&mut batch.staged, &space, key, time_ms, source, vector)?,
+        BatchOp::DeleteVector { space, key } => {
+            vector_space::changes(&mut batch.staged.vectors, &space).remove(key);
+        }
+        BatchOp::DefineVectors { space, precision } => {
+            vector_space::check_space_name(&space)?;
+            vector_space::changes(&mut batch.staged.vectors, &space).precision = Some(precision);
+        }
+        BatchOp::RebuildVectors { space } => {
+            vector_space::changes(&mut batch.staged.vectors, &space).rebuild = true;
+        }
+        BatchOp::PutBlob { kind, bytes } => stage_blob_put(t, batch, index, kind, bytes)?,
+        BatchOp::Delete { id } => {
+            if !stage_item_delete(t, batch, id)? {
+                batch.receipt.warnings.push(format!("delete: no item {id}"));
+            }
+        }
+        BatchOp::DeleteExternal { external_id } => stage_external_delete(t, batch, &external_id)?,
+        BatchOp::DeleteBlob { id } => stage_blob_delete(t, batch, id)?,
+        BatchOp::Derived(write) => write.apply(&mut DerivedCommit {
+            txn,
+            tables: t,
+            new_blobs: &mut batch.staged.blobs,
+        })?,
+        BatchOp::Restore { record, blobs } => {
+            stage_restore(t, &mut batch.staged, index, *record, blobs, batch.now)?;
+        }
+    }
+    Ok(())
+}
+
+/// Stages the vector of `key` in `space`.
+fn stage_vector_put(
+    staged: &mut Staged,
+    space: &str,
+    key: u64,
+    time_ms: i64,
+    source: u8,
+    vector: Vec<f32>,
+) -> Result<()> {
+    vector_space::check_space_name(space)?;
+    vector_space::changes(&mut staged.vectors, space).put(
+        key,
+        StagedVector {
+            time_ms,
+            source,
+            vector,
+            precision: None,
+        },
+    );
+    Ok(())
+}
+
+/// Stages a standalone blob under a new id.
+fn stage_blob_put(
+    t: &mut Tables<'_>,
+    batch: &mut BatchState<'_>,
+    index: usize,
+    kind: BlobKind,
+    bytes: Vec<u8>,
+) -> Result<()> {
+    refuse_reserved_kinds(index, [kind])?;
+    let id = t.take(catalog::KEY_NEXT_BLOB, 1)?;
+    batch.staged.blobs.push(Some(StagedBlob {
+        id,
+        kind,
+        bytes,
+        owner: 0,
+    }));
+    batch.receipt.blobs.push(id);
+    Ok(())
+}
+
+/// Deletes item `id` and counts it; false if there is no such item.
+fn stage_item_delete(t: &mut Tables<'_>, batch: &mut BatchState<'_>, id: u64) -> Result<bool> {
+    if !stage_delete(t, batch.segments, &mut batch.staged, id, batch.now)? {
+        return Ok(false);
+    }
+    batch.deleted_items.push(id);
+    batch.receipt.deleted += 1;
+    Ok(true)
+}
+
+/// Deletes the item with `external_id`, or warns that there is none.
+fn stage_external_delete(
+    t: &mut Tables<'_>,
+    batch: &mut BatchState<'_>,
+    external_id: &str,
+) -> Result<()> {
+    let id = t
+        .external
+        .get(external_id)
+        .ctx("read external_ids")?
+        .map(|v| v.value());
+    let deleted = match id {
+        Some(id) => stage_item_delete(t, batch, id)?,
+        None => false,
+    };
+    if !deleted {
+        batch
+            .receipt
+            .warnings
+            .push(format!("delete: no item with external id `{external_id}`"));
+    }
+    Ok(())
+}
+
+/// Deletes standalone blob `id` (committed or staged by this batch), or warns why not.
+fn stage_blob_delete(t: &mut Tables<'_>, batch: &mut BatchState<'_>, id: u64) -> Result<()> {
+    let owner = t.blobs.get(id).ctx("read blobs")?.map(|v| v.value().4);
+    match owner {
+        None => {
+            let staged = batch
+                .staged
+                .blobs
+                .iter_mut()
+                .find(|b| b.as_ref().is_some_and(|b| b.id == id && b.owner == 0));
+            match staged {
+                Some(slot) => *slot = None,
+                None => batch
+                    .receipt
+                    .warnings
+                    .push(format!("delete blob: no blob {id}")),
+            }
+        }
+        Some(0) => {
+            t.remove_blob(id)?;
+        }
+        Some(owner) => batch.receipt.warnings.push(format!(
+            "delete blob: blob {id} belongs to item {owner}; delete or update the item instead"
+        )),
+    }
+    Ok(())
+}
+
+/// A deleted item leaves the memory graph in the same commit, and so does a changed one
+/// (until the next graph update derives it again from its new text); nodes no item uses any
+/// more go, with their vectors.
+fn forget_derived(
+    store: &Store,
+    txn: &redb::WriteTransaction,
+    batch: &mut BatchState<'_>,
+) -> Result<()> {
+    batch.deleted_items.append(&mut batch.staged.invalidated);
+    for client in &store.inner.clients {
+        for (space, key) in client.forget_items(txn, &batch.deleted_items)? {
+            vector_space::changes(&mut batch.staged.vectors, space).remove(key);
+        }
+    }
+    Ok(())
+}
+
+/// Builds the vector blocks of the staged vector changes and stages them as blobs; returns the
+/// graphs they carry, by blob id, to cache once the batch commits.
+fn stage_vector_blocks(
+    store: &Store,
+    t: &mut Tables<'_>,
+    batch: &mut BatchState<'_>,
+) -> Result<Vec<(u64, std::sync::Arc<memdb_vectors::HnswIndex>)>> {
+    let mut new_graphs = Vec::new();
+    for block in vector_space::stage(
+        t,
+        batch.segments,
+        &store.inner.graphs,
+        std::mem::take(&mut batch.staged.vectors),
+    )? {
+        if let Some(graph) = block.graph {
+            new_graphs.push((block.blob_id, graph));
+        }
+        batch.staged.blobs.push(Some(StagedBlob {
+            id: block.blob_id,
+            kind: BlobKind::Vectors,
+            bytes: block.bytes,
+            owner: 0,
+        }));
+    }
+    Ok(new_graphs)
+}
+
+/// Appends the staged item block and blobs to the open segment (sealing it and starting a new
+/// one first if it is full), fsyncs it, and records the locations and its new committed length
+/// in the catalog. A segment this creates is pushed to `new_segments`.
+fn append_staged(
+    store: &Store,
+    writer: &mut Writer,
+    t: &mut Tables<'_>,
+    batch: &BatchState<'_>,
+    new_segments: &mut Vec<u64>,
+) -> Result<()> {
+    let inner = &store.inner;
+    let records: Vec<&StagedRecord> = batch.staged.records.iter().flatten().collect();
+    let blobs: Vec<&StagedBlob> = batch.staged.blobs.iter().flatten().collect();
+    if records.is_empty() && blobs.is_empty() {
+        return Ok(());
+    }
+    let mut block = Vec::new();
+    let mut record_offsets = Vec::with_capacity(records.len());
+    for rec in &records {
+        record_offsets.push(block.len() as u64);
+        put_framed(&mut block, &rec.bytes).map_err(|e| Error::InvalidItem {
+            index: 0,
+            reason: e.to_string(),
+        })?;
+    }
+    let append_bytes = append_size(&block, &blobs);
+
+    // Seal the open segment first if this batch would take it past its target.
+    if let Some(active) = writer.active.as_mut()
+        && active.len > PAGE as u64
+        && active.len.saturating_add(append_bytes) > inner.options.segment_target_bytes
+    {
+        let sealed_len = active.seal()?;
+        active.file.sync()?;
+        t.set_segment(active.id(), SegmentState::Sealed, sealed_len)?;
+        writer.active = None;
+    }
+    if writer.active.is_none() {
+        let id = t.take(catalog::KEY_NEXT_SEGMENT, 1)?;
+        let seg = OpenSegment::create(&inner.options.io, &inner.paths, id, batch.now)?;
+        store.publish_segment(&seg.file)?;
+        new_segments.push(id);
+        writer.active = Some(seg);
+    }
+    let active = writer
+        .active
+        .as_mut()
+        .ok_or_else(|| Error::Inconsistent("no open segment after creating one".into()))?;
+
+    let result = (|| -> Result<()> {
+        if !records.is_empty() {
+            let payload_at = active.append(EntryKind::ItemBlock, &block)?;
+            for (rec, off) in records.iter().zip(&record_offsets) {
+                let loc = ItemLoc {
+                    segment: active.id(),
+                    offset: payload_at + off,
+                    frame_len: u32::try_from(
+                        rec.bytes.len() + memdb_formats::item::RECORD_FRAME_BYTES,
+                    )
+                    .unwrap_or(u32::MAX),
+                    time_ms: rec.time_ms,
+                    source: rec.source,
+                };
+                t.items.insert(rec.id, loc.encode()).ctx("write items")?;
+            }
+        }
+        for blob in &blobs {
+            let offset = active.append(EntryKind::Blob, &blob.bytes)?;
+            let loc = BlobLoc {
+                segment: active.id(),
+                offset,
+                len: blob.bytes.len() as u64,
+                kind: blob.kind,
+                owner: blob.owner,
+            };
+            t.blobs.insert(blob.id, loc.encode()).ctx("write blobs")?;
+        }
+        active.file.sync()
+    })();
+    if let Err(e) = result {
+        // A failed write or fsync leaves the page cache in an unknown state: never retry
+        // it into a false success. The batch is uncommitted; reopen to write again.
+        writer.poisoned = Some(format!("segment append failed: {e}"));
+        writer.active = None;
+        return Err(e);
+    }
+    t.set_segment(active.id(), SegmentState::Open, active.len)
+}
+
+/// The redb commit: the one point at which the batch becomes durable and visible. A failed
+/// commit poisons the writer and abandons the segments the batch created.
+fn commit_catalog(
+    store: &Store,
+    writer: &mut Writer,
+    txn: redb::WriteTransaction,
+    new_segments: &[u64],
+) -> Result<()> {
     if let Err(e) = txn.commit() {
         writer.poisoned = Some(format!("catalog commit failed: {e}"));
         writer.active = None;
         if !new_segments.is_empty() {
-            store.abandon_segments(&new_segments)?;
+            store.abandon_segments(new_segments)?;
         }
         return Err(Error::catalog("commit")(e.into()));
     }
     if let Some(active) = writer.active.as_mut() {
         active.mark_committed();
     }
-    for (blob_id, graph) in new_graphs {
-        inner.graphs.insert(blob_id, graph);
-    }
-    Ok(receipt)
+    Ok(())
 }
 
 /// Blobs of kind [`BlobKind::Vectors`] are the store's own vector blocks.
@@ -985,9 +1119,11 @@ fn stage_put(
             } else {
                 let raw = t.items.get(id).ctx("read items")?.map(|v| v.value());
                 let Some(raw) = raw else {
-                    return Err(Error::Inconsistent(format!(
-                        "external id names missing item {id}"
-                    )));
+                    return Err(Error::bad_row(
+                        "external_ids",
+                        fields.external_id.as_deref().unwrap_or_default(),
+                        format!("names missing item {id}"),
+                    ));
                 };
                 let loc = ItemLoc::decode(raw);
                 let old = read_record(segments, &loc).ok();
