@@ -11,19 +11,14 @@ use common::{json, memdb, model_installed};
 use memdb::{BlobKind, IngestItem, IngestOptions, Options, Store};
 use memdb_encode::{Encoder, EncoderOptions, MiniLm, model};
 use memdb_formats::import::{locomo, photo};
-use memdb_it::{files_under, shared_data, store_shape};
+use memdb_it::{files_under, locomo_files, shared_data, store_shape};
 
 /// LoCoMo conversations used (the first, in name order): enough for several graph chunks'
 /// worth of paths while keeping the test short on two cores.
 const CONVERSATIONS: usize = 2;
 
 fn conversations(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    files.sort();
+    let mut files = locomo_files(dir);
     files.truncate(CONVERSATIONS);
     files
 }

@@ -389,3 +389,14 @@ pub fn small_ingest_options() -> memdb::IngestOptions {
     }
     options
 }
+
+/// The LoCoMo conversation files (`*.json`) in `dir`, in name order.
+pub fn locomo_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    files
+}

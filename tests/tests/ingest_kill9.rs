@@ -10,18 +10,14 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use memdb::{Options, Store};
-use memdb_it::{HashEmbedder, ingest_corpus, shared_data, small_ingest_options, store_shape};
+use memdb_it::{
+    HashEmbedder, ingest_corpus, locomo_files, shared_data, small_ingest_options, store_shape,
+};
 
 const PHOTOS: &str = "40";
 
 fn locomo_file(dir: &Path) -> PathBuf {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    files.sort();
-    files.swap_remove(0)
+    locomo_files(dir).swap_remove(0)
 }
 
 /// Runs the helper until it prints `until` (then kills it with SIGKILL, after `delay`), or to
