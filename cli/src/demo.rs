@@ -5,6 +5,7 @@
 //! what the store holds: stats, lookups by external id, time and source, an update, a delete,
 //! a compaction and a full check.
 
+use crate::error::{CliError, Result};
 use std::path::{Path, PathBuf};
 
 use memdb::{
@@ -16,11 +17,7 @@ use crate::{ImportFormat, import};
 
 const SAMPLE: &str = include_str!("../sample/memories.jsonl");
 
-pub(crate) fn run(
-    store_dir: Option<PathBuf>,
-    full: Option<PathBuf>,
-    out: &Out,
-) -> Result<(), String> {
+pub(crate) fn run(store_dir: Option<PathBuf>, full: Option<PathBuf>, out: &Out) -> Result<()> {
     let temp;
     let dir = match store_dir {
         Some(d) => d,
@@ -29,12 +26,12 @@ pub(crate) fn run(
             temp
         }
     };
-    let store = Store::open_or_create(&dir, Options::default()).map_err(|e| e.to_string())?;
+    let store = Store::open_or_create(&dir, Options::default())?;
     let sample_path = dir.join("sample-memories.jsonl");
-    std::fs::write(&sample_path, SAMPLE).map_err(|e| format!("{}: {e}", sample_path.display()))?;
+    std::fs::write(&sample_path, SAMPLE).map_err(|e| CliError::io("write", &sample_path, e))?;
     let mut files = vec![sample_path.clone()];
     let summary = import::import_files(&store, ImportFormat::Jsonl, &files, 1000, false)?;
-    std::fs::remove_file(&sample_path).map_err(|e| format!("{}: {e}", sample_path.display()))?;
+    std::fs::remove_file(&sample_path).map_err(|e| CliError::io("remove", &sample_path, e))?;
     let step = |title: &str, body: String| {
         if !out.json {
             crate::output::say(&format!("\n== {title}\n{body}"));
@@ -48,68 +45,65 @@ pub(crate) fn run(
         step("full corpora: LoCoMo conversations", s.text());
     }
 
-    let snap = store.snapshot().map_err(|e| e.to_string())?;
-    let invoice = snap
-        .get_by_external_id("mail-2024-04-29-invoice")
-        .map_err(|e| e.to_string())?;
+    let snap = store.snapshot()?;
+    let invoice = snap.get_by_external_id("mail-2024-04-29-invoice")?;
     if let Some(item) = &invoice {
         step(
             "get --external mail-2024-04-29-invoice (it supersedes the booking)",
             item_table(item),
         );
     }
+    let may_days = memdb::TimeWindow::between(
+        memdb::TimeBound::Day(jiff::civil::date(2024, 5, 1)),
+        memdb::TimeBound::Day(jiff::civil::date(2024, 5, 31)),
+    );
     let may = ScanFilter {
-        time: memdb::TimeWindow::between(
-            memdb::TimeBound::parse("2024-05-01")?,
-            memdb::TimeBound::parse("2024-05-31")?,
-        )?,
+        time: may_days.map_err(|source| CliError::Time {
+            flag: "--from 2024-05-01 --to 2024-05-31",
+            source,
+        })?,
         ..ScanFilter::default()
     };
     step(
         "ls --from 2024-05-01 --to 2024-05-31",
-        list_table(&snap.scan(&may).map_err(|e| e.to_string())?),
+        list_table(&snap.scan(&may)?),
     );
     let photos = ScanFilter {
         source: Some(Source::Image),
         ..ScanFilter::default()
     };
-    step(
-        "ls --source image",
-        list_table(&snap.scan(&photos).map_err(|e| e.to_string())?),
-    );
+    step("ls --source image", list_table(&snap.scan(&photos)?));
     drop(snap);
 
     // A person corrects a note and deletes another: both leave dead bytes that compaction
     // reclaims.
     let mut batch = store.batch();
     batch.delete_external("mail-2024-06-01-newsletter");
-    batch.commit().map_err(|e| e.to_string())?;
-    let report = store
-        .compact(
-            &CompactOptions {
-                victims: Victims::All,
-            },
-            &mut KeepEverything,
-        )
-        .map_err(|e| e.to_string())?;
+    batch.commit()?;
+    let report = store.compact(
+        &CompactOptions {
+            victims: Victims::All,
+        },
+        &mut KeepEverything,
+    )?;
     step("delete the newsletter, then compact", compact_text(&report));
     semantic_lookups(&store, out, &step)?;
 
-    let stats = store.stats().map_err(|e| e.to_string())?;
+    let stats = store.stats()?;
     step("stats", stats_table(&stats));
-    let check = store.check().map_err(|e| e.to_string())?;
+    let check = store.check()?;
     step("check", check_text(&check));
     out.emit(
         serde_json::json!({"store": dir, "stats": crate::output::stats_json(&stats), "check_clean": check.is_clean()}),
         || format!("\nDone. Explore it with: memdb ls {}", dir.display()),
     );
     if !check.is_clean() {
-        return Err("check found problems".into());
+        return Err(CliError::CheckFailed);
     }
     Ok(())
 }
 
-fn semantic_lookups(store: &Store, out: &Out, step: &dyn Fn(&str, String)) -> Result<(), String> {
+fn semantic_lookups(store: &Store, out: &Out, step: &dyn Fn(&str, String)) -> Result<()> {
     let encoder = crate::embed::encoder_for(store, !out.json, crate::model::Download::Allowed)?;
     let report = crate::embed::embed_missing(store, &encoder, !out.json)?;
     let mut body = report.text();
@@ -176,14 +170,14 @@ fn semantic_lookups(store: &Store, out: &Out, step: &dyn Fn(&str, String)) -> Re
     Ok(())
 }
 
-fn locomo_files(shared: &Path) -> Result<Vec<PathBuf>, String> {
+fn locomo_files(shared: &Path) -> Result<Vec<PathBuf>> {
     let folder = shared.join("locomo");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&folder)
-        .map_err(|e| {
-            format!(
-                "{}: {e} (point --full at the shared data folder)",
-                folder.display()
-            )
+        .map_err(|source| CliError::Io {
+            op: "list",
+            path: folder.clone(),
+            source,
+            hint: " (point --full at the shared data folder)",
         })?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "json"))

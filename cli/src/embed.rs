@@ -6,6 +6,7 @@
 //! committed) and bound to one model: the store records the encoder's id and weights hash and
 //! refuses vectors of another model.
 
+use crate::error::{CliError, Result};
 use std::time::Instant;
 
 use memdb::{GraphReport, ITEM_VECTORS, IngestOptions, PageStage, Store, VectorScope};
@@ -18,12 +19,10 @@ pub(crate) fn encoder_for(
     store: &Store,
     verbose: bool,
     download: crate::model::Download,
-) -> Result<MiniLm, String> {
+) -> Result<MiniLm> {
     let model_dir = crate::model::ensure_installed(verbose, download)?;
-    let encoder = MiniLm::load(&model_dir, EncoderOptions::default()).map_err(|e| e.to_string())?;
-    store
-        .bind_model(&encoder.model_id().to_string())
-        .map_err(|e| e.to_string())?;
+    let encoder = MiniLm::load(&model_dir, EncoderOptions::default())?;
+    store.bind_model(&encoder.model_id().to_string())?;
     Ok(encoder)
 }
 
@@ -86,7 +85,7 @@ pub(crate) fn embed_missing(
     store: &Store,
     encoder: &MiniLm,
     progress: bool,
-) -> Result<EmbedReport, String> {
+) -> Result<EmbedReport> {
     let started = Instant::now();
     let mut stages = crate::progress::Stages::new(progress);
     let options = IngestOptions {
@@ -95,8 +94,7 @@ pub(crate) fn embed_missing(
     };
     let report = store
         .ingest(options)
-        .and_then(|ingest| ingest.finish(Some(encoder), &mut |s, d, t| stages.report(s, d, t)))
-        .map_err(crate::output::engine_error)?;
+        .and_then(|ingest| ingest.finish(Some(encoder), &mut |s, d, t| stages.report(s, d, t)))?;
     stages.finish();
     let embedded = report.embedded.unwrap_or_default();
     let pages = report.pages.unwrap_or_default();
@@ -119,22 +117,15 @@ pub(crate) fn similar(
     text: &str,
     k: usize,
     scope: &VectorScope,
-) -> Result<Vec<ItemRow>, String> {
-    let query = encoder
-        .encode(&[text])
-        .map_err(|e| e.to_string())?
-        .pop()
-        .ok_or("the encoder returned no vector")?;
-    let snapshot = store.snapshot().map_err(|e| e.to_string())?;
-    let Some(vectors) = snapshot.vectors(ITEM_VECTORS).map_err(|e| e.to_string())? else {
-        return Err("the store has no item vectors yet: run `memdb embed` first".into());
+) -> Result<Vec<ItemRow>> {
+    let query = encoder.encode(&[text])?.pop().ok_or(CliError::NoVector)?;
+    let snapshot = store.snapshot()?;
+    let Some(vectors) = snapshot.vectors(ITEM_VECTORS)? else {
+        return Err(CliError::NoVectors);
     };
     let mut found = Vec::new();
-    for hit in vectors
-        .search(&query, k, scope)
-        .map_err(|e| e.to_string())?
-    {
-        if let Some(item) = snapshot.get(hit.key).map_err(|e| e.to_string())? {
+    for hit in vectors.search(&query, k, scope)? {
+        if let Some(item) = snapshot.get(hit.key)? {
             found.push(ItemRow {
                 score: Some(score(hit.score)),
                 ..ItemRow::plain(item)
@@ -155,14 +146,11 @@ fn score(cosine: f32) -> f64 {
 
 /// What recall cannot use in this store, in words: items without a vector are found by
 /// keywords and the memory graph only, items the graph has not taken by the other two.
-pub(crate) fn coverage_warnings(store: &Store) -> Result<Vec<String>, String> {
-    let snapshot = store.snapshot().map_err(|e| e.to_string())?;
-    let items = snapshot.item_count().map_err(|e| e.to_string())?;
-    let vectors = snapshot
-        .vector_keys(ITEM_VECTORS)
-        .map_err(|e| e.to_string())?
-        .len();
-    let graph_items = snapshot.graph().seen_count().map_err(|e| e.to_string())?;
+pub(crate) fn coverage_warnings(store: &Store) -> Result<Vec<String>> {
+    let snapshot = store.snapshot()?;
+    let items = snapshot.item_count()?;
+    let vectors = snapshot.vector_keys(ITEM_VECTORS)?.len();
+    let graph_items = snapshot.graph().seen_count()?;
     let mut out = Vec::new();
     if vectors < items {
         out.push(if vectors == 0 {
@@ -192,15 +180,15 @@ pub(crate) fn recall(
     store: &Store,
     encoder: &MiniLm,
     recall: memdb_query::Recall,
-) -> Result<RecallAnswer, String> {
+) -> Result<RecallAnswer> {
     let statement = Statement::Query(Query::Recall(recall)).to_string();
     let ctx = QueryContext {
         embedder: Some(encoder),
         ..QueryContext::default()
     };
-    let output = store.query(&statement, &ctx).map_err(|e| e.to_string())?;
+    let output = store.query(&statement, &ctx)?;
     let Rows::Items(rows) = output.rows else {
-        return Err(format!("`{statement}` returned no items"));
+        return Err(CliError::NoRows { statement });
     };
     let ms = |stages: &[&str]| {
         output

@@ -14,6 +14,7 @@
 //! owner-only like the store, written and fsync'd one by one; the directory must not exist
 //! or be empty, so an export never mixes with an older one.
 
+use crate::error::{CliError, Result};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -80,7 +81,7 @@ impl ExportReport {
 }
 
 /// Creates (or truncates) an owner-only file.
-fn create_private(path: &Path) -> Result<std::fs::File, String> {
+fn create_private(path: &Path) -> Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new()
         .write(true)
@@ -88,19 +89,19 @@ fn create_private(path: &Path) -> Result<std::fs::File, String> {
         .truncate(true)
         .mode(0o600)
         .open(path)
-        .map_err(|e| format!("create {}: {e}", path.display()))?;
+        .map_err(|e| CliError::io("create", path, e))?;
     // A file that existed keeps its mode through `open`: make it owner-only too.
     file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))
-        .map_err(|e| format!("chmod {}: {e}", path.display()))?;
+        .map_err(|e| CliError::io("chmod", path, e))?;
     Ok(file)
 }
 
 /// Creates an owner-only file and writes `bytes`, durably.
-pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> Result<(), String> {
+pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
     let mut file = create_private(path)?;
     file.write_all(bytes)
         .and_then(|()| file.sync_all())
-        .map_err(|e| format!("write {}: {e}", path.display()))
+        .map_err(|e| CliError::io("write", path, e))
 }
 
 /// An owner-only file written line by line (a store's worth of items need not fit in memory),
@@ -111,35 +112,35 @@ struct PrivateLines {
 }
 
 impl PrivateLines {
-    fn create(path: PathBuf) -> Result<PrivateLines, String> {
+    fn create(path: PathBuf) -> Result<PrivateLines> {
         let out = std::io::BufWriter::new(create_private(&path)?);
         Ok(PrivateLines { path, out })
     }
 
-    fn line(&mut self, line: &str) -> Result<(), String> {
+    fn line(&mut self, line: &str) -> Result<()> {
         self.out
             .write_all(line.as_bytes())
             .and_then(|()| self.out.write_all(b"\n"))
-            .map_err(|e| format!("write {}: {e}", self.path.display()))
+            .map_err(|e| CliError::io("write", &self.path, e))
     }
 
-    fn finish(self) -> Result<(), String> {
+    fn finish(self) -> Result<()> {
         let path = self.path;
         self.out
             .into_inner()
             .map_err(|e| e.into_error())
             .and_then(|file| file.sync_all())
-            .map_err(|e| format!("write {}: {e}", path.display()))
+            .map_err(|e| CliError::io("write", path, e))
     }
 }
 
-fn private_dir(path: &Path) -> Result<(), String> {
+fn private_dir(path: &Path) -> Result<()> {
     use std::os::unix::fs::DirBuilderExt;
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(path)
-        .map_err(|e| format!("create {}: {e}", path.display()))
+        .map_err(|e| CliError::io("create", path, e))
 }
 
 /// A file name made of the safe characters of `name`.
@@ -178,22 +179,22 @@ fn original_name(item: &Item) -> String {
     format!("{}-{}", item.id, safe_name(&base))
 }
 
-pub(crate) fn export(store: &Store, dir: &Path, pages: bool, out: &Out) -> Result<(), String> {
+pub(crate) fn export(store: &Store, dir: &Path, pages: bool, out: &Out) -> Result<()> {
     if dir.exists()
         && std::fs::read_dir(dir)
-            .map_err(|e| format!("{}: {e}", dir.display()))?
+            .map_err(|e| CliError::io("list", dir, e))?
             .next()
             .is_some()
     {
-        return Err(format!(
-            "{} is not empty: export into a new folder",
-            dir.display()
-        ));
+        return Err(CliError::ExportTarget {
+            dir: dir.to_path_buf(),
+            reason: "not empty: export into a new folder".to_owned(),
+        });
     }
     private_dir(dir)?;
     private_dir(&dir.join("originals"))?;
-    let snapshot = store.snapshot().map_err(|e| e.to_string())?;
-    let ids = snapshot.item_ids().map_err(|e| e.to_string())?;
+    let snapshot = store.snapshot()?;
+    let ids = snapshot.item_ids()?;
     let mut report = ExportReport {
         dir: dir.to_path_buf(),
         ..ExportReport::default()
@@ -203,11 +204,11 @@ pub(crate) fn export(store: &Store, dir: &Path, pages: bool, out: &Out) -> Resul
     let mut progress = crate::progress::bar(ids.len() as u64, "exporting items", !out.json);
     for id in &ids {
         progress.inc(1);
-        let Some(item) = snapshot.get(*id).map_err(|e| e.to_string())? else {
+        let Some(item) = snapshot.get(*id)? else {
             continue;
         };
         let supersedes = match item.supersedes {
-            Some(old) => match snapshot.get(old).map_err(|e| e.to_string())? {
+            Some(old) => match snapshot.get(old)? {
                 Some(o) if o.fields.external_id.is_some() => o.fields.external_id,
                 _ => {
                     report.warnings.push(format!(
@@ -220,7 +221,7 @@ pub(crate) fn export(store: &Store, dir: &Path, pages: bool, out: &Out) -> Resul
         };
         let mut original = None;
         for blob in &item.blobs {
-            let Some(bytes) = snapshot.blob(*blob).map_err(|e| e.to_string())? else {
+            let Some(bytes) = snapshot.blob(*blob)? else {
                 continue;
             };
             let kind = bytes.info().kind;
@@ -239,13 +240,13 @@ pub(crate) fn export(store: &Store, dir: &Path, pages: bool, out: &Out) -> Resul
                 report.other_blobs += 1;
             }
         }
-        for dropped in snapshot.dropped_blobs(*id).map_err(|e| e.to_string())? {
+        for dropped in snapshot.dropped_blobs(*id)? {
             report.dropped_originals.push(json!({
                 "item": id, "external_id": item.fields.external_id, "blob": dropped.id,
                 "kind": dropped.kind.name(), "bytes": dropped.len, "why": dropped.why,
             }));
         }
-        for version in snapshot.versions(*id).map_err(|e| e.to_string())? {
+        for version in snapshot.versions(*id)? {
             let line = item_line(&version.record.fields, None, None);
             history.line(&format!(
                 "{{\"item\":{id},\"replaced_ms\":{},\"fields\":{line}}}",
@@ -268,16 +269,11 @@ pub(crate) fn export(store: &Store, dir: &Path, pages: bool, out: &Out) -> Resul
     history.finish()?;
     if pages {
         private_dir(&dir.join("pages"))?;
-        let days: Vec<String> = snapshot
-            .pages()
-            .map_err(|e| e.to_string())?
-            .into_iter()
-            .map(|p| p.day)
-            .collect();
+        let days: Vec<String> = snapshot.pages()?.into_iter().map(|p| p.day).collect();
         let mut progress = crate::progress::bar(days.len() as u64, "exporting pages", !out.json);
         for day in &days {
             progress.inc(1);
-            let Some(rendered) = store.render_page(day).map_err(|e| e.to_string())? else {
+            let Some(rendered) = store.render_page(day)? else {
                 continue;
             };
             report.damaged_page_parts += rendered.damaged.len() as u64;
@@ -315,7 +311,7 @@ pub(crate) fn export(store: &Store, dir: &Path, pages: bool, out: &Out) -> Resul
         {
             handle
                 .sync_all()
-                .map_err(|e| format!("fsync {}: {e}", path.display()))?;
+                .map_err(|e| CliError::io("fsync", path, e))?;
         }
     }
     out.emit(report.json(), || report.text());

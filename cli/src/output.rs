@@ -472,20 +472,3 @@ pub(crate) fn rebuild_text(r: &memdb::RebuildReport) -> String {
     );
     text
 }
-
-/// An engine error for the one line on stderr; damage also says what to run.
-pub(crate) fn engine_error(e: memdb::Error) -> String {
-    let damaged = matches!(
-        e,
-        memdb::Error::Corruption { .. }
-            | memdb::Error::SegmentUnavailable { .. }
-            | memdb::Error::CatalogDamaged { .. }
-    );
-    if damaged {
-        format!(
-            "{e} (`memdb check` lists what the damage makes unreadable; `memdb repair` salvages the rest)"
-        )
-    } else {
-        e.to_string()
-    }
-}

@@ -1,6 +1,7 @@
 //! `memdb pages`, `memdb forget` and `memdb show page`: composing scrapbook pages, forgetting
 //! by a policy, and writing a page out as JPEG.
 
+use crate::error::{CliError, Result};
 use std::path::{Path, PathBuf};
 
 use memdb::forget::{ForgetOptions, ForgetReport, OriginalDrop, Policy};
@@ -10,9 +11,12 @@ use serde_json::{Value, json};
 use crate::output::Out;
 
 /// Page options from the command line.
-pub(crate) fn page_options(quality: u8, no_salient: bool) -> Result<PageOptions, String> {
+pub(crate) fn page_options(quality: u8, no_salient: bool) -> Result<PageOptions> {
     if !(1..=100).contains(&quality) {
-        return Err(format!("--quality {quality} is not in 1..=100"));
+        return Err(CliError::flag(
+            "--quality",
+            format!("{quality} is not in 1..=100"),
+        ));
     }
     Ok(PageOptions {
         quality,
@@ -20,7 +24,7 @@ pub(crate) fn page_options(quality: u8, no_salient: bool) -> Result<PageOptions,
     })
 }
 
-pub(crate) fn compose(dir: &Path, options: PageOptions, out: &Out) -> Result<(), String> {
+pub(crate) fn compose(dir: &Path, options: PageOptions, out: &Out) -> Result<()> {
     let store = crate::open_store(dir)?;
     // The ingest's page stage alone: no new items, nothing embedded.
     let mut stages = crate::progress::Stages::new(!out.json);
@@ -33,8 +37,7 @@ pub(crate) fn compose(dir: &Path, options: PageOptions, out: &Out) -> Result<(),
     };
     let report = store
         .ingest(ingest)
-        .and_then(|i| i.finish(None, &mut |s, d, t| stages.report(s, d, t)))
-        .map_err(crate::output::engine_error)?
+        .and_then(|i| i.finish(None, &mut |s, d, t| stages.report(s, d, t)))?
         .pages
         .unwrap_or_default();
     stages.finish();
@@ -76,12 +79,18 @@ pub(crate) fn compose(dir: &Path, options: PageOptions, out: &Out) -> Result<(),
 }
 
 /// A built-in policy by name, or a TOML file.
-pub(crate) fn load_policy(spec: &str) -> Result<Policy, String> {
+pub(crate) fn load_policy(spec: &str) -> Result<Policy> {
     if spec.ends_with(".toml") || Path::new(spec).is_file() {
-        let text = std::fs::read_to_string(spec).map_err(|e| format!("read {spec}: {e}"))?;
-        return Policy::from_toml(&text).map_err(|e| format!("{spec}: {e}"));
+        let text = std::fs::read_to_string(spec).map_err(|e| CliError::io("read", spec, e))?;
+        return Policy::from_toml(&text).map_err(|source| CliError::Policy {
+            spec: spec.to_owned(),
+            source,
+        });
     }
-    Policy::builtin(spec).map_err(|e| e.to_string())
+    Policy::builtin(spec).map_err(|source| CliError::Policy {
+        spec: spec.to_owned(),
+        source,
+    })
 }
 
 fn forget_text(r: &ForgetReport) -> String {
@@ -137,11 +146,14 @@ pub(crate) fn forget(
     consent: Consent,
     pages: PageOptions,
     out: &Out,
-) -> Result<(), String> {
+) -> Result<()> {
     let policy = load_policy(policy)?;
-    let as_of: jiff::civil::Date = as_of
-        .parse()
-        .map_err(|e| format!("--as-of {as_of}: not a YYYY-MM-DD date ({e})"))?;
+    let as_of: jiff::civil::Date = as_of.parse().map_err(|e| {
+        CliError::flag(
+            format!("--as-of {as_of}"),
+            format!("not a YYYY-MM-DD date ({e})"),
+        )
+    })?;
     let mut store = crate::open_store(dir)?;
     let mut drop_originals = matches!(consent, Consent::Given);
     let mut report = loop {
@@ -174,21 +186,21 @@ pub(crate) fn forget(
                     originals_text(&originals)
                 );
                 if !crate::progress::confirm(&format!("{question}\nDrop them?")) {
-                    return Err(format!(
+                    return Err(CliError::Declined(format!(
                         "nothing forgotten: this run would drop {count} photo original(s) ({bytes} bytes); \
                          list them with --dry-run, keep them with a policy whose stages keep originals, \
                          or consent with --yes"
-                    ));
+                    )));
                 }
                 drop_originals = true;
             }
-            Err(e) => return Err(crate::output::engine_error(e)),
+            Err(e) => return Err(e.into()),
         }
     };
     if !dry_run {
         // Forgetting frees catalog pages (page rows, faded graph rows); give them back.
-        store.shrink_catalog().map_err(|e| e.to_string())?;
-        report.store_bytes_after = store.stats().map_err(|e| e.to_string())?.total_bytes();
+        store.shrink_catalog()?;
+        report.store_bytes_after = store.stats()?.total_bytes();
     }
     out.emit(memdb_query::forget_json(&report), || {
         let mut text = forget_text(&report);
@@ -209,24 +221,15 @@ pub(crate) fn forget(
     Ok(())
 }
 
-pub(crate) fn show_page(
-    dir: &Path,
-    day: &str,
-    to: Option<PathBuf>,
-    out: &Out,
-) -> Result<(), String> {
+pub(crate) fn show_page(dir: &Path, day: &str, to: Option<PathBuf>, out: &Out) -> Result<()> {
     let store = crate::open_for_reading(dir)?;
-    let snapshot = store.snapshot().map_err(|e| e.to_string())?;
-    let page = snapshot
-        .page(day)
-        .map_err(|e| e.to_string())?
-        .ok_or_else(|| format!("no page for {day} (compose pages with `memdb pages`)"))?;
+    let snapshot = store.snapshot()?;
+    let page = snapshot.page(day)?.ok_or_else(|| CliError::NoPage {
+        day: day.to_string(),
+    })?;
     let mut written = Vec::new();
     if let Some(to) = &to {
-        let rendered = store
-            .render_page(day)
-            .map_err(|e| e.to_string())?
-            .unwrap_or_default();
+        let rendered = store.render_page(day)?.unwrap_or_default();
         for (index, why) in &rendered.damaged {
             eprintln!(
                 "memdb: warning: part {} of page {day} is damaged ({why}); it is shown grey (run `memdb repair`)",

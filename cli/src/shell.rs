@@ -7,6 +7,7 @@
 //! commands, timing per statement and tables that fit the terminal. The encoder loads on the
 //! first `RECALL` only, so a shell that never recalls starts in milliseconds.
 
+use crate::error::{CliError, Result};
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -51,7 +52,7 @@ fn writes(statement: &Statement) -> bool {
 }
 
 impl Session {
-    pub(crate) fn new(dir: &Path, verbose: bool) -> Result<Session, String> {
+    pub(crate) fn new(dir: &Path, verbose: bool) -> Result<Session> {
         Ok(Session {
             dir: dir.to_path_buf(),
             store: crate::open_reader(dir)?,
@@ -62,8 +63,10 @@ impl Session {
     }
 
     /// Parses all of `text`, then runs each statement; an error stops the rest.
-    fn run(&mut self, text: &str) -> Result<Vec<Output>, String> {
-        let statements = parse_script(text).map_err(|e| e.render(text))?;
+    fn run(&mut self, text: &str) -> Result<Vec<Output>> {
+        let statements = parse_script(text).map_err(|e| CliError::Statement {
+            rendered: e.render(text),
+        })?;
         if self.encoder.is_none() && statements.iter().any(needs_encoder) {
             if self.verbose {
                 eprintln!("loading the encoder for RECALL…");
@@ -90,8 +93,10 @@ impl Session {
             };
             let store = writer.as_ref().unwrap_or(&self.store);
             let out = store.query(&text, &ctx).map_err(|e| match e {
-                QueryError::Parse(p) => p.render(&text),
-                other => other.to_string(),
+                QueryError::Parse(p) => CliError::Statement {
+                    rendered: p.render(&text),
+                },
+                other => CliError::Query(other),
             })?;
             // The writer (and its lock) goes as soon as its statement has run.
             drop(writer);
@@ -117,7 +122,7 @@ fn print_tables(out: &Output, timing: Option<f64>) {
 
 /// `memdb query DIR STATEMENT` / `-f FILE`: prints each result; JSON is one document for one
 /// statement and an array for several.
-pub(crate) fn query(dir: &Path, text: &str, now_ms: Option<i64>, json: bool) -> Result<(), String> {
+pub(crate) fn query(dir: &Path, text: &str, now_ms: Option<i64>, json: bool) -> Result<()> {
     let mut session = Session::new(dir, !json)?;
     session.now_ms = now_ms;
     let outputs = session.run(text)?;
@@ -303,16 +308,22 @@ fn help() -> String {
 }
 
 /// `memdb shell DIR`.
-pub(crate) fn shell(dir: &Path, json: bool) -> Result<(), String> {
+pub(crate) fn shell(dir: &Path, json: bool) -> Result<()> {
     let mut session = Session::new(dir, true)?;
     let store = session.store.clone();
     let config = Config::builder()
         .auto_add_history(false)
         .max_history_size(10_000)
-        .map_err(|e| e.to_string())?
+        .map_err(|source| CliError::LineEditor {
+            what: "cannot start the line editor",
+            source,
+        })?
         .build();
     let mut editor: Editor<ShellHelper, DefaultHistory> =
-        Editor::with_config(config).map_err(|e| format!("cannot start the line editor: {e}"))?;
+        Editor::with_config(config).map_err(|source| CliError::LineEditor {
+            what: "cannot start the line editor",
+            source,
+        })?;
     editor.set_helper(Some(ShellHelper { store }));
     let history = history_path();
     if let Some(path) = &history {
@@ -329,7 +340,12 @@ pub(crate) fn shell(dir: &Path, json: bool) -> Result<(), String> {
             Ok(line) => line,
             Err(ReadlineError::Interrupted) => continue,
             Err(ReadlineError::Eof) => break,
-            Err(e) => return Err(format!("reading input: {e}")),
+            Err(source) => {
+                return Err(CliError::LineEditor {
+                    what: "reading input",
+                    source,
+                });
+            }
         };
         let input = line.trim();
         if input.is_empty() {
@@ -364,7 +380,7 @@ pub(crate) fn shell(dir: &Path, json: bool) -> Result<(), String> {
                     }
                 }
             }
-            Err(message) => say(&message),
+            Err(error) => say(&error.to_string()),
         }
     }
     if let Some(path) = &history {

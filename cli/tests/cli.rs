@@ -679,3 +679,62 @@ fn reading_commands_work_beside_a_running_writer() {
     drop(input);
     assert!(writer.wait().unwrap().success());
 }
+
+/// Every refusal is one `memdb: …` line naming what it concerns (the flag, the key, the path),
+/// with exit status 2; the typed errors behind them keep that wording.
+#[test]
+fn errors_name_the_flag_key_or_path_they_concern() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let store = store.to_str().unwrap();
+    assert!(memdb(&["init", store]).status.success());
+    let missing = dir.path().join("nowhere");
+    let missing = missing.to_str().unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["ls", store, "--from", "2024-13-40"],
+            "--from: bad date `2024-13-40`",
+        ),
+        (
+            &["ls", store, "--to", "yesterday"],
+            "--to: bad date `yesterday`",
+        ),
+        (&["ls", store, "--source", "fax"], "--source: "),
+        (&["get", store, "abc"], "`abc` is not an item id"),
+        (&["get", store, "42"], "no item `42`"),
+        (&["get", store, "--external", "x"], "no item `x`"),
+        (&["query", store, "ITEMS WHER"], "ITEMS WHER"),
+        (
+            &["query", store, "-f", missing],
+            &format!("read {missing}: "),
+        ),
+        (&["stats", missing], &format!("{missing}: ")),
+        (
+            &["pages", store, "--quality", "0"],
+            "--quality: 0 is not in 1..=100",
+        ),
+        (
+            &[
+                "forget",
+                store,
+                "--policy",
+                "no-such-policy",
+                "--as-of",
+                "2024-01-01",
+            ],
+            "no-such-policy",
+        ),
+        (
+            &["forget", store, "--policy", "no-forget", "--as-of", "soon"],
+            "--as-of soon: not a YYYY-MM-DD date",
+        ),
+    ];
+    for (args, expected) in cases {
+        let out = memdb(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.starts_with("memdb: "), "{args:?}: {err}");
+        assert!(err.contains(expected), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}

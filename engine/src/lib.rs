@@ -57,7 +57,7 @@ pub use store::{
     RepairReport, SalvagedSegment, ScanFilter, SegmentStats, Snapshot, Stats, Store, StoredVectors,
     VectorHit, VectorScope, Victims, WriteBatch, salvage_segment,
 };
-pub use time::{TimeBound, TimeWindow};
+pub use time::{TimeBound, TimeError, TimeWindow};
 /// Fault injection for reliability tests (feature `fault-injection`): a recording, failing
 /// [`StorageIo`], crash images built from its trace, and the fsync-ordering audit.
 #[cfg(feature = "fault-injection")]

@@ -25,6 +25,25 @@ const MS_PER_DAY: i64 = 86_400_000;
 /// The widest gap between an instant and its local wall-clock time.
 const MAX_OFFSET_MS: i64 = MAX_OFFSET_MINUTES as i64 * 60_000;
 
+/// Why a time bound or window cannot be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TimeError {
+    /// The text is neither a day `YYYY-MM-DD` nor a date-time with an offset.
+    #[error("bad date `{text}`: {reason}")]
+    BadText {
+        /// The text as given (trimmed).
+        text: String,
+        /// What the parser said.
+        reason: String,
+    },
+    /// A day whose midnight (or the next) falls outside the millisecond range.
+    #[error("day {0} is out of range")]
+    DayOutOfRange(Date),
+    /// An instant outside the calendar memdb represents.
+    #[error("instant {0} ms is outside years -9999..=9999")]
+    InstantOutOfRange(i64),
+}
+
 /// A bound of a time filter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TimeBound {
@@ -37,15 +56,21 @@ pub enum TimeBound {
 impl TimeBound {
     /// A bound from text: `YYYY-MM-DD` is a local day; a date-time with `Z` or `±HH:MM` an
     /// instant.
-    pub fn parse(text: &str) -> Result<TimeBound, String> {
+    pub fn parse(text: &str) -> Result<TimeBound, TimeError> {
         let text = text.trim();
+        let bad = |reason: String| TimeError::BadText {
+            text: text.to_owned(),
+            reason,
+        };
         if text.len() == 10 {
             return text
                 .parse::<Date>()
                 .map(TimeBound::Day)
-                .map_err(|e| format!("bad date `{text}`: {e}"));
+                .map_err(|e| bad(e.to_string()));
         }
-        EventTime::parse(text).map(|t| TimeBound::Instant(t.unix_ms))
+        EventTime::parse(text)
+            .map(|t| TimeBound::Instant(t.unix_ms))
+            .map_err(bad)
     }
 }
 
@@ -65,24 +90,24 @@ impl Default for TimeWindow {
 }
 
 /// Local midnight of `day` in wall-clock milliseconds.
-fn day_start(day: Date) -> Result<i64, String> {
+fn day_start(day: Date) -> Result<i64, TimeError> {
     let days = i64::from((day - Date::constant(1970, 1, 1)).get_days());
     days.checked_mul(MS_PER_DAY)
-        .ok_or_else(|| format!("day {day} is out of range"))
+        .ok_or(TimeError::DayOutOfRange(day))
 }
 
 /// Local midnight after `day`: a day's exclusive end.
-fn day_end(day: Date) -> Result<i64, String> {
+fn day_end(day: Date) -> Result<i64, TimeError> {
     day_start(day)?
         .checked_add(MS_PER_DAY)
-        .ok_or_else(|| format!("day {day} is out of range"))
+        .ok_or(TimeError::DayOutOfRange(day))
 }
 
 /// The last millisecond an instant can have (jiff's range, years −9999..=9999).
-fn instant_in_range(ms: i64) -> Result<i64, String> {
+fn instant_in_range(ms: i64) -> Result<i64, TimeError> {
     jiff::Timestamp::from_millisecond(ms)
         .map(|_| ms)
-        .map_err(|_| format!("instant {ms} ms is outside years -9999..=9999"))
+        .map_err(|_| TimeError::InstantOutOfRange(ms))
 }
 
 impl TimeWindow {
@@ -98,7 +123,7 @@ impl TimeWindow {
     }
 
     /// Items at or after `bound` (a day: from its local midnight on).
-    pub fn from(bound: TimeBound) -> Result<TimeWindow, String> {
+    pub fn from(bound: TimeBound) -> Result<TimeWindow, TimeError> {
         Ok(match bound {
             TimeBound::Day(d) => TimeWindow {
                 local: (day_start(d)?, i64::MAX),
@@ -112,7 +137,7 @@ impl TimeWindow {
     }
 
     /// Items at or before `bound` (a day: to its end, included).
-    pub fn until(bound: TimeBound) -> Result<TimeWindow, String> {
+    pub fn until(bound: TimeBound) -> Result<TimeWindow, TimeError> {
         Ok(match bound {
             TimeBound::Day(d) => TimeWindow {
                 local: (i64::MIN, day_end(d)?),
@@ -126,7 +151,7 @@ impl TimeWindow {
     }
 
     /// Items after `bound` (a day: from the next day on).
-    pub fn after(bound: TimeBound) -> Result<TimeWindow, String> {
+    pub fn after(bound: TimeBound) -> Result<TimeWindow, TimeError> {
         Ok(match bound {
             TimeBound::Day(d) => TimeWindow {
                 local: (day_end(d)?, i64::MAX),
@@ -140,7 +165,7 @@ impl TimeWindow {
     }
 
     /// Items before `bound` (a day: before its local midnight).
-    pub fn before(bound: TimeBound) -> Result<TimeWindow, String> {
+    pub fn before(bound: TimeBound) -> Result<TimeWindow, TimeError> {
         Ok(match bound {
             TimeBound::Day(d) => TimeWindow {
                 local: (i64::MIN, day_start(d)?),
@@ -154,12 +179,12 @@ impl TimeWindow {
     }
 
     /// Items from `from` to `to`, both included.
-    pub fn between(from: TimeBound, to: TimeBound) -> Result<TimeWindow, String> {
+    pub fn between(from: TimeBound, to: TimeBound) -> Result<TimeWindow, TimeError> {
         Ok(TimeWindow::from(from)?.and(&TimeWindow::until(to)?))
     }
 
     /// Items on local day `day`.
-    pub fn on(day: Date) -> Result<TimeWindow, String> {
+    pub fn on(day: Date) -> Result<TimeWindow, TimeError> {
         TimeWindow::between(TimeBound::Day(day), TimeBound::Day(day))
     }
 

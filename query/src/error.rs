@@ -85,12 +85,13 @@ pub enum QueryError {
     #[error("{0}")]
     NotFound(String),
     /// A time filter names a time outside the calendar memdb can represent.
-    #[error("{statement}: {reason}")]
+    #[error("{statement}: {source}")]
     Time {
         /// The statement (canonical text).
         statement: String,
         /// What is out of range.
-        reason: String,
+        #[source]
+        source: memdb::TimeError,
     },
 }
 

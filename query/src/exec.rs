@@ -325,9 +325,9 @@ impl Run<'_> {
         for filter in filters {
             match filter {
                 Filter::Time(t) => {
-                    let w = time_window(t, self.now_ms()).map_err(|reason| QueryError::Time {
+                    let w = time_window(t, self.now_ms()).map_err(|source| QueryError::Time {
                         statement: self.statement.clone(),
-                        reason,
+                        source,
                     })?;
                     window = window.and(&w);
                 }
@@ -792,9 +792,9 @@ impl Run<'_> {
                 Rows::Path(Box::new(row), items)
             }
             Show::Page(day) => {
-                let time = TimeWindow::on(*day).map_err(|reason| QueryError::Time {
+                let time = TimeWindow::on(*day).map_err(|source| QueryError::Time {
                     statement: self.statement.clone(),
-                    reason,
+                    source,
                 })?;
                 let items = self
                     .snapshot
@@ -826,7 +826,7 @@ impl Run<'_> {
 pub(crate) fn time_window(
     filter: &TimeFilter,
     now_ms: i64,
-) -> std::result::Result<TimeWindow, String> {
+) -> std::result::Result<TimeWindow, memdb::TimeError> {
     let bound = |at: &Instant| match at {
         Instant::Day(d) => TimeBound::Day(*d),
         Instant::At(t) => TimeBound::Instant(t.as_millisecond()),
