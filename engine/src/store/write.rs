@@ -306,6 +306,8 @@ struct Staged {
 }
 
 struct StagedRecord {
+    /// The batch operation that staged it (what [`Error::InvalidItem`] names).
+    op_index: usize,
     id: u64,
     bytes: Vec<u8>,
     time_ms: i64,
@@ -941,7 +943,7 @@ fn append_staged(
     for rec in &records {
         record_offsets.push(block.len() as u64);
         put_framed(&mut block, &rec.bytes).map_err(|e| Error::InvalidItem {
-            index: 0,
+            index: rec.op_index,
             reason: e.to_string(),
         })?;
     }
@@ -1243,6 +1245,7 @@ fn stage_put(
     })?;
     staged.pending_items.insert(id, staged.records.len());
     staged.records.push(Some(StagedRecord {
+        op_index: index,
         id,
         bytes,
         time_ms,
@@ -1305,6 +1308,7 @@ fn stage_restore(
     let bytes = encode_record(&record).map_err(|e| invalid(e.to_string()))?;
     staged.pending_items.insert(id, staged.records.len());
     staged.records.push(Some(StagedRecord {
+        op_index: index,
         id,
         bytes,
         time_ms: f.time.unix_ms,
