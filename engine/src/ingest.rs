@@ -19,7 +19,7 @@ use memdb_formats::item::ItemDraft;
 
 use crate::error::{Error, Result};
 use crate::graph::{Embedder, GraphOptions, GraphReport};
-use crate::store::{BlobKind, ITEM_VECTORS, PutStatus, Snapshot, Store};
+use crate::store::{BlobKind, ITEM_VECTORS, PutStatus, Snapshot, Store, check_put};
 
 /// Items encoded and committed together by [`Store::embed_missing`].
 const EMBED_WINDOW: usize = 256;
@@ -352,45 +352,58 @@ impl Ingest<'_> {
     /// failure fails the call, with every earlier batch kept.
     pub fn commit(&mut self) -> Result<()> {
         self.pending_bytes = 0;
-        while !self.pending.is_empty() {
-            let mut batch = self.store.batch();
-            for item in &self.pending {
-                match &item.vector {
-                    Some(vector) => batch.put_with_vector(
-                        item.draft.clone(),
-                        item.blobs.clone(),
-                        vector.clone(),
-                    ),
-                    None => batch.put_with_blobs(item.draft.clone(), item.blobs.clone()),
-                };
+        let mut batch = self.store.batch();
+        // Who each put of the batch is, for the report.
+        let mut puts: Vec<(String, Option<String>)> = Vec::with_capacity(self.pending.len());
+        for item in std::mem::take(&mut self.pending) {
+            // What the store would refuse is set aside first: the rest then moves into the
+            // batch without a copy, and a bad item costs no transaction.
+            if let Err(e) = check_put(puts.len(), &item.draft, &item.blobs) {
+                self.report.rejected.push(Rejected {
+                    origin: item.origin,
+                    external_id: item.draft.fields.external_id,
+                    reason: invalid_reason(e),
+                });
+                continue;
             }
-            match batch.commit() {
-                Ok(receipt) => {
-                    for put in &receipt.puts {
-                        match put.status {
-                            PutStatus::Added => self.report.added += 1,
-                            PutStatus::Updated => self.report.updated += 1,
-                            PutStatus::Unchanged => self.report.unchanged += 1,
-                        }
+            puts.push((item.origin, item.draft.fields.external_id.clone()));
+            match item.vector {
+                Some(vector) => batch.put_with_vector(item.draft, item.blobs, vector),
+                None => batch.put_with_blobs(item.draft, item.blobs),
+            };
+        }
+        match batch.commit() {
+            Ok(receipt) => {
+                for put in &receipt.puts {
+                    match put.status {
+                        PutStatus::Added => self.report.added += 1,
+                        PutStatus::Updated => self.report.updated += 1,
+                        PutStatus::Unchanged => self.report.unchanged += 1,
                     }
-                    self.report.warnings.extend(receipt.warnings);
-                    self.pending.clear();
                 }
-                // One bad item: it is set aside and the batch commits again without it (each
-                // round takes one item out, so this ends).
-                Err(Error::InvalidItem { index, reason }) if index < self.pending.len() => {
-                    let item = self.pending.remove(index);
+                self.report.warnings.extend(receipt.warnings);
+            }
+            // An item `check_put` passed and staging still refused (a record too long to
+            // frame): nothing of this batch landed, and every item of it is reported so, the
+            // refused one with its reason.
+            Err(Error::InvalidItem { index, reason }) => {
+                let culprit = puts
+                    .get(index)
+                    .map_or_else(|| format!("#{index}"), |(origin, _)| origin.clone());
+                for (at, (origin, external_id)) in puts.into_iter().enumerate() {
+                    let reason = if at == index {
+                        reason.clone()
+                    } else {
+                        format!("not committed: its batch failed on {culprit} ({reason})")
+                    };
                     self.report.rejected.push(Rejected {
-                        origin: item.origin,
-                        external_id: item.draft.fields.external_id,
+                        origin,
+                        external_id,
                         reason,
                     });
                 }
-                Err(e) => {
-                    self.pending.clear();
-                    return Err(e);
-                }
             }
+            Err(e) => return Err(e),
         }
         self.snapshot = self.store.snapshot()?;
         Ok(())
@@ -430,5 +443,79 @@ impl Ingest<'_> {
             };
         }
         Ok(report)
+    }
+}
+/// The reason an item was refused, without the batch position `InvalidItem` carries.
+fn invalid_reason(e: Error) -> String {
+    match e {
+        Error::InvalidItem { reason, .. } => reason,
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{EventTime, ItemFields, Options, Source};
+
+    fn item(ext: &str, minute: i64) -> IngestItem {
+        let mut fields = ItemFields::new(
+            Source::Note,
+            EventTime::utc(1_700_000_000_000 + minute * 60_000),
+        );
+        fields.external_id = Some(ext.to_owned());
+        fields.body = Some(format!("note {ext}"));
+        IngestItem {
+            origin: format!("notes.jsonl:{minute}"),
+            ..IngestItem::new(ItemDraft {
+                fields,
+                supersedes: None,
+            })
+        }
+    }
+
+    /// Refused items of one batch are each reported with their origin and reason, and the
+    /// rest of the batch lands (blobs included) in one commit.
+    #[test]
+    fn refused_items_are_reported_and_the_rest_of_the_batch_lands() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::create(dir.path().join("s"), Options::default()).unwrap();
+        let mut ingest = store.ingest(IngestOptions::commit_only()).unwrap();
+        let mut far = item("far", 1);
+        far.draft.fields.location = Some(memdb_formats::item::Location {
+            name: None,
+            geo: Some(memdb_formats::item::GeoPoint {
+                lat: 91.0,
+                lon: 0.0,
+            }),
+        });
+        let mut reserved = item("reserved", 2);
+        reserved.blobs.push((BlobKind::Vectors, vec![1, 2, 3]));
+        let mut photo = item("photo", 3);
+        photo.blobs.push((BlobKind::Original, vec![7; 1000]));
+        let mut empty_id = item("x", 4);
+        empty_id.draft.fields.external_id = Some(String::new());
+        for it in [item("a", 0), far, reserved, photo, empty_id, item("b", 5)] {
+            ingest.add(it).unwrap();
+        }
+        let report = ingest.finish(None, &mut |_, _, _| {}).unwrap();
+        assert_eq!(report.added, 3, "{report:?}");
+        let rejected: Vec<(&str, &str)> = report
+            .rejected
+            .iter()
+            .map(|r| (r.origin.as_str(), r.reason.as_str()))
+            .collect();
+        assert_eq!(rejected.len(), 3, "{rejected:?}");
+        assert_eq!(rejected[0].0, "notes.jsonl:1");
+        assert!(rejected[0].1.contains("latitude 91"), "{rejected:?}");
+        assert_eq!(rejected[1].0, "notes.jsonl:2");
+        assert!(rejected[1].1.contains("reserved"), "{rejected:?}");
+        assert_eq!(rejected[2].0, "notes.jsonl:4");
+        let snapshot = store.snapshot().unwrap();
+        assert_eq!(snapshot.item_count().unwrap(), 3);
+        let photo = snapshot.get_by_external_id("photo").unwrap().unwrap();
+        assert_eq!(photo.blobs.len(), 1);
+        let bytes = snapshot.blob(photo.blobs[0]).unwrap().unwrap();
+        assert!(bytes.iter().eq([7u8; 1000].iter()));
     }
 }

@@ -60,6 +60,7 @@ pub use rebuild::{RebuildReport, SalvagedSegment, salvage_segment};
 pub use repair::RepairReport;
 pub use stats::{SegmentStats, Stats};
 pub use vector_space::{ITEM_VECTORS, StoredVectors, VectorHit, VectorScope};
+pub(crate) use write::check_put;
 pub use write::{CommitReceipt, PutOutcome, PutStatus, WriteBatch};
 
 /// How a store is opened.

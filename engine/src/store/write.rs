@@ -723,7 +723,7 @@ fn stage_op<'t>(
             blobs,
             vector,
         } => {
-            refuse_reserved_kinds(index, blobs.iter().map(|(kind, _)| *kind))?;
+            check_put(index, &draft, &blobs)?;
             let outcome = stage_put(
                 t,
                 batch.segments,
@@ -1033,6 +1033,22 @@ fn commit_catalog(
     Ok(())
 }
 
+/// Whether the store takes a put of `draft` with `blobs` as batch operation `index`: the checks
+/// that depend on the item alone (its fields, its blob kinds), run again when the batch stages
+/// it. An ingest runs them before building its batch, so an item refused here costs no
+/// transaction and the rest move into the batch without a copy.
+pub(crate) fn check_put(
+    index: usize,
+    draft: &ItemDraft,
+    blobs: &[(BlobKind, Vec<u8>)],
+) -> Result<()> {
+    refuse_reserved_kinds(index, blobs.iter().map(|(kind, _)| *kind))?;
+    draft
+        .fields
+        .validate()
+        .map_err(|reason| Error::InvalidItem { index, reason })
+}
+
 /// Blobs of kind [`BlobKind::Vectors`] are the store's own vector blocks.
 fn refuse_reserved_kinds(index: usize, kinds: impl IntoIterator<Item = BlobKind>) -> Result<()> {
     if kinds.into_iter().any(|k| k == BlobKind::Vectors) {
@@ -1069,10 +1085,8 @@ fn stage_put(
     vector: Option<Vec<f32>>,
     now: i64,
 ) -> Result<PutOutcome> {
+    // `check_put` (in `stage_op`) validated the fields.
     let ItemDraft { fields, supersedes } = draft;
-    fields
-        .validate()
-        .map_err(|reason| Error::InvalidItem { index, reason })?;
     let supersedes = match supersedes {
         None => None,
         Some(ext) => {
