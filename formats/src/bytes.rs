@@ -88,6 +88,25 @@ impl<'a> Reader<'a> {
         Ok(i64::from_le_bytes(self.array()?))
     }
 
+    /// A length stored as u64, as `usize`; one beyond the address space is reported as what
+    /// it is, a length the bytes cannot hold.
+    pub(crate) fn take_u64(&mut self, n: u64) -> Result<&'a [u8], FormatError> {
+        match usize::try_from(n) {
+            Ok(n) => self.take(n),
+            Err(_) => Err(FormatError::Truncated {
+                what: self.what,
+                offset: self.pos as u64,
+                need: n,
+                have: self.remaining() as u64,
+            }),
+        }
+    }
+
+    /// From here on, errors name `what` (a part of the structure the reader started with).
+    pub(crate) fn enter(&mut self, what: &'static str) {
+        self.what = what;
+    }
+
     /// An unsigned LEB128 varint of at most 10 bytes whose value fits in 64 bits.
     pub(crate) fn varint(&mut self) -> Result<u64, FormatError> {
         let start = self.pos;
@@ -239,5 +258,19 @@ mod tests {
         let mut big = Vec::new();
         big.put_varint(1 << 32);
         assert!(Reader::new("t", &big).varint_u32("w").is_err());
+    }
+
+    #[test]
+    fn a_u64_length_beyond_the_bytes_is_truncation() {
+        let mut r = Reader::new("t", &[1, 2, 3]);
+        assert!(matches!(
+            r.take_u64(u64::MAX),
+            Err(FormatError::Truncated {
+                need: u64::MAX,
+                have: 3,
+                ..
+            })
+        ));
+        assert_eq!(r.take_u64(2).unwrap(), &[1, 2]);
     }
 }

@@ -2,10 +2,12 @@
 //! approximate HNSW index over an f32 block, all scored by dot product with SIMD kernels, with
 //! filters (row allow-list, time range, sources) applied during the search.
 //!
-//! This crate owns the vector blocks' byte layouts (SPEC.md §5.1 flat blocks, §5.2 HNSW graph
-//! blocks), their readers and writers, and every search over them. It knows nothing of the
-//! store: the `memdb` engine keeps the blocks in segment blobs and searches them in place
-//! through [`FlatView`] and [`HnswIndex`].
+//! This crate owns the flat block's byte layout (SPEC.md §5.1; read in place, so it stays with
+//! the scans), the indexes built on the blocks and every search over them. The HNSW graph
+//! block's bytes (§5.2) are `memdb_formats::hnsw`'s, the one home of memdb's byte formats; this
+//! crate turns them into an [`HnswIndex`] and back. It knows nothing of the store: the `memdb`
+//! engine keeps the blocks in segment blobs and searches them in place through [`FlatView`]
+//! and [`HnswIndex`].
 //!
 //! Code map:
 //! - `kernels`: the dot-product kernels (simsimd, plus AVX-512 / AVX2 builds picked at run
@@ -22,7 +24,8 @@
 //!   the f32 scan's answer bit for bit from about a quarter of the bytes.
 //! - `parallel`: spreading a batch's queries over threads.
 //! - `hnsw`: [`HnswIndex`], the approximate index over an f32 block: i8-code traversal, f32
-//!   rerank, filtered search with a flat fallback, parallel build, persisted form.
+//!   rerank, filtered search with a flat fallback, parallel build, and the conversion to and
+//!   from its persisted block.
 //! - `vector_index`: [`VectorIndex`], the trait the three indexes share (dimension, rows,
 //!   deletes, memory, search).
 //!
