@@ -14,7 +14,8 @@
 //!   time) with their scalar references, the f32 → f16 and f32 → i8 encoders, and the
 //!   register-tiled kernel used by batched search.
 //! - `layout`: the byte layout of one flat block (header, vectors, columns) and the 64-byte
-//!   aligned buffer that owns it; [`FlatView`] reads a block straight from `&[u8]`.
+//!   aligned buffer that owns it; [`FlatView`] reads a block straight from `&[u8]` and gives its
+//!   columns and rows through accessors.
 //! - `filter`: [`Filter`] (row allow-list, time range, sources) and the candidate-row walk.
 //! - `topk`: the bounded top-k heap and its deterministic order (score, then row number).
 //! - `index`: [`FlatIndexWriter`], [`FlatIndex`] and the single and batched scans.
@@ -60,7 +61,7 @@ pub use hnsw::{
 };
 pub use index::{FlatIndex, FlatIndexWriter};
 pub use kernels::{Precision, dot_f32};
-pub use layout::{FlatView, Vectors};
+pub use layout::FlatView;
 pub use refine::{DEFAULT_REFINE_FACTOR, RefinedFlatIndex};
 pub use topk::Hit;
 pub use vector_index::VectorIndex;
