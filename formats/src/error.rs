@@ -68,6 +68,27 @@ pub enum FormatError {
     },
 }
 
+impl FormatError {
+    /// `Ok` when `found` is the version this build reads (`supported`), else
+    /// [`FormatError::UnsupportedVersion`]: every versioned structure checks its version so.
+    pub(crate) fn check_version(
+        what: &'static str,
+        found: impl Into<u32>,
+        supported: impl Into<u32>,
+    ) -> Result<(), FormatError> {
+        let (found, supported) = (found.into(), supported.into());
+        if found == supported {
+            Ok(())
+        } else {
+            Err(FormatError::UnsupportedVersion {
+                what,
+                found,
+                supported,
+            })
+        }
+    }
+}
+
 /// Why one record of an outside file could not be imported.
 #[derive(Debug, thiserror::Error, Clone, PartialEq)]
 #[non_exhaustive]

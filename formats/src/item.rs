@@ -494,14 +494,7 @@ pub fn decode_record(bytes: &[u8]) -> Result<ItemRecord, FormatError> {
         reason,
     };
     let mut reader = Reader::new(RECORD, bytes);
-    let version = reader.u8()?;
-    if version != RECORD_VERSION {
-        return Err(FormatError::UnsupportedVersion {
-            what: RECORD,
-            found: u32::from(version),
-            supported: u32::from(RECORD_VERSION),
-        });
-    }
+    FormatError::check_version(RECORD, reader.u8()?, RECORD_VERSION)?;
     let body = &bytes[1..];
     let (wire, used): (RecordV1, usize) =
         bincode::decode_from_slice(body, bincode_config()).map_err(|e| invalid(e.to_string()))?;

@@ -146,14 +146,7 @@ impl SegmentHeader {
         }
         check_crc(WHAT, head, SH_CRC, 0)?;
         let mut f = Reader::new(WHAT, &head[SH_VERSION..]);
-        let version = f.u32()?;
-        if version != FORMAT_VERSION {
-            return Err(FormatError::UnsupportedVersion {
-                what: WHAT,
-                found: version,
-                supported: FORMAT_VERSION,
-            });
-        }
+        FormatError::check_version(WHAT, f.u32()?, FORMAT_VERSION)?;
         let page_size = f.u32()?;
         let segment_id = f.u64()?;
         let created_unix_ms = f.i64()?;

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use memdb::scrapbook::PageLayout;
+use memdb_formats::page_layout::PageLayout;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(layout) = PageLayout::decode(data) {

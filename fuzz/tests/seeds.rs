@@ -202,7 +202,7 @@ fn generated() -> Vec<(&'static str, String, Vec<u8>)> {
 /// Layouts (plain, saliency-aware, empty) and policy files (a built-in written as TOML, a
 /// user policy, one that validation refuses).
 fn pages_and_policies() -> Vec<(&'static str, String, Vec<u8>)> {
-    use memdb::scrapbook::{Block, BlockKind, PageLayout};
+    use memdb_formats::page_layout::{Block, BlockKind, PageLayout};
     let layout = |salient_facts: bool, blocks: Vec<Block>| PageLayout {
         width: 2120,
         height: 1800,

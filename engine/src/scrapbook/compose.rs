@@ -12,7 +12,7 @@ use memdb_formats::item::{ItemFields, Source};
 
 use super::canvas::Canvas;
 use super::font::Typeface;
-use super::layout::{Block, BlockKind, PageLayout};
+use super::{Block, BlockKind, PageLayout};
 use crate::error::Result;
 use crate::graph::NodeKind;
 

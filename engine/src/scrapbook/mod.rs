@@ -8,6 +8,10 @@
 //! page's quality and scale (the records are kept as text anyway, so pixels would store the
 //! same words twice — the footprint bench measures what they would cost).
 //!
+//! Here: composing (`compose`), pixels and JPEG (`canvas`), text (`font`) and the page rows. The
+//! layout's bytes are a format of their own, [`memdb_formats::page_layout`], whose types
+//! ([`PageLayout`], [`Block`], [`BlockKind`]) this module re-exports.
+//!
 //! Invariants: a page at stage 0 (Recent) draws every photo with its long side at
 //! `min(its own, PHOTO_LONG_SIDE)` and no text below `BODY_PX`; the layout lists every item
 //! on the page and the size each of its graph nodes is drawn at; a page's parts and row
@@ -16,7 +20,6 @@
 mod canvas;
 mod compose;
 mod font;
-mod layout;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -32,7 +35,7 @@ pub use compose::{
     BODY_PX, HEADLINE_PX, MAX_PAGE_WIDTH, PART_HEIGHT, PHOTO_LONG_SIDE, PageOptions,
 };
 pub(crate) use font::Typeface;
-pub use layout::{Block, BlockKind, PageLayout};
+pub use memdb_formats::page_layout::{Block, BlockKind, PageLayout};
 
 /// A page as stored.
 #[derive(Debug, Clone, PartialEq)]

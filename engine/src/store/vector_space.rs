@@ -107,7 +107,7 @@ impl VectorScope {
         }
         if let Some(keys) = &self.keys {
             let rows: RoaringBitmap = view
-                .ids
+                .ids()
                 .iter()
                 .enumerate()
                 .filter(|(_, key)| keys.contains(**key))
@@ -399,27 +399,6 @@ fn load_block(
     Ok(loaded)
 }
 
-/// Row `row` of `view` as f32 values (i8 rows scaled back, f16 rows widened).
-fn row_values(view: &FlatView<'_>, row: usize) -> Vec<f32> {
-    use memdb_vectors::Vectors;
-    let (dim, stride) = (view.dim(), view.layout.stride_values());
-    let at = row * stride;
-    match view.vectors {
-        Vectors::F32(v) => v[at..at + dim].to_vec(),
-        Vectors::F16(v) => v[at..at + dim]
-            .iter()
-            .map(|h| half::f16::from_bits(h.0).to_f32())
-            .collect(),
-        Vectors::I8(v) => {
-            let scale = view.scales[row];
-            v[at..at + dim]
-                .iter()
-                .map(|q| f32::from(*q) * scale)
-                .collect()
-        }
-    }
-}
-
 /// Applies a batch's vector changes inside its write transaction and returns the blocks to
 /// append. Runs after the batch's item operations, so item deletes are already staged here.
 pub(crate) fn stage(
@@ -499,21 +478,30 @@ pub(crate) fn stage(
             for listed in &blocks {
                 let loaded = load_block(&t.blobs, segments, graphs, &space, listed)?;
                 let view = loaded.view().map_err(block_error(&space, listed.id))?;
-                for row in 0..view.len() {
-                    let key = view.ids[row];
-                    if listed.deleted.contains(row as u32)
+                for (row, &key) in view.ids().iter().enumerate() {
+                    let row = row as u32;
+                    if listed.deleted.contains(row)
                         || ch.removes.contains(&key)
                         || ch.puts.contains_key(&key)
                     {
                         continue;
                     }
+                    let (Some(time_ms), Some(source), Some(vector)) =
+                        (view.time(row), view.source(row), view.row_f32(row))
+                    else {
+                        return Err(Error::Inconsistent(format!(
+                            "vector space `{space}`, block {}: row {row} has a key but no \
+                             values",
+                            listed.id
+                        )));
+                    };
                     let kept = view.precision();
                     ch.puts.insert(
                         key,
                         StagedVector {
-                            time_ms: view.times[row],
-                            source: view.sources[row],
-                            vector: row_values(&view, row),
+                            time_ms,
+                            source,
+                            vector,
                             precision: Some(
                                 ch.quantize
                                     .get(&key)
@@ -737,7 +725,7 @@ impl StoredVectors {
     pub fn precision_of(&self, key: u64) -> Option<Precision> {
         self.blocks.iter().find_map(|block| {
             let view = block.loaded.view().ok()?;
-            let row = view.ids.iter().position(|id| *id == key)?;
+            let row = view.ids().iter().position(|id| *id == key)?;
             (!block.deleted.contains(row as u32)).then(|| view.precision())
         })
     }
@@ -754,7 +742,7 @@ impl StoredVectors {
             let Ok(view) = block.loaded.view() else {
                 continue;
             };
-            for (row, key) in view.ids.iter().enumerate() {
+            for (row, key) in view.ids().iter().enumerate() {
                 if !block.deleted.contains(row as u32) {
                     out.insert(*key, view.precision());
                 }
@@ -767,8 +755,11 @@ impl StoredVectors {
     pub fn get(&self, key: u64) -> Option<Vec<f32>> {
         self.blocks.iter().find_map(|block| {
             let view = block.loaded.view().ok()?;
-            let row = view.ids.iter().position(|id| *id == key)?;
-            (!block.deleted.contains(row as u32)).then(|| row_values(&view, row))
+            let row = view.ids().iter().position(|id| *id == key)? as u32;
+            if block.deleted.contains(row) {
+                return None;
+            }
+            view.row_f32(row)
         })
     }
 }
@@ -920,10 +911,7 @@ pub(crate) fn check_vectors(snapshot: &Snapshot) -> Result<Vec<String>> {
                 .iter()
                 .find(|b| b.id == block_id)
                 .is_some_and(|b| {
-                    !b.deleted.contains(at)
-                        && b.loaded
-                            .view()
-                            .is_ok_and(|v| v.ids.get(at as usize) == Some(&key))
+                    !b.deleted.contains(at) && b.loaded.view().is_ok_and(|v| v.id(at) == Some(key))
                 });
             if !holds_key {
                 problems.push(format!(

@@ -1,4 +1,6 @@
-//! The vector index's error type: what was wrong, with the numbers needed to find it.
+//! The vector index's error type: what was wrong, with the numbers needed to find it. The bytes
+//! of a persisted HNSW block are read by `memdb-formats`; its errors arrive as
+//! [`VectorError::Format`].
 
 /// Everything that can go wrong building, reading or searching a flat vector index.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -136,42 +138,10 @@ pub enum VectorError {
         /// Allowed range.
         why: &'static str,
     },
-    /// Persisted index bytes end before a section they announce.
-    #[error("{what}: section `{section}` needs {need} bytes at offset {at}, only {have} remain")]
-    Truncated {
-        /// Which persisted form.
-        what: &'static str,
-        /// Section being read.
-        section: &'static str,
-        /// Offset of the section.
-        at: usize,
-        /// Bytes the section needs.
-        need: u64,
-        /// Bytes left.
-        have: usize,
-    },
-    /// Persisted index bytes do not match their checksum (bit rot or a torn write).
-    #[error("{what}: checksum mismatch (stored {stored:#010x}, computed {computed:#010x})")]
-    ChecksumMismatch {
-        /// Which persisted form.
-        what: &'static str,
-        /// Checksum in the trailer.
-        stored: u32,
-        /// Checksum of the bytes.
-        computed: u32,
-    },
-    /// A persisted graph is structurally invalid.
-    #[error("HNSW graph node {node}, layer {layer}: {why} (value {value})")]
-    BadGraph {
-        /// Node (row) whose links are wrong.
-        node: u64,
-        /// Layer of the link list.
-        layer: u8,
-        /// What is wrong.
-        why: &'static str,
-        /// The offending value.
-        value: u64,
-    },
+    /// A persisted HNSW block's bytes do not decode (SPEC.md §5.2: header, section lengths,
+    /// checksum, graph structure), as `memdb-formats` reads them.
+    #[error("persisted HNSW index: {0}")]
+    Format(#[from] memdb_formats::FormatError),
     /// The persisted deleted-rows bitmap cannot be decoded or names rows out of range.
     #[error("deleted-rows bitmap is invalid: {why}")]
     BadDeleted {

@@ -63,7 +63,7 @@ const _: () = assert!(HEADER_USED <= HEADER_LEN);
 
 /// Where each section of a block lies, derived from precision, dim and rows alone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Layout {
+pub(crate) struct Layout {
     pub(crate) precision: Precision,
     pub(crate) dim: usize,
     pub(crate) rows: usize,
@@ -197,7 +197,7 @@ impl Layout {
     }
 
     /// Row stride in elements of the stored type.
-    pub fn stride_values(&self) -> usize {
+    pub(crate) fn stride_values(&self) -> usize {
         self.stride / self.precision.bytes_per_value()
     }
 }
@@ -286,7 +286,7 @@ fn advise_huge_pages(start: usize, len: usize) {
 /// The stored vectors of a block, typed: row `r` starts at `r × stride` values
 /// (`FlatView::layout.stride_values()`) and holds `dim` values, then zero padding.
 #[derive(Clone, Copy, Debug)]
-pub enum Vectors<'a> {
+pub(crate) enum Vectors<'a> {
     /// f32 rows.
     F32(&'a [f32]),
     /// f16 rows (IEEE binary16 bits).
@@ -298,24 +298,25 @@ pub enum Vectors<'a> {
 /// A read-only flat-index block viewed in place: vectors and per-row columns as typed slices
 /// over the block's bytes, with no copy.
 ///
-/// The fields are public for reading (the store reads rows and columns directly). A view comes
-/// from [`FlatView::from_bytes`] (or [`FlatIndex::view`](crate::FlatIndex::view)), which checks
-/// the block; a view changed by hand is not re-checked, and searching one whose slices disagree
-/// with its layout may panic (never read out of bounds).
+/// A view comes only from [`FlatView::from_bytes`] (or [`FlatIndex::view`](crate::FlatIndex::view)),
+/// which checks the block, and its fields are private, so its slices always agree with its
+/// layout: the scans index them without further checks. Outside this crate the columns are read
+/// through [`ids`](Self::ids), [`times`](Self::times), [`sources`](Self::sources) and a row's
+/// values through [`row_f32`](Self::row_f32).
 #[derive(Clone, Copy, Debug)]
 pub struct FlatView<'a> {
     /// The block's layout (dimension, rows, stride, section offsets).
-    pub layout: Layout,
+    pub(crate) layout: Layout,
     /// The stored rows.
-    pub vectors: Vectors<'a>,
+    pub(crate) vectors: Vectors<'a>,
     /// Per-row i8 scales; empty for f32 and f16.
-    pub scales: &'a [f32],
+    pub(crate) scales: &'a [f32],
     /// Per-row ids (the store's keys).
-    pub ids: &'a [u64],
+    pub(crate) ids: &'a [u64],
     /// Per-row times (the time filter's column).
-    pub times: &'a [i64],
+    pub(crate) times: &'a [i64],
     /// Per-row source codes (the source filter's column).
-    pub sources: &'a [u8],
+    pub(crate) sources: &'a [u8],
 }
 
 impl<'a> FlatView<'a> {
@@ -393,6 +394,45 @@ impl<'a> FlatView<'a> {
     /// Source code of `row`, if the row exists.
     pub fn source(&self, row: u32) -> Option<u8> {
         self.sources.get(row as usize).copied()
+    }
+
+    /// Every row's id (the store's key), in row order.
+    pub fn ids(&self) -> &'a [u64] {
+        self.ids
+    }
+
+    /// Every row's time, in row order.
+    pub fn times(&self) -> &'a [i64] {
+        self.times
+    }
+
+    /// Every row's source code, in row order.
+    pub fn sources(&self) -> &'a [u8] {
+        self.sources
+    }
+
+    /// The values of `row` as f32, if the row exists: f32 rows as stored, f16 rows widened
+    /// (exactly), i8 rows times their scale (the values their scores are computed from).
+    pub fn row_f32(&self, row: u32) -> Option<Vec<f32>> {
+        let row = row as usize;
+        let dim = self.dim();
+        let at = row.checked_mul(self.layout.stride_values())?;
+        let values = at..at.checked_add(dim)?;
+        Some(match self.vectors {
+            Vectors::F32(v) => v.get(values)?.to_vec(),
+            Vectors::F16(v) => v
+                .get(values)?
+                .iter()
+                .map(|h| half::f16::from_bits(h.0).to_f32())
+                .collect(),
+            Vectors::I8(v) => {
+                let scale = *self.scales.get(row)?;
+                v.get(values)?
+                    .iter()
+                    .map(|&q| f32::from(q) * scale)
+                    .collect()
+            }
+        })
     }
 }
 

@@ -2,17 +2,20 @@
 //! approximate HNSW index over an f32 block, all scored by dot product with SIMD kernels, with
 //! filters (row allow-list, time range, sources) applied during the search.
 //!
-//! This crate owns the vector blocks' byte layouts (SPEC.md §5.1 flat blocks, §5.2 HNSW graph
-//! blocks), their readers and writers, and every search over them. It knows nothing of the
-//! store: the `memdb` engine keeps the blocks in segment blobs and searches them in place
-//! through [`FlatView`] and [`HnswIndex`].
+//! This crate owns the flat block's byte layout (SPEC.md §5.1; read in place, so it stays with
+//! the scans), the indexes built on the blocks and every search over them. The HNSW graph
+//! block's bytes (§5.2) are `memdb_formats::hnsw`'s, the one home of memdb's byte formats; this
+//! crate turns them into an [`HnswIndex`] and back. It knows nothing of the store: the `memdb`
+//! engine keeps the blocks in segment blobs and searches them in place through [`FlatView`]
+//! and [`HnswIndex`].
 //!
 //! Code map:
 //! - `kernels`: the dot-product kernels (simsimd, plus AVX-512 / AVX2 builds picked at run
 //!   time) with their scalar references, the f32 → f16 and f32 → i8 encoders, and the
 //!   register-tiled kernel used by batched search.
 //! - `layout`: the byte layout of one flat block (header, vectors, columns) and the 64-byte
-//!   aligned buffer that owns it; [`FlatView`] reads a block straight from `&[u8]`.
+//!   aligned buffer that owns it; [`FlatView`] reads a block straight from `&[u8]` and gives its
+//!   columns and rows through accessors.
 //! - `filter`: [`Filter`] (row allow-list, time range, sources) and the candidate-row walk.
 //! - `topk`: the bounded top-k heap and its deterministic order (score, then row number).
 //! - `index`: [`FlatIndexWriter`], [`FlatIndex`] and the single and batched scans.
@@ -22,7 +25,8 @@
 //!   the f32 scan's answer bit for bit from about a quarter of the bytes.
 //! - `parallel`: spreading a batch's queries over threads.
 //! - `hnsw`: [`HnswIndex`], the approximate index over an f32 block: i8-code traversal, f32
-//!   rerank, filtered search with a flat fallback, parallel build, persisted form.
+//!   rerank, filtered search with a flat fallback, parallel build, and the conversion to and
+//!   from its persisted block.
 //! - `vector_index`: [`VectorIndex`], the trait the three indexes share (dimension, rows,
 //!   deletes, memory, search).
 //!
@@ -57,7 +61,7 @@ pub use hnsw::{
 };
 pub use index::{FlatIndex, FlatIndexWriter};
 pub use kernels::{Precision, dot_f32};
-pub use layout::{FlatView, Vectors};
+pub use layout::FlatView;
 pub use refine::{DEFAULT_REFINE_FACTOR, RefinedFlatIndex};
 pub use topk::Hit;
 pub use vector_index::VectorIndex;

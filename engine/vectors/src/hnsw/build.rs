@@ -12,6 +12,8 @@ use std::collections::BinaryHeap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering as AtomicOrdering};
 
+use memdb_formats::hnsw::{MAX_M, MIN_M};
+
 use crate::VectorError;
 use crate::index::FlatIndex;
 use crate::parallel;
@@ -269,7 +271,7 @@ impl HnswIndex {
     /// Builds the graph over every row of `flat` (an f32 index; its deleted rows are linked but
     /// never returned).
     pub fn build(flat: FlatIndex, params: HnswParams) -> Result<Self, VectorError> {
-        if !(2..=256).contains(&params.m) {
+        if !(usize::from(MIN_M)..=usize::from(MAX_M)).contains(&params.m) {
             return Err(VectorError::BadParameter {
                 name: "m",
                 value: params.m as u64,

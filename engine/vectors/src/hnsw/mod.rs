@@ -7,7 +7,8 @@
 //!   them and the prefetch hint;
 //! - `build`: the level draw, the neighbour heuristic and the parallel insert;
 //! - `search`: routing (graph or flat), the filtered beam search and the f32 rerank;
-//! - `persist`: the persisted form (SPEC.md §5.2), encoded and checked on load.
+//! - `persist`: the persisted form (SPEC.md §5.2): the index to and from the block whose bytes
+//!   `memdb_formats::hnsw` encodes and checks.
 //!
 //! **Search.** The graph is walked with compact codes (i8 with one scale per row by default, see
 //! [`Traversal`]), and the `ef` best rows found are reranked with the exact f32 rows, so reported
@@ -45,6 +46,7 @@ pub(crate) mod tests;
 
 use std::sync::Mutex;
 
+use memdb_formats::hnsw as hnsw_format;
 use roaring::RoaringBitmap;
 
 use crate::filter::Filter;
@@ -83,11 +85,12 @@ pub const FLAT_BELOW_MATCH_FRACTION: f64 = 0.11;
 /// stops; with fewer than `k` matches it falls back to the flat scan.
 const FILTERED_VISIT_BUDGET: f64 = 0.25;
 
-/// Largest `ef` a build or a persisted index may carry (a search may ask for more).
-const MAX_EF: usize = 1 << 16;
+/// Largest `ef` a build or a persisted index may carry (a search may ask for more): what the
+/// persisted block allows, so every index built can be written.
+const MAX_EF: usize = hnsw_format::MAX_EF as usize;
 
-/// Highest layer a node can have (the level draw is capped here).
-const MAX_LEVEL: u8 = 16;
+/// Highest layer a node can have (the level draw is capped here), as the persisted block allows.
+const MAX_LEVEL: u8 = hnsw_format::MAX_TOP_LEVEL;
 
 /// Which codes the graph is walked (and built) with; the final `ef` candidates are always
 /// reranked with the exact f32 rows.

@@ -3,6 +3,7 @@
 //! and deleted rows against a filter-then-rank model, the persisted form under truncation, bit
 //! flips and random bytes, and round trips.
 
+use memdb_formats::FormatError;
 use proptest::prelude::*;
 use roaring::RoaringBitmap;
 
@@ -388,7 +389,7 @@ proptest! {
         if fix_checksum {
             // Re-seal the edited body so the structural checks, not the checksum, must catch it.
             let body = b.len() - 4;
-            let sum = super::persist::checksum(&b[..body]);
+            let sum = memdb_formats::crc32c(&b[..body]);
             b[body..].copy_from_slice(&sum.to_le_bytes());
         }
         match HnswIndex::from_bytes(&b) {
@@ -463,7 +464,7 @@ fn structural_errors_are_typed() {
     let bytes = small_index_bytes();
     let reseal = |mut b: Vec<u8>| {
         let body = b.len() - 4;
-        let sum = super::persist::checksum(&b[..body]);
+        let sum = memdb_formats::crc32c(&b[..body]);
         b[body..].copy_from_slice(&sum.to_le_bytes());
         HnswIndex::from_bytes(&b).map(|_| ())
     };
@@ -471,40 +472,59 @@ fn structural_errors_are_typed() {
     flipped[100] ^= 1;
     assert!(matches!(
         HnswIndex::from_bytes(&flipped),
-        Err(VectorError::ChecksumMismatch { .. })
+        Err(VectorError::Format(FormatError::Checksum { .. }))
     ));
     let mut b = bytes.clone();
     b[0] = b'X';
     assert!(matches!(
         HnswIndex::from_bytes(&b),
-        Err(VectorError::BadMagic { .. })
+        Err(VectorError::Format(FormatError::BadMagic { .. }))
     ));
     let mut b = bytes.clone();
     b[8] = 9;
     assert!(matches!(
         HnswIndex::from_bytes(&b),
-        Err(VectorError::UnsupportedVersion { found: 9, .. })
+        Err(VectorError::Format(FormatError::UnsupportedVersion {
+            found: 9,
+            ..
+        }))
     ));
     // The last link of the last node names a row out of range.
     let mut b = bytes.clone();
     let last = b.len() - 12;
     b[last..last + 4].copy_from_slice(&10_000u32.to_le_bytes());
-    assert!(matches!(reseal(b), Err(VectorError::BadGraph { .. })));
+    assert!(matches!(
+        reseal(b),
+        Err(VectorError::Format(FormatError::Invalid { .. }))
+    ));
     // Entry point out of range.
     let mut b = bytes.clone();
     b[14..18].copy_from_slice(&500u32.to_le_bytes());
-    assert!(matches!(reseal(b), Err(VectorError::BadGraph { .. })));
+    assert!(matches!(
+        reseal(b),
+        Err(VectorError::Format(FormatError::Invalid { .. }))
+    ));
     // M of 1.
     let mut b = bytes.clone();
     b[12..14].copy_from_slice(&1u16.to_le_bytes());
     assert!(matches!(
         reseal(b),
-        Err(VectorError::BadHeader { field: "m", .. })
+        Err(VectorError::Format(FormatError::Invalid { offset: 12, .. }))
     ));
     // Graph section longer than the file.
     let mut b = bytes.clone();
     b[48..56].copy_from_slice(&u64::MAX.to_le_bytes());
-    assert!(matches!(reseal(b), Err(VectorError::Truncated { .. })));
+    assert!(matches!(
+        reseal(b),
+        Err(VectorError::Format(FormatError::Truncated { .. }))
+    ));
+    // An unknown traversal code: the format carries it, this crate gives it its meaning.
+    let mut b = bytes.clone();
+    b[10] = 9;
+    assert!(matches!(
+        reseal(b),
+        Err(VectorError::UnknownPrecision { code: 9 })
+    ));
 }
 
 #[test]

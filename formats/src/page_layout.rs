@@ -1,17 +1,25 @@
-//! The stored layout of a page (SPEC.md §5.4): which item sits where, at what pixel size, and
-//! at what size each of its graph nodes is drawn — what forgetting reads to decide which nodes
-//! a smaller page can no longer show.
+//! The stored layout of a scrapbook page (SPEC.md §5.4): which item sits where, at what pixel
+//! size, and at what size each of its graph nodes is drawn — what forgetting reads to decide
+//! which nodes a smaller page can no longer show. The engine's `scrapbook` composes layouts and
+//! re-exports these types; this module is only their bytes.
 //!
 //! Coordinates and sizes are those of the page at scale 1.0; a page forgotten to scale S shows
 //! everything at S times these. Decoding treats the bytes as untrusted: every length is
-//! checked and an error names what was wrong; it never panics.
+//! checked and a [`FormatError`] names what was wrong and where; it never panics.
 
-use memdb_formats::FormatError;
+use crate::FormatError;
+use crate::bytes::{PutLe, Reader};
 
-/// Layout bytes are a format of their own (SPEC.md §5.4): their errors are format errors.
-type Result<T> = std::result::Result<T, FormatError>;
-
+/// The version byte this build writes and reads.
 const LAYOUT_VERSION: u8 = 1;
+/// Flags bit 0: the page sets salient nodes again as key facts; other bits are 0.
+const FLAG_SALIENT_FACTS: u8 = 1;
+const WHAT: &str = "page layout";
+/// The fewest bytes a block takes (item, kind, four coordinates, text size, node count), and a
+/// node (id, size): a count the bytes left cannot hold at these sizes is a lie, not an
+/// allocation.
+const MIN_BLOCK_BYTES: u64 = 8;
+const MIN_NODE_BYTES: u64 = 2;
 
 /// What a block of a page shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -51,114 +59,68 @@ pub struct PageLayout {
     pub blocks: Vec<Block>,
 }
 
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-struct Reader<'a> {
-    bytes: &'a [u8],
-    at: usize,
-}
-
-impl Reader<'_> {
-    fn fail(&self, what: &str) -> FormatError {
-        FormatError::Invalid {
-            what: "page layout",
-            offset: self.at as u64,
-            reason: what.to_owned(),
-        }
-    }
-
-    fn byte(&mut self, what: &str) -> Result<u8> {
-        let b = *self.bytes.get(self.at).ok_or_else(|| self.fail(what))?;
-        self.at += 1;
-        Ok(b)
-    }
-
-    fn varint(&mut self, what: &str) -> Result<u64> {
-        let mut v = 0u64;
-        for shift in (0..64).step_by(7) {
-            let b = self.byte(what)?;
-            v |= u64::from(b & 0x7f) << shift;
-            if b & 0x80 == 0 {
-                if shift == 63 && b > 1 {
-                    return Err(self.fail(&format!("{what} overflows 64 bits")));
-                }
-                return Ok(v);
-            }
-        }
-        Err(self.fail(&format!("{what} is longer than 10 bytes")))
-    }
-
-    fn u32(&mut self, what: &str) -> Result<u32> {
-        let v = self.varint(what)?;
-        u32::try_from(v).map_err(|_| self.fail(&format!("{what} {v} is over 32 bits")))
-    }
-}
-
 impl PageLayout {
     /// The layout's bytes (SPEC.md §5.4).
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = vec![LAYOUT_VERSION, u8::from(self.salient_facts)];
-        put_varint(&mut out, u64::from(self.width));
-        put_varint(&mut out, u64::from(self.height));
-        put_varint(&mut out, self.blocks.len() as u64);
+        let mut out = Vec::new();
+        out.put_u8(LAYOUT_VERSION);
+        out.put_u8(if self.salient_facts {
+            FLAG_SALIENT_FACTS
+        } else {
+            0
+        });
+        out.put_varint(u64::from(self.width));
+        out.put_varint(u64::from(self.height));
+        out.put_varint(self.blocks.len() as u64);
         for block in &self.blocks {
-            put_varint(&mut out, block.item);
-            out.push(block.kind as u8);
+            out.put_varint(block.item);
+            out.put_u8(block.kind as u8);
             for v in block.rect {
-                put_varint(&mut out, u64::from(v));
+                out.put_varint(u64::from(v));
             }
-            out.push(block.text_px);
-            put_varint(&mut out, block.nodes.len() as u64);
+            out.put_u8(block.text_px);
+            out.put_varint(block.nodes.len() as u64);
             for &(node, px) in &block.nodes {
-                put_varint(&mut out, node);
-                out.push(px);
+                out.put_varint(node);
+                out.put_u8(px);
             }
         }
         out
     }
 
     /// Reads a layout; any malformation is a format error naming its place.
-    pub fn decode(bytes: &[u8]) -> Result<PageLayout> {
-        let mut r = Reader { bytes, at: 0 };
-        let version = r.byte("version")?;
-        if version != LAYOUT_VERSION {
-            return Err(r.fail(&format!("unknown version {version}")));
-        }
-        let salient_facts = match r.byte("flags")? {
+    pub fn decode(bytes: &[u8]) -> Result<PageLayout, FormatError> {
+        let mut r = Reader::new(WHAT, bytes);
+        FormatError::check_version(WHAT, r.u8()?, LAYOUT_VERSION)?;
+        let at = r.position();
+        let salient_facts = match r.u8()? {
             0 => false,
-            1 => true,
-            other => return Err(r.fail(&format!("unknown flags {other:#x}"))),
+            FLAG_SALIENT_FACTS => true,
+            other => return Err(r.invalid(at, format!("unknown flags {other:#x}"))),
         };
-        let width = r.u32("width")?;
-        let height = r.u32("height")?;
-        let count = r.varint("block count")?;
-        // Every block takes at least 8 bytes: a count beyond that is a lie, not an allocation.
-        if count > (bytes.len() as u64) / 8 {
-            return Err(r.fail(&format!("block count {count} exceeds the bytes")));
-        }
-        let mut blocks = Vec::with_capacity(count as usize);
+        let width = r.varint_u32("width")?;
+        let height = r.varint_u32("height")?;
+        let count = r.varint_count("block count", MIN_BLOCK_BYTES)?;
+        let mut blocks = Vec::with_capacity(count);
         for _ in 0..count {
-            let item = r.varint("item")?;
-            let kind = match r.byte("block kind")? {
+            let item = r.varint()?;
+            let at = r.position();
+            let kind = match r.u8()? {
                 1 => BlockKind::Photo,
                 2 => BlockKind::Text,
-                other => return Err(r.fail(&format!("unknown block kind {other}"))),
+                other => return Err(r.invalid(at, format!("unknown block kind {other}"))),
             };
-            let rect = [r.u32("x")?, r.u32("y")?, r.u32("w")?, r.u32("h")?];
-            let text_px = r.byte("text size")?;
-            let n = r.varint("node count")?;
-            if n > (bytes.len() as u64) / 2 {
-                return Err(r.fail(&format!("node count {n} exceeds the bytes")));
-            }
-            let mut nodes = Vec::with_capacity(n as usize);
+            let rect = [
+                r.varint_u32("x")?,
+                r.varint_u32("y")?,
+                r.varint_u32("w")?,
+                r.varint_u32("h")?,
+            ];
+            let text_px = r.u8()?;
+            let n = r.varint_count("node count", MIN_NODE_BYTES)?;
+            let mut nodes = Vec::with_capacity(n);
             for _ in 0..n {
-                nodes.push((r.varint("node")?, r.byte("node size")?));
+                nodes.push((r.varint()?, r.u8()?));
             }
             blocks.push(Block {
                 item,
@@ -168,8 +130,9 @@ impl PageLayout {
                 nodes,
             });
         }
-        if r.at != bytes.len() {
-            return Err(r.fail("trailing bytes"));
+        if r.remaining() != 0 {
+            let left = r.remaining();
+            return Err(r.invalid(r.position(), format!("{left} trailing bytes")));
         }
         Ok(PageLayout {
             width,
