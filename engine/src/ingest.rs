@@ -488,6 +488,7 @@ mod tests {
                 lat: 91.0,
                 lon: 0.0,
             }),
+            place: None,
         });
         let mut reserved = item("reserved", 2);
         reserved.blobs.push((BlobKind::Vectors, vec![1, 2, 3]));

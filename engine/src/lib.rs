@@ -43,7 +43,8 @@ pub use ingest::{
     EmbedReport, Ingest, IngestItem, IngestOptions, IngestReport, IngestStage, PageStage, Rejected,
 };
 pub use memdb_formats::item::{
-    EventTime, GeoPoint, ItemDraft, ItemFields, ItemRecord as Item, Location, Source,
+    Camera, CaptionProvenance, EventTime, GeoPoint, ItemDraft, ItemFields, ItemRecord as Item,
+    Location, Orientation, PlaceName, Source,
 };
 pub use recall::{
     Explanation, Recall, RecallCounts, RecallHit, RecallOptions, RecallTimings, Signals, item_text,

@@ -1,5 +1,5 @@
 //! Compatibility goldens (issue 18): a whole store written by the last commit of each earlier
-//! catalog format version (1–5), checked in under `tests/compat/vN/store/`, with what that
+//! catalog format version (1–6), checked in under `tests/compat/vN/store/`, with what that
 //! version's engine said the store held in `tests/compat/vN/expected.json` (see
 //! `tests/compat/README.md` for the commits and commands that made them).
 //!
@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 /// The format version this build writes (`STORE_FORMAT_VERSION`).
-const CURRENT_FORMAT_VERSION: u64 = 6;
+const CURRENT_FORMAT_VERSION: u64 = 7;
 
 fn golden(version: u64) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -286,10 +286,15 @@ fn open_and_upgrade(version: u64) {
         .find(|i| i["source"] == "note")
         .unwrap();
     let first_ext = first["external_id"].as_str().unwrap();
-    {
+    // Earlier versions the old store kept of that note (format 6 keeps them).
+    let versions_before = {
         let store = Store::open(&path, Options::default()).unwrap();
         read_checks(version, "writer", &store, want);
-    }
+        let snap = store.snapshot().unwrap();
+        let id = snap.get_by_external_id(first_ext).unwrap().unwrap().id;
+        snap.versions(id).unwrap().len()
+    };
+    assert_eq!(versions_before > 0, version >= 6, "v{version}: history");
     assert_eq!(format_version(&path), version);
     {
         let store = Store::open(&path, Options::default()).unwrap();
@@ -352,10 +357,22 @@ fn open_and_upgrade(version: u64) {
             updated.fields.body.as_deref(),
             Some("Updated after upgrade")
         );
+        // Oldest first: the version the update replaced is the last.
         let versions = snap.versions(updated.id).unwrap();
-        assert_eq!(versions.len(), 1, "v{version} upgraded: versions");
         assert_eq!(
-            Some(versions[0].record.fields.body.as_deref().unwrap()),
+            versions.len(),
+            versions_before + 1,
+            "v{version} upgraded: versions"
+        );
+        assert_eq!(
+            Some(
+                versions[versions_before]
+                    .record
+                    .fields
+                    .body
+                    .as_deref()
+                    .unwrap()
+            ),
             first["body"].as_str()
         );
         let added = snap
@@ -429,4 +446,9 @@ fn a_version_4_store_opens_and_upgrades() {
 #[test]
 fn a_version_5_store_opens_and_upgrades() {
     open_and_upgrade(5);
+}
+
+#[test]
+fn a_version_6_store_opens_and_upgrades() {
+    open_and_upgrade(6);
 }

@@ -47,6 +47,7 @@ fn records() -> Vec<ItemRecord> {
             lat: 38.72,
             lon: -9.14,
         }),
+        place: None,
     });
     full.entities = vec!["Ana".into(), "Lisbon".into()];
     full.tags = vec!["travel".into()];
@@ -62,6 +63,7 @@ fn records() -> Vec<ItemRecord> {
     named_only.location = Some(Location {
         name: Some("Home".into()),
         geo: None,
+        place: None,
     });
     vec![
         ItemRecord {

@@ -111,8 +111,13 @@ pub(crate) const KEY_NEXT_PATH: &str = "next_graph_path_id";
 /// be coarser than its space (forgetting re-quantizes item vectors); a version-4 store is read
 /// as it is and becomes version 5 at its first write. Version 6 added `history`,
 /// `dropped_blobs` and `stale_pages`, and undated items (event time `i64::MIN`); an older store
-/// is read as one with none of them and becomes version 6 at its first write.
-pub(crate) const STORE_FORMAT_VERSION: u64 = 6;
+/// is read as one with none of them and becomes version 6 at its first write. Version 7 writes
+/// item records of version 2 (SPEC.md §4.2: place, camera, orientation, short caption, caption
+/// provenance); a version-6 store is read as it is
+/// (its records are version 1, which still read) and becomes version 7 at its first write, so
+/// a build that knows only version-1 records refuses the store instead of failing on its
+/// newer records one by one.
+pub(crate) const STORE_FORMAT_VERSION: u64 = 7;
 /// The oldest version this build opens.
 pub(crate) const OLDEST_FORMAT_VERSION: u64 = 1;
 

@@ -122,6 +122,7 @@ pub fn parse(name: &str, bytes: &[u8], limits: PhotoLimits) -> Result<Photo, Imp
         location = gps(exif).map(|geo| Location {
             name: None,
             geo: Some(geo),
+            place: None,
         });
         orientation = orientation_of(exif);
         let camera: Vec<String> = [Tag::Make, Tag::Model]
