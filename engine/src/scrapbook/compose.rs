@@ -145,12 +145,14 @@ fn headline(fields: &ItemFields) -> String {
                 .or_else(|| l.geo.map(|g| format!("{:.4}, {:.4}", g.lat, g.lon)))
         });
         parts.extend(place);
-        parts.extend(
+        // Photos stored before store format 7 have their camera as a tag.
+        let camera = fields.camera.as_ref().map(|c| c.label()).or_else(|| {
             fields
                 .tags
                 .iter()
-                .filter_map(|t| t.strip_prefix("camera:").map(str::to_owned)),
-        );
+                .find_map(|t| t.strip_prefix("camera:").map(str::to_owned))
+        });
+        parts.extend(camera);
     }
     if let Some(summary) = &fields.summary {
         parts.push(summary.clone());
