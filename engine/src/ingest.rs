@@ -3,22 +3,27 @@
 //! through it; nobody assembles the sequence by hand.
 //!
 //! ```text
-//! items ──► validate ──► commit (batches) ──► embed missing ──► graph update ──► pages
-//!           (a bad item     one durable          items without     items the graph   days whose
-//!            is reported     commit per           a vector          has not seen      items changed
-//!            and skipped)    batch                                                    (or all days)
+//! items ──► place ──► validate ──► commit ──► places of ──► embed ──► graph ──► pages
+//!           GPS to     (a bad item  (one       stored items  items     items the days whose
+//!           city,      is reported  durable    (once per     without   graph has items changed
+//!           country    and skipped) commit per store)        a vector  not seen  (or all days)
+//!                                   batch)
 //! ```
 //!
-//! Each stage after the commit works from what the store says is missing, never from what this
-//! call added, so every stage is idempotent and resumable: a process killed between two stages
-//! (or inside one: each commits in windows) leaves a store that the next call — even one with
-//! no new items — completes. The derived stages need an [`Embedder`] (the store's encoder); an
-//! ingest without one commits the items and leaves vectors, graph and pages to a later call.
+//! The place stage is pure and runs on each item just before it commits ([`crate::place`]): an
+//! item with a position and no place gets the place it is in, from the gazetteer built into
+//! the binary. Each stage after the commit works from what the store says is missing, never
+//! from what this call added, so every stage is idempotent and resumable: a process killed
+//! between two stages (or inside one: each commits in windows) leaves a store that the next
+//! call — even one with no new items — completes. The derived stages need an [`Embedder`] (the
+//! store's encoder); an ingest without one commits the items (with their places) and leaves
+//! vectors, graph and pages to a later call.
 
 use memdb_formats::item::ItemDraft;
 
 use crate::error::{Error, Result};
 use crate::graph::{Embedder, GraphOptions, GraphReport};
+use crate::place::{PlaceOptions, PlaceReport, fill_place};
 use crate::store::{BlobKind, ITEM_VECTORS, PutStatus, Snapshot, Store, check_put};
 
 /// Items encoded and committed together by [`Store::embed_missing`].
@@ -69,6 +74,9 @@ pub struct IngestOptions {
     pub batch_items: usize,
     /// Blob bytes above which a batch commits before it is full.
     pub batch_blob_bytes: usize,
+    /// The place stage (an item's position to the place it is in, before it commits; and, once
+    /// per store, the stored items'); `None` skips it.
+    pub places: Option<PlaceOptions>,
     /// Whether the derived stages run when an embedder is given: vectors of items without one.
     pub embed: bool,
     /// The graph update (after embedding); `None` skips it.
@@ -85,6 +93,7 @@ impl Default for IngestOptions {
         IngestOptions {
             batch_items: 1_000,
             batch_blob_bytes: 64 << 20,
+            places: Some(PlaceOptions::default()),
             embed: true,
             graph: Some(GraphOptions::default()),
             pages: PageStage::All,
@@ -95,7 +104,8 @@ impl Default for IngestOptions {
 }
 
 impl IngestOptions {
-    /// Only the commit stage: items land, nothing is derived.
+    /// Only the commit stage (with the places of the items, which are fields, not derived
+    /// data): items land, nothing is derived.
     pub fn commit_only() -> IngestOptions {
         IngestOptions {
             embed: false,
@@ -111,6 +121,8 @@ impl IngestOptions {
 pub enum IngestStage {
     /// Committing items.
     Commit,
+    /// Placing stored items that have a position and no place.
+    Places,
     /// Encoding items without a vector.
     Embed,
     /// Adding items to the memory graph.
@@ -124,6 +136,7 @@ impl IngestStage {
     pub fn name(self) -> &'static str {
         match self {
             IngestStage::Commit => "committing items",
+            IngestStage::Places => "placing items",
             IngestStage::Embed => "embedding items",
             IngestStage::Graph => "memory graph",
             IngestStage::Pages => "composing pages",
@@ -164,6 +177,10 @@ pub struct IngestReport {
     pub rejected: Vec<Rejected>,
     /// The store's warnings about puts and deletes.
     pub warnings: Vec<String>,
+    /// Items the place stage gave a place before they committed.
+    pub placed: u64,
+    /// The pass over stored items (`None`: it did not run, or had run before).
+    pub places: Option<PlaceReport>,
     /// The embed stage (`None`: it did not run).
     pub embedded: Option<EmbedReport>,
     /// The graph stage (`None`: it did not run).
@@ -355,7 +372,12 @@ impl Ingest<'_> {
         let mut batch = self.store.batch();
         // Who each put of the batch is, for the report.
         let mut puts: Vec<(String, Option<String>)> = Vec::with_capacity(self.pending.len());
-        for item in std::mem::take(&mut self.pending) {
+        for mut item in std::mem::take(&mut self.pending) {
+            if let Some(places) = &self.options.places
+                && fill_place(&mut item.draft.fields, places)
+            {
+                self.report.placed += 1;
+            }
             // What the store would refuse is set aside first: the rest then moves into the
             // batch without a copy, and a bad item costs no transaction.
             if let Err(e) = check_put(puts.len(), &item.draft, &item.blobs) {
@@ -419,6 +441,13 @@ impl Ingest<'_> {
         self.commit()?;
         let store = self.store;
         let mut report = self.report;
+        if let Some(places) = &self.options.places
+            && !store.places_filled()?
+        {
+            report.places = Some(store.fill_places(places, &mut |done, total| {
+                progress(IngestStage::Places, done, total)
+            })?);
+        }
         if let Some(embedder) = embedder {
             if self.options.embed {
                 report.embedded = Some(store.embed_missing(embedder, &mut |done, total| {

@@ -28,6 +28,7 @@ pub mod forget;
 pub mod graph;
 mod ingest;
 mod open;
+mod place;
 pub mod recall;
 #[cfg(feature = "render")]
 pub mod scrapbook;
@@ -46,6 +47,7 @@ pub use memdb_formats::item::{
     Camera, CaptionProvenance, EventTime, GeoPoint, ItemDraft, ItemFields, ItemRecord as Item,
     Location, Orientation, PlaceName, Source,
 };
+pub use place::{DEFAULT_PLACE_CAP_KM, PlaceOptions, PlaceReport, fill_place, place_of};
 pub use recall::{
     Explanation, Recall, RecallCounts, RecallHit, RecallOptions, RecallTimings, Signals, item_text,
 };

@@ -452,3 +452,100 @@ fn a_version_5_store_opens_and_upgrades() {
 fn a_version_6_store_opens_and_upgrades() {
     open_and_upgrade(6);
 }
+
+/// A store of format 6 holds items with positions and no places (records of version 1). The
+/// next ingest — with no new item — places them (a pass over the stored items, once), keeps
+/// their version-1 records as history (still read), names only those without a name of their
+/// own, leaves every other item as it was, and the store checks clean.
+#[test]
+fn a_version_6_store_gets_its_places_at_the_next_ingest() {
+    let golden = golden(6);
+    let expected: Value =
+        serde_json::from_slice(&std::fs::read(golden.join("expected.json")).unwrap()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    copy_dir(&golden.join("store"), &path);
+    let store = Store::open(&path, Options::default()).unwrap();
+    let report = store
+        .ingest(memdb::IngestOptions::commit_only())
+        .unwrap()
+        .finish(None, &mut |_, _, _| {})
+        .unwrap();
+    let positioned: Vec<&Value> = expected["dump"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| !i["location"]["lat"].is_null())
+        .collect();
+    assert_eq!(positioned.len(), 8);
+    let places = report.places.unwrap();
+    assert_eq!((places.placed, places.already), (8, 0), "{places:?}");
+    assert!(store.check().unwrap().is_clean());
+
+    let snap = store.snapshot().unwrap();
+    for old in &positioned {
+        let ext = old["external_id"].as_str().unwrap();
+        let item = snap.get_by_external_id(ext).unwrap().unwrap();
+        let location = item.fields.location.as_ref().unwrap();
+        let place = location.place.as_ref().unwrap();
+        let name = old["location"]["name"].as_str();
+        match name {
+            // Its own name stays.
+            Some(own) => assert_eq!(location.name.as_deref(), Some(own), "{ext}"),
+            None => assert_eq!(location.name, Some(place.label()), "{ext}"),
+        }
+        assert!(
+            place.geonames_id.is_some() && place.distance_m.is_some(),
+            "{ext}"
+        );
+        // The version-1 record it replaced is history, read as it was: no place.
+        let versions = snap.versions(item.id).unwrap();
+        let before = &versions.last().unwrap().record;
+        assert!(before.fields.location.as_ref().unwrap().place.is_none());
+        assert_eq!(
+            before.fields.location.as_ref().unwrap().name.as_deref(),
+            name,
+            "{ext}"
+        );
+    }
+    let city = |ext: &str| {
+        snap.get_by_external_id(ext)
+            .unwrap()
+            .unwrap()
+            .fields
+            .location
+            .unwrap()
+            .place
+            .unwrap()
+            .city
+    };
+    assert_eq!(city("photo-2024-05-12-tram"), "Lisbon");
+    assert_eq!(city("photo-2024-03-10-bike"), "Amsterdam");
+    // Everything else is as it was.
+    let unplaced: usize = expected["dump"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["location"]["lat"].is_null())
+        .map(|i| {
+            let item = snap
+                .get_by_external_id(i["external_id"].as_str().unwrap())
+                .unwrap()
+                .unwrap();
+            assert_eq!(item.ingest_time_ms, i["ingest_time_ms"].as_i64().unwrap());
+        })
+        .count();
+    assert_eq!(
+        unplaced + 8,
+        expected["dump"]["items"].as_array().unwrap().len()
+    );
+    // The pass is recorded: the next ingest does not run it again.
+    let again = store
+        .ingest(memdb::IngestOptions::commit_only())
+        .unwrap()
+        .finish(None, &mut |_, _, _| {})
+        .unwrap();
+    assert_eq!(again.places, None);
+    drop((snap, store));
+    assert_eq!(format_version(&path), CURRENT_FORMAT_VERSION);
+}

@@ -367,6 +367,18 @@ impl Snapshot {
         &self.txn
     }
 
+    /// The store-wide setting `key` (`settings`, SPEC.md §5) as of this snapshot.
+    pub(crate) fn setting(&self, key: &str) -> Result<Option<String>> {
+        let settings = self
+            .txn
+            .open_table(super::catalog::SETTINGS)
+            .ctx("open settings")?;
+        Ok(settings
+            .get(key)
+            .ctx("read settings")?
+            .map(|v| v.value().to_owned()))
+    }
+
     pub(crate) fn segments(&self) -> &Arc<SegmentSet> {
         &self.segments
     }

@@ -42,6 +42,7 @@ fn main() {
                 last = Some(stage);
                 say(match stage {
                     IngestStage::Commit => "stage commit",
+                    IngestStage::Places => "stage places",
                     IngestStage::Embed => "stage embed",
                     IngestStage::Graph => "stage graph",
                     IngestStage::Pages => "stage pages",
