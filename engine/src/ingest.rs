@@ -162,6 +162,9 @@ pub struct EmbedReport {
     pub encoded: u64,
     /// Items that already had a vector.
     pub already: u64,
+    /// Vectors dropped first because they were made from an older recipe of the item text
+    /// (and made again now).
+    pub stale: u64,
 }
 
 /// What an ingest did, stage by stage.
@@ -233,11 +236,17 @@ impl Store {
     /// Encodes every item that has no vector yet with `embedder` and stores the vectors in
     /// [`ITEM_VECTORS`], a window of items per commit (an interrupted run keeps what it
     /// committed). `progress` gets (items encoded, items to encode).
+    ///
+    /// Vectors made from an older recipe of the item text (the store's `item_text` setting,
+    /// SPEC.md §5) are dropped first for the sources whose text changed since — in one commit
+    /// with the new setting, so the items are then simply missing their vector and an
+    /// interrupted run loses nothing.
     pub fn embed_missing(
         &self,
         embedder: &dyn Embedder,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<EmbedReport> {
+        let stale = self.drop_stale_item_vectors()?;
         let snapshot = self.snapshot()?;
         let done = snapshot.vector_keys(ITEM_VECTORS)?;
         let todo: Vec<u64> = snapshot
@@ -249,6 +258,7 @@ impl Store {
         let mut report = EmbedReport {
             encoded: 0,
             already: done.len(),
+            stale,
         };
         progress(0, total);
         for (window_index, window) in todo.chunks(EMBED_WINDOW).enumerate() {
@@ -280,6 +290,41 @@ impl Store {
             );
         }
         Ok(report)
+    }
+
+    /// Drops the item vectors made from an older item-text recipe (see
+    /// [`embed_missing`](Store::embed_missing)) and records the current recipe; returns how
+    /// many it dropped.
+    fn drop_stale_item_vectors(&self) -> Result<u64> {
+        let snapshot = self.snapshot()?;
+        let recipe = snapshot
+            .setting(crate::recall::ITEM_TEXT_SETTING)?
+            .and_then(|v| v.parse::<u32>().ok())
+            .unwrap_or(1);
+        if recipe >= crate::recall::ITEM_TEXT_VERSION {
+            return Ok(0);
+        }
+        let with_vector = snapshot.vector_keys(ITEM_VECTORS)?;
+        let mut batch = self.batch();
+        let mut dropped = 0;
+        for source in crate::recall::changed_sources(recipe) {
+            let filter = crate::store::ScanFilter {
+                source: Some(source),
+                ..crate::store::ScanFilter::default()
+            };
+            for item in snapshot.scan(&filter)? {
+                if with_vector.contains(item.id) {
+                    batch.delete_vector(ITEM_VECTORS, item.id);
+                    dropped += 1;
+                }
+            }
+        }
+        batch.set_setting(
+            crate::recall::ITEM_TEXT_SETTING,
+            crate::recall::ITEM_TEXT_VERSION.to_string(),
+        );
+        batch.commit()?;
+        Ok(dropped)
     }
 }
 

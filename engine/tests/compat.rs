@@ -549,3 +549,82 @@ fn a_version_6_store_gets_its_places_at_the_next_ingest() {
     drop((snap, store));
     assert_eq!(format_version(&path), CURRENT_FORMAT_VERSION);
 }
+
+/// Vectors of 384 dimensions, each the text's length in the first coordinate (enough to tell
+/// which text made a vector).
+struct LengthEmbedder;
+
+impl memdb::Embedder for LengthEmbedder {
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, memdb::EmbedError> {
+        Ok(texts
+            .iter()
+            .map(|t| {
+                let mut v = vec![0.0f32; 384];
+                v[0] = 1.0;
+                v[1] = t.len() as f32 / 1000.0;
+                v
+            })
+            .collect())
+    }
+}
+
+/// The item vectors of a format-6 store were made from recipe 1 of the item text. The next
+/// embed drops those of images (whose text is SGM fields now) in one commit with the setting
+/// `item_text`, and makes them again from the new text; every other item keeps its vector, and
+/// a second run changes nothing.
+#[test]
+fn a_version_6_store_embeds_its_images_again_from_their_new_text() {
+    let golden = golden(6);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    copy_dir(&golden.join("store"), &path);
+    let store = Store::open(&path, Options::default()).unwrap();
+    let before = store.snapshot().unwrap();
+    let items = before.scan(&ScanFilter::default()).unwrap();
+    let stored = before.vectors(ITEM_VECTORS).unwrap().unwrap();
+    let with_vector = before.vector_keys(ITEM_VECTORS).unwrap();
+    let images: Vec<u64> = items
+        .iter()
+        .filter(|i| i.fields.source == Source::Image && with_vector.contains(i.id))
+        .map(|i| i.id)
+        .collect();
+    assert!(images.len() >= 5, "{images:?}");
+    let others: Vec<(u64, Vec<f32>)> = items
+        .iter()
+        .filter(|i| i.fields.source != Source::Image && with_vector.contains(i.id))
+        .map(|i| (i.id, stored.get(i.id).unwrap()))
+        .collect();
+    drop((stored, before));
+
+    let report = store
+        .embed_missing(&LengthEmbedder, &mut |_, _| {})
+        .unwrap();
+    assert_eq!(report.stale, images.len() as u64);
+    assert!(report.encoded >= images.len() as u64);
+    let snap = store.snapshot().unwrap();
+    let stored = snap.vectors(ITEM_VECTORS).unwrap().unwrap();
+    for id in &images {
+        let item = snap.get(*id).unwrap().unwrap();
+        let text = memdb::item_text(&item);
+        assert!(text.starts_with("Type: image"), "{text}");
+        let v = stored.get(*id).unwrap();
+        assert_eq!(
+            v[1],
+            text.len() as f32 / 1000.0,
+            "item {id} embedded from {text}"
+        );
+    }
+    for (id, vector) in &others {
+        assert_eq!(
+            &stored.get(*id).unwrap(),
+            vector,
+            "item {id} kept its vector"
+        );
+    }
+    drop((stored, snap));
+    let again = store
+        .embed_missing(&LengthEmbedder, &mut |_, _| {})
+        .unwrap();
+    assert_eq!((again.stale, again.encoded), (0, 0));
+    assert!(store.check().unwrap().is_clean());
+}

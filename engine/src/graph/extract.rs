@@ -26,7 +26,7 @@ pub const MAX_NODE_CHARS: usize = 48;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum NodeKind {
     /// A person, organisation, place or named thing (a capitalised run, or the SGM speaker,
-    /// sender, recipients, entities, location name).
+    /// sender, recipients, entities, location name, place names and camera).
     Entity = 0,
     /// A concrete day, `YYYY-MM-DD`, or a month `YYYY-MM`, or a year `YYYY`.
     Date = 1,
@@ -79,8 +79,35 @@ pub fn item_nodes(fields: &ItemFields) -> Vec<NodeDraft> {
     for name in people {
         out.push(NodeKind::Entity, name);
     }
-    if let Some(place) = fields.location.as_ref().and_then(|l| l.name.as_ref()) {
-        out.push(NodeKind::Entity, place);
+    if let Some(location) = &fields.location {
+        // The place a position is in: its city, the neighbourhood or village it was nearest
+        // and its country, each a node ("paris", "france"), so items of one city share a node
+        // whatever their street. A name the place stage wrote ("Paris, Île-de-France,
+        // France") says nothing more; a name of the item's own ("Tour Eiffel") does.
+        let place = location.place.as_ref();
+        let generated = place.map(memdb_formats::item::PlaceName::label);
+        if let Some(name) = location
+            .name
+            .as_ref()
+            .filter(|n| Some(*n) != generated.as_ref())
+        {
+            out.push(NodeKind::Entity, name);
+        }
+        if let Some(place) = place {
+            for name in [
+                Some(&place.city),
+                place.locality.as_ref(),
+                place.country.as_ref(),
+            ]
+            .into_iter()
+            .flatten()
+            {
+                out.push(NodeKind::Entity, name);
+            }
+        }
+    }
+    if let Some(camera) = &fields.camera {
+        out.push(NodeKind::Entity, &camera.label());
     }
     let day = fields.time.local_date();
     for text in [&fields.summary, &fields.body, &fields.caption, &fields.ocr]
@@ -378,6 +405,39 @@ mod tests {
         f.speaker = Some(speaker.into());
         f.body = Some(body.into());
         f
+    }
+
+    #[test]
+    fn a_photo_gives_its_place_and_camera() {
+        use memdb_formats::item::{Camera, GeoPoint, Location, PlaceName};
+        let mut f = ItemFields::new(Source::Image, EventTime::utc(0));
+        let place = PlaceName {
+            city: "Madrid".into(),
+            locality: Some("Vallehermoso".into()),
+            region: Some("Madrid".into()),
+            country: Some("Spain".into()),
+            ..PlaceName::default()
+        };
+        f.location = Some(Location {
+            name: Some(place.label()),
+            geo: Some(GeoPoint {
+                lat: 40.44,
+                lon: -3.72,
+            }),
+            place: Some(place),
+        });
+        f.camera = Some(Camera {
+            make: Some("Apple".into()),
+            model: Some("iPhone 6".into()),
+            lens: None,
+        });
+        assert_eq!(
+            phrases(&item_nodes(&f)),
+            ["madrid", "vallehermoso", "spain", "apple iphone 6"]
+        );
+        // A name of the item's own is a node too.
+        f.location.as_mut().unwrap().name = Some("Ciudad Universitaria".into());
+        assert_eq!(phrases(&item_nodes(&f))[0], "ciudad universitaria");
     }
 
     #[test]

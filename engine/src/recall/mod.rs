@@ -3,7 +3,7 @@
 //! Three signals, each computed over the items the filters allow (never filtered after
 //! ranking):
 //! - **dense**: the question's embedding against the item vector space (exact or HNSW);
-//! - **lexical**: BM25 over item text ([`lexical`]);
+//! - **lexical**: BM25 over item text ([`lexical`]; the text is [`item_text`]'s);
 //! - **graph**: query nodes (the extractor of [`crate::graph`]) matched to graph nodes exactly
 //!   and by embedding similarity, weighted by similarity × idf over paths; candidate EM-Paths
 //!   from the Q-matrix bitmaps scored by weighted overlap; items of the best paths scored by
@@ -18,19 +18,22 @@
 //! locomo bench runs (the only labelled data here; there is no held-out set), one setting for
 //! every store.
 
+mod item_text;
 mod lexical;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Instant;
 
-use memdb_formats::item::ItemRecord;
 use roaring::{RoaringBitmap, RoaringTreemap};
 
 use crate::error::Result;
 use crate::graph::{Embedder, NODE_VECTORS, embed_checked};
 use crate::store::{ITEM_VECTORS, ScanFilter, Snapshot, Store, VectorScope};
 use lexical::Bm25;
+
+pub use item_text::item_text;
+pub(crate) use item_text::{ITEM_TEXT_SETTING, ITEM_TEXT_VERSION, changed_sources};
 
 /// Which signals a recall uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -195,35 +198,6 @@ pub(crate) struct RecallCache {
 
 fn micros(since: Instant) -> u64 {
     u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX)
-}
-
-/// The text of an item that recall ranks: date, who, and its text fields, the form the LoCoMo
-/// protocol gives (DESIGN.md §6): `[8 May 2023] Caroline: … [image: …]`.
-pub fn item_text(item: &ItemRecord) -> String {
-    let f = &item.fields;
-    let who = f
-        .speaker
-        .as_deref()
-        .or(f.from.as_deref())
-        .map(|w| format!(" {w}:"))
-        .unwrap_or_default();
-    // An undated item has no date to show (never a guessed one).
-    let mut text = match crate::graph::extract::display_date(f.time) {
-        Some(date) => format!("[{date}]{who}"),
-        None => who.trim_start().to_owned(),
-    };
-    for part in [&f.summary, &f.body].into_iter().flatten() {
-        text.push(' ');
-        text.push_str(part);
-    }
-    if let Some(caption) = &f.caption {
-        text.push_str(&format!(" [image: {caption}]"));
-    }
-    if let Some(ocr) = &f.ocr {
-        text.push(' ');
-        text.push_str(ocr);
-    }
-    text
 }
 
 impl Store {

@@ -34,7 +34,8 @@ pub(crate) const BLOBS: TableDefinition<u64, (u64, u64, u64, u8, u64)> =
     TableDefinition::new("blobs");
 /// Store-wide text settings: `encoder_model` (the model id and weights hash that made the
 /// store's vectors); and settings the store keeps for its clients without reading them:
-/// `places` (the version of the place pass every item has been through).
+/// `item_text` (the recipe version of the text the item vectors were made from) and `places`
+/// (the version of the place pass every item has been through).
 pub(crate) const SETTINGS: TableDefinition<&str, &str> = TableDefinition::new("settings");
 pub(crate) const KEY_ENCODER_MODEL: &str = "encoder_model";
 /// vector space name → (dimension, precision code): the spaces of the store's vectors (SPEC.md
@@ -114,7 +115,7 @@ pub(crate) const KEY_NEXT_PATH: &str = "next_graph_path_id";
 /// `dropped_blobs` and `stale_pages`, and undated items (event time `i64::MIN`); an older store
 /// is read as one with none of them and becomes version 6 at its first write. Version 7 writes
 /// item records of version 2 (SPEC.md §4.2: place, camera, orientation, short caption, caption
-/// provenance) and the setting `places`; a version-6 store is read as it is
+/// provenance) and the settings `item_text` and `places`; a version-6 store is read as it is
 /// (its records are version 1, which still read) and becomes version 7 at its first write, so
 /// a build that knows only version-1 records refuses the store instead of failing on its
 /// newer records one by one.
