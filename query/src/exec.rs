@@ -561,10 +561,17 @@ impl Run<'_> {
                 t.graph_us,
             ),
             (
+                "place",
+                "places the question names vs the items' places".to_owned(),
+                None,
+                c.place,
+                t.place_us,
+            ),
+            (
                 "fuse",
                 format!(
-                    "RRF, weights {:?}, context share {}",
-                    options.weights, options.context_share
+                    "RRF, weights {:?} and place {}, context share {}",
+                    options.weights, options.place_weight, options.context_share
                 ),
                 Some(options.k as u64),
                 c.fused,

@@ -78,10 +78,14 @@ fn why(e: &memdb::Explanation) -> String {
         ("dense", e.dense_rank),
         ("bm25", e.lexical_rank),
         ("graph", e.graph_rank),
+        ("place", e.place_rank),
     ] {
         if let Some(r) = rank {
             parts.push(format!("{name} #{r}"));
         }
+    }
+    if let Some(place) = &e.place {
+        parts.push(format!("at {place}"));
     }
     if !e.nodes.is_empty() {
         parts.push(format!("nodes: {}", e.nodes.join(", ")));
@@ -393,6 +397,8 @@ pub fn item_row_json(row: &ItemRow) -> Value {
             "dense_rank": e.dense_rank,
             "lexical_rank": e.lexical_rank,
             "graph_rank": e.graph_rank,
+            "place_rank": e.place_rank,
+            "place": e.place,
             "nodes": e.nodes,
             "path": e.path.as_ref().map(|(id, page)| json!({"id": id, "page": page})),
         });
