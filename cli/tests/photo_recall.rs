@@ -125,6 +125,28 @@ fn photos_are_found_by_the_city_they_were_taken_in() {
     first.sort_unstable();
     assert_eq!(first, fuji, "hits {hits:?}");
 
+    // The Eiffel Tower photo reads "Paris" in `memdb get`, beside its position.
+    let eiffel = items
+        .iter()
+        .find(|i| {
+            i["tags"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|t| t == "file:FujiFilm_FinePixS2Pro.jpg")
+        })
+        .unwrap();
+    let id = eiffel["id"].to_string();
+    let got = json(&memdb(&["--json", "get", store, &id]));
+    assert_eq!(got["location"]["place"]["city"], "Paris");
+    assert_eq!(got["location"]["name"], "Paris, Île-de-France, France");
+    let table = memdb(&["get", store, &id]);
+    let table = String::from_utf8(table.stdout).unwrap();
+    assert!(
+        table.contains("Paris, Île-de-France, France (48.85"),
+        "{table}"
+    );
+
     // NEAR by name is NEAR at the name's point: here the point for Paris gives the
     // same photos (the Eiffel Tower one; none lies near the 25 km circle).
     let query = |statement: &str| json(&memdb(&["--json", "query", store, statement]));

@@ -23,6 +23,8 @@
 #![cfg_attr(not(feature = "render"), allow(dead_code, unused_imports))]
 
 mod error;
+#[cfg(test)]
+mod fixtures;
 #[cfg(feature = "render")]
 pub mod forget;
 pub mod graph;

@@ -564,50 +564,27 @@ pub fn forget_json(r: &memdb::forget::ForgetReport) -> Value {
 
 #[cfg(test)]
 mod tests {
-    use memdb::{
-        Camera, CaptionProvenance, EventTime, GeoPoint, Item, ItemFields, Location, Orientation,
-        PlaceName, Source,
-    };
+    use memdb::Item;
 
     use super::*;
 
+    /// The Eiffel Tower photo as a JSONL line gives it, with every field of record version 2.
     fn photo() -> Item {
-        let mut f = ItemFields::new(
-            Source::Image,
-            EventTime::parse("2002-08-24T13:59:08+02:00").unwrap(),
-        );
-        let place = PlaceName {
-            city: "Paris".into(),
-            locality: Some("Paris 16 Passy".into()),
-            region: Some("Île-de-France".into()),
-            country: Some("France".into()),
-            country_code: Some("FR".into()),
-            distance_m: Some(3_800),
-            geonames_id: Some(2_988_507),
-        };
-        f.location = Some(Location {
-            name: Some(place.label()),
-            geo: Some(GeoPoint {
-                lat: 48.857833,
-                lon: 2.297,
-            }),
-            place: Some(place),
-        });
-        f.camera = Some(Camera {
-            make: Some("FUJIFILM".into()),
-            model: Some("FinePixS2Pro".into()),
-            lens: Some("28mm".into()),
-        });
-        f.orientation = Some(Orientation::Landscape);
-        f.short_caption = Some("the tower".into());
-        f.caption_provenance = Some(CaptionProvenance {
-            model: "vlm".into(),
-            at_ms: 1_700_000_000_000,
-        });
+        let line = r#"{"source":"image","time":"2002-08-24T13:59:08+02:00",
+            "location":{"name":"Paris, Île-de-France, France","lat":48.857833,"lon":2.297,
+            "place":{"city":"Paris","locality":"Paris 16 Passy","region":"Île-de-France",
+            "country":"France","country_code":"FR","distance_m":3800,"geonames_id":2988507}},
+            "camera":{"make":"FUJIFILM","model":"FinePixS2Pro","lens":"28mm"},
+            "orientation":"landscape","short_caption":"the tower",
+            "caption_provenance":{"model":"vlm","at":"2023-11-14T22:13:20Z"}}"#
+            .replace('\n', "");
+        let report =
+            memdb_formats::import::jsonl::parse(std::path::Path::new("p.jsonl"), line.as_bytes());
+        assert!(report.errors.is_empty(), "{:?}", report.errors);
         Item {
             id: 4,
             ingest_time_ms: 0,
-            fields: f,
+            fields: report.items[0].draft.fields.clone(),
             supersedes: None,
             blobs: Vec::new(),
         }

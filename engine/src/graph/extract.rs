@@ -409,35 +409,16 @@ mod tests {
 
     #[test]
     fn a_photo_gives_its_place_and_camera() {
-        use memdb_formats::item::{Camera, GeoPoint, Location, PlaceName};
-        let mut f = ItemFields::new(Source::Image, EventTime::utc(0));
-        let place = PlaceName {
-            city: "Madrid".into(),
-            locality: Some("Vallehermoso".into()),
-            region: Some("Madrid".into()),
-            country: Some("Spain".into()),
-            ..PlaceName::default()
-        };
-        f.location = Some(Location {
-            name: Some(place.label()),
-            geo: Some(GeoPoint {
-                lat: 40.44,
-                lon: -3.72,
-            }),
-            place: Some(place),
-        });
-        f.camera = Some(Camera {
-            make: Some("Apple".into()),
-            model: Some("iPhone 6".into()),
-            lens: None,
-        });
+        let mut f = crate::fixtures::eiffel_photo();
         assert_eq!(
             phrases(&item_nodes(&f)),
-            ["madrid", "vallehermoso", "spain", "apple iphone 6"]
+            ["paris", "paris 16 passy", "france", "fujifilm finepixs2pro"]
         );
         // A name of the item's own is a node too.
-        f.location.as_mut().unwrap().name = Some("Ciudad Universitaria".into());
-        assert_eq!(phrases(&item_nodes(&f))[0], "ciudad universitaria");
+        if let Some(l) = f.location.as_mut() {
+            l.name = Some("Tour Eiffel".into());
+        }
+        assert_eq!(phrases(&item_nodes(&f))[0], "tour eiffel");
     }
 
     #[test]

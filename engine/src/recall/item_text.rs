@@ -212,7 +212,7 @@ fn capitalised(word: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use memdb_formats::item::{Camera, EventTime, GeoPoint, Location, Orientation, PlaceName};
+    use memdb_formats::item::{EventTime, Location};
 
     use super::*;
 
@@ -228,31 +228,7 @@ mod tests {
 
     #[test]
     fn a_photo_reads_as_its_sgm_fields() {
-        let mut f = ItemFields::new(
-            Source::Image,
-            EventTime::parse("2002-08-24T13:59:08+02:00").unwrap(),
-        );
-        let place = PlaceName {
-            city: "Paris".into(),
-            locality: Some("Paris 16 Passy".into()),
-            region: Some("Île-de-France".into()),
-            country: Some("France".into()),
-            ..PlaceName::default()
-        };
-        f.location = Some(Location {
-            name: Some(place.label()),
-            geo: Some(GeoPoint {
-                lat: 48.857833,
-                lon: 2.297,
-            }),
-            place: Some(place),
-        });
-        f.camera = Some(Camera {
-            make: Some("FUJIFILM".into()),
-            model: Some("FinePixS2Pro".into()),
-            lens: None,
-        });
-        f.orientation = Some(Orientation::Landscape);
+        let mut f = crate::fixtures::eiffel_photo();
         f.tags = vec![
             "photo".into(),
             "file:FujiFilm_FinePixS2Pro.jpg".into(),
