@@ -7,7 +7,8 @@
 use std::path::{Path, PathBuf};
 
 use memdb_formats::item::{
-    EventTime, GeoPoint, ItemFields, ItemRecord, Location, Source, encode_record, put_framed,
+    Camera, CaptionProvenance, EventTime, GeoPoint, ItemFields, ItemRecord, Location, Orientation,
+    PlaceName, Source, encode_record, put_framed,
 };
 use memdb_formats::segment::{
     ENTRY_HEADER_BYTES, EntryKind, FooterRecord, SEGMENT_HEADER_BYTES, SegmentHeader,
@@ -47,7 +48,27 @@ fn records() -> Vec<ItemRecord> {
             lat: 38.72,
             lon: -9.14,
         }),
-        place: None,
+        // Every field of record version 2, so the fuzzer starts from them.
+        place: Some(PlaceName {
+            city: "Lisbon".into(),
+            locality: Some("Alfama".into()),
+            region: Some("Lisbon".into()),
+            country: Some("Portugal".into()),
+            country_code: Some("PT".into()),
+            distance_m: Some(1_200),
+            geonames_id: Some(2_267_057),
+        }),
+    });
+    full.camera = Some(Camera {
+        make: Some("Apple".into()),
+        model: Some("iPhone 6".into()),
+        lens: Some("iPhone 6 back camera 4.15mm f/2.2".into()),
+    });
+    full.orientation = Some(Orientation::Portrait);
+    full.short_caption = Some("red roofs".into());
+    full.caption_provenance = Some(CaptionProvenance {
+        model: "vlm".into(),
+        at_ms: 1_700_000_000_000,
     });
     full.entities = vec!["Ana".into(), "Lisbon".into()];
     full.tags = vec!["travel".into()];
