@@ -19,8 +19,11 @@
 //! store's encoder); an ingest without one commits the items (with their places) and leaves
 //! vectors, graph and pages to a later call.
 
+use std::sync::Arc;
+
 use memdb_formats::item::ItemDraft;
 
+use crate::caption::{CaptionReport, Captioner};
 use crate::error::{Error, Result};
 use crate::graph::{Embedder, GraphOptions, GraphReport};
 use crate::place::{PlaceOptions, PlaceReport, fill_place};
@@ -77,6 +80,9 @@ pub struct IngestOptions {
     /// The place stage (an item's position to the place it is in, before it commits; and, once
     /// per store, the stored items'); `None` skips it.
     pub places: Option<PlaceOptions>,
+    /// The captioner stage (photos without a caption provenance described by a vision model,
+    /// after the items commit and before they are embedded); `None`, the default, skips it.
+    pub captioner: Option<Arc<dyn Captioner>>,
     /// Whether the derived stages run when an embedder is given: vectors of items without one.
     pub embed: bool,
     /// The graph update (after embedding); `None` skips it.
@@ -94,6 +100,7 @@ impl Default for IngestOptions {
             batch_items: 1_000,
             batch_blob_bytes: 64 << 20,
             places: Some(PlaceOptions::default()),
+            captioner: None,
             embed: true,
             graph: Some(GraphOptions::default()),
             pages: PageStage::All,
@@ -123,6 +130,8 @@ pub enum IngestStage {
     Commit,
     /// Placing stored items that have a position and no place.
     Places,
+    /// Captioning photos.
+    Captions,
     /// Encoding items without a vector.
     Embed,
     /// Adding items to the memory graph.
@@ -137,6 +146,7 @@ impl IngestStage {
         match self {
             IngestStage::Commit => "committing items",
             IngestStage::Places => "placing items",
+            IngestStage::Captions => "captioning photos",
             IngestStage::Embed => "embedding items",
             IngestStage::Graph => "memory graph",
             IngestStage::Pages => "composing pages",
@@ -184,6 +194,8 @@ pub struct IngestReport {
     pub placed: u64,
     /// The pass over stored items (`None`: it did not run, or had run before).
     pub places: Option<PlaceReport>,
+    /// The captioner stage (`None`: it did not run).
+    pub captions: Option<CaptionReport>,
     /// The embed stage (`None`: it did not run).
     pub embedded: Option<EmbedReport>,
     /// The graph stage (`None`: it did not run).
@@ -492,6 +504,13 @@ impl Ingest<'_> {
             report.places = Some(store.fill_places(places, &mut |done, total| {
                 progress(IngestStage::Places, done, total)
             })?);
+        }
+        if let Some(captioner) = &self.options.captioner {
+            report.captions = Some(
+                store.caption_photos(captioner.as_ref(), &mut |done, total| {
+                    progress(IngestStage::Captions, done, total)
+                })?,
+            );
         }
         if let Some(embedder) = embedder {
             if self.options.embed {

@@ -22,6 +22,8 @@
 // compiled but unused.
 #![cfg_attr(not(feature = "render"), allow(dead_code, unused_imports))]
 
+mod caption;
+mod endpoint;
 mod error;
 #[cfg(test)]
 mod fixtures;
@@ -38,6 +40,10 @@ mod store;
 mod text;
 mod time;
 
+pub use caption::{CaptionError, CaptionFailure, CaptionReport, Captioner, apply_caption};
+#[cfg(feature = "llm")]
+pub use caption::{VisionCaptioner, VisionOptions};
+pub use endpoint::EndpointError;
 pub use error::{EmbedError, Error, Result};
 #[cfg(feature = "llm")]
 pub use graph::LlmExtractor;
@@ -45,6 +51,7 @@ pub use graph::{Embedder, GraphOptions, GraphReport, NodeExtractor, RuleExtracto
 pub use ingest::{
     EmbedReport, Ingest, IngestItem, IngestOptions, IngestReport, IngestStage, PageStage, Rejected,
 };
+pub use memdb_formats::caption::{CaptionFields, CaptionReplyError};
 pub use memdb_formats::item::{
     Camera, CaptionProvenance, EventTime, GeoPoint, ItemDraft, ItemFields, ItemRecord as Item,
     Location, Orientation, PlaceName, Source,

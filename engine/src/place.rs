@@ -33,8 +33,9 @@ pub const DEFAULT_PLACE_CAP_KM: f64 = 50.0;
 /// Setting (`settings` table, SPEC.md §5) recording that [`Store::fill_places`] went over
 /// every item with the current rule: its value is [`PLACES_VERSION`].
 pub(crate) const PLACES_SETTING: &str = "places";
-/// The version of the place rule (gazetteer and settlement rule); a pass of an older version
-/// is run again.
+/// The version of the place rule (gazetteer and settlement rule). A store whose pass was of an
+/// older version is passed over again, which places the items still without a place; a place
+/// once given is kept (the module's invariant), so a new rule does not rename old photos.
 pub(crate) const PLACES_VERSION: &str = "1";
 
 /// Items amended per commit by [`Store::fill_places`].

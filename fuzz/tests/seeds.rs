@@ -16,7 +16,8 @@ use memdb_formats::segment::{
 };
 use memdb_vectors::{FlatIndexWriter, HnswIndex, HnswParams, Precision, VectorIndex};
 
-const TARGETS: [&str; 12] = [
+const TARGETS: [&str; 13] = [
+    "caption_reply",
     "segment_entry",
     "segment_salvage",
     "item_record",

@@ -327,4 +327,18 @@ mod tests {
         assert_eq!(changed_sources(1), [Source::Image]);
         assert!(changed_sources(ITEM_TEXT_VERSION).is_empty());
     }
+
+    /// A new store starts at the current recipe: its first embed keeps the vectors an
+    /// application supplied (nothing in it was made from an older recipe).
+    #[test]
+    fn a_new_store_starts_at_the_current_recipe() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::Store::create(dir.path().join("s"), crate::Options::default()).unwrap();
+        let recipe = store
+            .snapshot()
+            .unwrap()
+            .setting(ITEM_TEXT_SETTING)
+            .unwrap();
+        assert_eq!(recipe, Some(ITEM_TEXT_VERSION.to_string()));
+    }
 }

@@ -17,7 +17,7 @@
 //! folded (`memdb_geo::fold_name`: "Zürich" is "zurich"). An item without a place or a position
 //! never matches, so a store without places (LoCoMo conversations) ranks exactly as before.
 
-use memdb_formats::item::ItemFields;
+use memdb_formats::item::{ItemFields, PlaceName};
 use memdb_geo::{Mention, fold_name, haversine_km, reach_km};
 use roaring::RoaringBitmap;
 
@@ -38,6 +38,9 @@ pub(crate) struct ItemPlace {
     country_code: Option<String>,
     /// (lat, lon).
     geo: Option<(f64, f64)>,
+    /// Its place in words ("Paris, United States"): what an explanation says when the item
+    /// matched a name it shares with the question's place.
+    label: Option<String>,
 }
 
 impl ItemPlace {
@@ -54,6 +57,7 @@ impl ItemPlace {
             locality: place.and_then(|p| p.locality.as_deref()).map(fold_name),
             country_code: place.and_then(|p| p.country_code.clone()),
             geo: location.geo.map(|g| (g.lat, g.lon)),
+            label: place.map(PlaceName::short_label),
         })
     }
 
@@ -96,7 +100,7 @@ pub(crate) fn rank(
         return Ok(Vec::new());
     }
     let names: Vec<String> = mentions.iter().map(|m| fold_name(m.place.name())).collect();
-    let mut hits: Vec<(u8, f64, u64, usize)> = Vec::new();
+    let mut hits: Vec<(u8, f64, u64, String)> = Vec::new();
     for (row, place) in places.iter().enumerate() {
         let (Some(place), Ok(row)) = (place, u32::try_from(row)) else {
             continue;
@@ -112,14 +116,20 @@ pub(crate) fn rank(
             .filter_map(|(i, (m, name))| place.matches(m, name).map(|(t, d)| (t, d, i)))
             .min_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
         if let Some((tier, distance, mention)) = best {
-            hits.push((tier, distance, keys(row), mention));
+            // Tiers 0–2 are at the question's place; tier 3 is a namesake elsewhere, which the
+            // explanation names by the item's own place.
+            let label = match (tier, &place.label) {
+                (3, Some(own)) => own.clone(),
+                _ => mentions[mention].place.short_label(),
+            };
+            hits.push((tier, distance, keys(row), label));
         }
     }
     hits.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)).then(a.2.cmp(&b.2)));
     hits.truncate(depth);
     Ok(hits
         .into_iter()
-        .map(|(_, _, item, mention)| (item, mentions[mention].place.short_label()))
+        .map(|(_, _, item, label)| (item, label))
         .collect())
 }
 
@@ -187,7 +197,8 @@ mod tests {
         let hits = rank("in Paris", u64::from, &places, Some(&allowed), 10).unwrap();
         assert_eq!(
             hits,
-            [(2, "Paris, France".into()), (1, "Paris, France".into())]
+            [(2, "Paris, France".into()), (1, "Paris".into())],
+            "the namesake in Texas is explained by its own place"
         );
     }
 }

@@ -38,6 +38,10 @@ pub(crate) const BLOBS: TableDefinition<u64, (u64, u64, u64, u8, u64)> =
 /// (the version of the place pass every item has been through).
 pub(crate) const SETTINGS: TableDefinition<&str, &str> = TableDefinition::new("settings");
 pub(crate) const KEY_ENCODER_MODEL: &str = "encoder_model";
+/// The `item_text` setting a store starts with: a new store's vectors are made with the
+/// current recipe, so none is stale (absent, in a store made before version 7, means 1). The
+/// recall module's tests pin it to its `ITEM_TEXT_VERSION`.
+pub(crate) const NEW_STORE_SETTINGS: [(&str, &str); 1] = [("item_text", "2")];
 /// vector space name → (dimension, precision code): the spaces of the store's vectors (SPEC.md
 /// §5.1). Format version 2.
 pub(crate) const VECTOR_SPACES: TableDefinition<&str, (u32, u8)> =
@@ -329,7 +333,12 @@ pub(crate) fn initialise(txn: &redb::WriteTransaction, now_ms: i64) -> Result<()
     txn.open_table(BY_SOURCE).ctx("create by_source")?;
     txn.open_table(BLOBS).ctx("create blobs")?;
     txn.open_table(OPLOG).ctx("create oplog")?;
-    txn.open_table(SETTINGS).ctx("create settings")?;
+    {
+        let mut settings = txn.open_table(SETTINGS).ctx("create settings")?;
+        for (key, value) in NEW_STORE_SETTINGS {
+            settings.insert(key, value).ctx("init settings")?;
+        }
+    }
     txn.open_table(VECTOR_SPACES).ctx("create vector_spaces")?;
     txn.open_table(VECTOR_BLOCKS).ctx("create vector_blocks")?;
     txn.open_table(VECTOR_KEYS).ctx("create vector_keys")?;

@@ -865,7 +865,12 @@ fn stage_amend(
             "an amendment of item {id} may not change its external id"
         )));
     }
-    fields.validate().map_err(invalid)?;
+    // An amendment is a stage's, not a caller's item: one that would leave the item invalid
+    // (its stored fields already were: an older build's record) is skipped like an unreadable
+    // record, so one item never stops a pass over the store.
+    if let Err(why) = fields.validate() {
+        return Ok(Err(format!("amend: item {id} skipped: {why}")));
+    }
     stage_fields(
         t,
         segments,

@@ -43,6 +43,7 @@ fn main() {
                 say(match stage {
                     IngestStage::Commit => "stage commit",
                     IngestStage::Places => "stage places",
+                    IngestStage::Captions => "stage captions",
                     IngestStage::Embed => "stage embed",
                     IngestStage::Graph => "stage graph",
                     IngestStage::Pages => "stage pages",
