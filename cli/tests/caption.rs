@@ -3,28 +3,14 @@
 //! nothing, and a server that is not on loopback is refused before any photo is read.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+mod common;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
-use std::process::{Command, Output};
 use std::sync::{Arc, Mutex};
 
+use common::{json, memdb};
 use memdb_it::shared_data;
-
-fn memdb(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_memdb"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn json(out: &Output) -> serde_json::Value {
-    assert!(
-        out.status.success(),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
 
 /// A server answering every chat completion with the same caption; counts the requests and
 /// keeps the image URLs it was sent.

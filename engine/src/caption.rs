@@ -27,7 +27,7 @@ use memdb_formats::item::{CaptionProvenance, ItemFields, Source};
 
 use crate::endpoint::EndpointError;
 use crate::error::Result;
-use crate::store::{BlobKind, ScanFilter, Store};
+use crate::store::{ScanFilter, Store};
 
 /// Photos captioned per commit.
 pub(crate) const CAPTION_WINDOW: usize = 8;
@@ -142,17 +142,7 @@ impl Store {
                 report.already += 1;
                 continue;
             }
-            let mut original = None;
-            for &blob in &item.blobs {
-                if snapshot
-                    .blob_info(blob)?
-                    .is_some_and(|i| i.kind == BlobKind::Original)
-                {
-                    original = Some(blob);
-                    break;
-                }
-            }
-            match original {
+            match snapshot.original_of(&item)? {
                 Some(blob) => todo.push((item.id, item.fields.external_id, blob)),
                 None => report.no_original += 1,
             }

@@ -21,7 +21,10 @@ fuzz_target!(|data: &[u8]| {
     assert!(!c.caption.chars().any(char::is_control));
     if let Some(ocr) = &c.ocr_text {
         assert!(!ocr.is_empty());
-        assert!(!ocr.chars().any(|ch| ch.is_control() && ch != '\n' && ch != '\t'));
+        assert!(
+            !ocr.chars()
+                .any(|ch| ch.is_control() && ch != '\n' && ch != '\t')
+        );
     }
     for list in [&c.tags, &c.entities] {
         assert!(list.len() <= MAX_LIST_ITEMS);

@@ -129,7 +129,11 @@ fn damaged_segments(block: &[u8]) -> Vec<(&'static str, String, Vec<u8>)> {
     .to_vec();
     file.resize(4096, 0);
     file.extend(encode_entry(EntryKind::ItemBlock, 7, block));
-    file.extend(encode_entry(EntryKind::Blob, 7, b"\xff\xd8\xff\xe0 a tiny blob"));
+    file.extend(encode_entry(
+        EntryKind::Blob,
+        7,
+        b"\xff\xd8\xff\xe0 a tiny blob",
+    ));
     let mut flipped = file.clone();
     flipped[4096 + ENTRY_HEADER_BYTES + 20] ^= 0x08;
     let cut = file[..file.len() - 4096 + 40].to_vec();
@@ -156,6 +160,17 @@ fn generated() -> Vec<(&'static str, String, Vec<u8>)> {
     for (i, record) in encoded.iter().enumerate() {
         out.push(("item_record", format!("raw_{i}.bin"), record.clone()));
         out.push(("item_record", format!("framed_{i}.bin"), framed(record)));
+    }
+    // Version-1 records (stores of format 6 and older still hold them): a version-2 record of
+    // an item without the version-2 fields, its five bytes of empty tail cut, version byte 1
+    // (SPEC.md §4.2), so the fuzzer also starts from the older decode path.
+    for (i, record) in encoded.iter().enumerate().skip(1) {
+        if record.ends_with(&[0; 5]) {
+            let mut v1 = record[..record.len() - 5].to_vec();
+            v1[0] = memdb_formats::item::RECORD_VERSION_1;
+            assert!(memdb_formats::item::decode_record(&v1).is_ok());
+            out.push(("item_record", format!("raw_v1_{i}.bin"), v1));
+        }
     }
     let block: Vec<u8> = encoded.iter().flat_map(|r| framed(r)).collect();
 
@@ -248,9 +263,21 @@ fn pages_and_policies() -> Vec<(&'static str, String, Vec<u8>)> {
         nodes: vec![(1, 22), (2, 14), (40_000, 14)],
     };
     let mut out = vec![
-        ("page_layout", "empty.bin".to_string(), layout(false, vec![]).encode()),
-        ("page_layout", "photo_and_text.bin".into(), layout(true, vec![photo, text.clone()]).encode()),
-        ("page_layout", "text.bin".into(), layout(false, vec![text]).encode()),
+        (
+            "page_layout",
+            "empty.bin".to_string(),
+            layout(false, vec![]).encode(),
+        ),
+        (
+            "page_layout",
+            "photo_and_text.bin".into(),
+            layout(true, vec![photo, text.clone()]).encode(),
+        ),
+        (
+            "page_layout",
+            "text.bin".into(),
+            layout(false, vec![text]).encode(),
+        ),
     ];
     let builtin = "name = \"timed-gentle\"\n\
         [[stage]]\nname = \"recent\"\nuntil_days = 180\nquality = 90\nscale = 1.0\n\
@@ -260,7 +287,11 @@ fn pages_and_policies() -> Vec<(&'static str, String, Vec<u8>)> {
         [[stage]]\nname = \"fresh\"\nuntil_days = 30\nquality = 92\nscale = 1.0\nkeep_originals = true\n\
         [[stage]]\nname = \"faded\"\nquality = 50\nscale = 0.5\n";
     let refused = user.replace("quality = 50", "quality = 99");
-    for (name, text) in [("timed_gentle.toml", builtin.to_owned()), ("user.toml", user.to_owned()), ("rising.toml", refused)] {
+    for (name, text) in [
+        ("timed_gentle.toml", builtin.to_owned()),
+        ("user.toml", user.to_owned()),
+        ("rising.toml", refused),
+    ] {
         out.push(("forget_policy", name.to_string(), text.into_bytes()));
     }
     out
@@ -278,7 +309,14 @@ fn vector_blocks() -> Vec<(&'static str, String, Vec<u8>)> {
     let block = |precision: Precision| {
         let mut writer = FlatIndexWriter::new(precision, 4).unwrap();
         for (i, row) in rows.iter().enumerate() {
-            writer.push(100 + i as u64, 1_700_000_000_000 + i as i64, (i % 3) as u8, row).unwrap();
+            writer
+                .push(
+                    100 + i as u64,
+                    1_700_000_000_000 + i as i64,
+                    (i % 3) as u8,
+                    row,
+                )
+                .unwrap();
         }
         writer.finish().unwrap()
     };
@@ -288,7 +326,11 @@ fn vector_blocks() -> Vec<(&'static str, String, Vec<u8>)> {
         (Precision::F16, "flat_f16.bin"),
         (Precision::I8, "flat_i8.bin"),
     ] {
-        out.push(("vector_block", name.to_string(), block(precision).as_bytes().to_vec()));
+        out.push((
+            "vector_block",
+            name.to_string(),
+            block(precision).as_bytes().to_vec(),
+        ));
     }
     let params = HnswParams {
         m: 2,
@@ -300,7 +342,11 @@ fn vector_blocks() -> Vec<(&'static str, String, Vec<u8>)> {
     let mut graph = HnswIndex::build(block(Precision::F32), params).unwrap();
     out.push(("vector_block", "hnsw_m2.bin".into(), graph.to_bytes()));
     graph.delete_row(5);
-    out.push(("vector_block", "hnsw_m2_deleted.bin".into(), graph.to_bytes()));
+    out.push((
+        "vector_block",
+        "hnsw_m2_deleted.bin".into(),
+        graph.to_bytes(),
+    ));
     out
 }
 

@@ -249,7 +249,7 @@ fn run_conversation(
             0.0,
         ),
         (
-            "ablation: dense + BM25 + context spread, no graph",
+            "ablation: full recall without the graph",
             Signals {
                 dense: true,
                 lexical: true,

@@ -6,7 +6,7 @@
 //!
 //! 1. Every place *reaches* as far as its people would spread at [`URBAN_DENSITY`] people per
 //!    km²: a disc of radius √(population / (π × density)) around its point ([`reach_km`]) —
-//!    14 km for Madrid's 3.3 million, 2 km for a town of 50,000, 280 m for a village of 1,000.
+//!    16 km for Madrid's 3.3 million, 2 km for a town of 50,000, 280 m for a village of 1,000.
 //! 2. The settlement of a point is the most populous place that reaches it, among the places of
 //!    the nearest place's country (a city across a border is not where one is); ties go to the
 //!    lower GeoNames id.

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::endpoint::stub::{Reply, completion, serve};
-use crate::{IngestItem, IngestOptions, Options};
+use crate::{BlobKind, IngestItem, IngestOptions, Options};
 
 /// Bytes with a JPEG's magic: the captioner sends what it cannot decode as it is.
 fn fake_jpeg(n: u8) -> Vec<u8> {

@@ -107,12 +107,25 @@ pub fn item_nodes(fields: &ItemFields) -> Vec<NodeDraft> {
         }
     }
     if let Some(camera) = &fields.camera {
+        // The camera and its lens are things a person names ("the Fuji", "the 50 mm"); the
+        // orientation, the part of the day and the season are in the item text (BM25 and the
+        // encoder see them) but not nodes: one node shared by every landscape photo, or every
+        // evening, would join paths that have nothing else in common.
         out.push(NodeKind::Entity, &camera.label());
+        if let Some(lens) = &camera.lens {
+            out.push(NodeKind::Entity, lens);
+        }
     }
     let day = fields.time.local_date();
-    for text in [&fields.summary, &fields.body, &fields.caption, &fields.ocr]
-        .into_iter()
-        .flatten()
+    for text in [
+        &fields.summary,
+        &fields.body,
+        &fields.short_caption,
+        &fields.caption,
+        &fields.ocr,
+    ]
+    .into_iter()
+    .flatten()
     {
         scan_text(text, day, &mut out);
     }
@@ -419,6 +432,16 @@ mod tests {
             l.name = Some("Tour Eiffel".into());
         }
         assert_eq!(phrases(&item_nodes(&f))[0], "tour eiffel");
+        // The lens is a node; what a captioner said is read like any text.
+        if let Some(c) = f.camera.as_mut() {
+            c.lens = Some("XF 35mm F1.4 R".into());
+        }
+        f.short_caption = Some("Eiffel Tower at dusk".into());
+        let nodes = item_nodes(&f);
+        let got = phrases(&nodes);
+        assert!(got.contains(&"xf 35mm f1.4 r"), "{got:?}");
+        assert!(got.iter().any(|p| p.contains("eiffel tower")), "{got:?}");
+        assert!(!got.contains(&"landscape"), "{got:?}");
     }
 
     #[test]
