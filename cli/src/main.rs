@@ -5,6 +5,7 @@
 //! reason on stderr).
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+mod caption;
 mod demo;
 mod embed;
 mod error;
@@ -125,6 +126,23 @@ enum Command {
     Embed {
         /// Store directory.
         dir: PathBuf,
+    },
+    /// Describe the store's photos with a local vision model (ATM-Bench's caption, short
+    /// caption, OCR text, tags and entities), through an OpenAI-compatible server on this
+    /// machine (llama.cpp's llama-server, Ollama). Only photos never captioned are sent; run
+    /// `memdb embed` afterwards to index the captions.
+    Caption {
+        /// Store directory.
+        dir: PathBuf,
+        /// The server's base URL, on loopback (the request goes to URL/v1/chat/completions).
+        #[arg(long, default_value = "http://127.0.0.1:8080")]
+        endpoint: String,
+        /// The model name the server knows (recorded as the captions' provenance).
+        #[arg(long)]
+        model: String,
+        /// Seconds one photo may take.
+        #[arg(long, default_value_t = 120)]
+        timeout: u64,
     },
     /// The items nearest in meaning to TEXT (exact cosine over the stored item vectors).
     Similar {
@@ -612,6 +630,20 @@ fn run(command: Command, out: &Out) -> Result<ExitCode> {
                 ));
                 text
             });
+        }
+        Command::Caption {
+            dir,
+            endpoint,
+            model,
+            timeout,
+        } => {
+            let store = open(&dir)?;
+            let summary = caption::caption(&store, &endpoint, &model, timeout, !out.json)?;
+            out.emit(summary.json(), || summary.text());
+            if summary.all_failed() {
+                eprintln!("memdb: no photo captioned: every call failed (reasons above)");
+                return Ok(ExitCode::from(2));
+            }
         }
         Command::Embed { dir } => {
             let store = open(&dir)?;

@@ -195,6 +195,10 @@ fn every_spec_example_returns_the_right_rows() {
         "ITEMS WHERE source = email AND time BETWEEN 2022-05-01 AND 2022-06-01 AND NEAR(38.72, -9.14, 25km)",
         Box::new(|doc| assert_eq!(ext_ids(doc), ["lisbon-hotel"])),
     );
+    checks.insert(
+        "ITEMS WHERE NEAR('Porto', 10km)",
+        Box::new(|doc| assert_eq!(ext_ids(doc), ["porto"])),
+    );
     let caroline_s1: Vec<String> = turns
         .iter()
         .filter(|t| t.session == 1 && t.speaker == "Caroline")

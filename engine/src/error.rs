@@ -171,6 +171,10 @@ pub enum Error {
     /// The node extractor (a local model server) failed or answered something unusable.
     #[error("node extractor: {0}")]
     Extractor(String),
+    /// The offline geocoder refused a question (its embedded gazetteer unreadable: a build
+    /// error, never an input's).
+    #[error("geocoder: {0}")]
+    Geo(#[from] memdb_geo::GeoError),
     /// The operation needs the store to itself, and other handles (clones of the `Store`) or
     /// snapshots are still alive.
     #[error("{0}: close the store's other handles and snapshots first")]

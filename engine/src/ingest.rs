@@ -3,22 +3,30 @@
 //! through it; nobody assembles the sequence by hand.
 //!
 //! ```text
-//! items ──► validate ──► commit (batches) ──► embed missing ──► graph update ──► pages
-//!           (a bad item     one durable          items without     items the graph   days whose
-//!            is reported     commit per           a vector          has not seen      items changed
-//!            and skipped)    batch                                                    (or all days)
+//! items ──► place ──► validate ──► commit ──► places of ──► embed ──► graph ──► pages
+//!           GPS to     (a bad item  (one       stored items  items     items the days whose
+//!           city,      is reported  durable    (once per     without   graph has items changed
+//!           country    and skipped) commit per store)        a vector  not seen  (or all days)
+//!                                   batch)
 //! ```
 //!
-//! Each stage after the commit works from what the store says is missing, never from what this
-//! call added, so every stage is idempotent and resumable: a process killed between two stages
-//! (or inside one: each commits in windows) leaves a store that the next call — even one with
-//! no new items — completes. The derived stages need an [`Embedder`] (the store's encoder); an
-//! ingest without one commits the items and leaves vectors, graph and pages to a later call.
+//! The place stage is pure and runs on each item just before it commits ([`crate::place`]): an
+//! item with a position and no place gets the place it is in, from the gazetteer built into
+//! the binary. Each stage after the commit works from what the store says is missing, never
+//! from what this call added, so every stage is idempotent and resumable: a process killed
+//! between two stages (or inside one: each commits in windows) leaves a store that the next
+//! call — even one with no new items — completes. The derived stages need an [`Embedder`] (the
+//! store's encoder); an ingest without one commits the items (with their places) and leaves
+//! vectors, graph and pages to a later call.
+
+use std::sync::Arc;
 
 use memdb_formats::item::ItemDraft;
 
+use crate::caption::{CaptionReport, Captioner};
 use crate::error::{Error, Result};
 use crate::graph::{Embedder, GraphOptions, GraphReport};
+use crate::place::{PlaceOptions, PlaceReport, fill_place};
 use crate::store::{BlobKind, ITEM_VECTORS, PutStatus, Snapshot, Store, check_put};
 
 /// Items encoded and committed together by [`Store::embed_missing`].
@@ -69,6 +77,12 @@ pub struct IngestOptions {
     pub batch_items: usize,
     /// Blob bytes above which a batch commits before it is full.
     pub batch_blob_bytes: usize,
+    /// The place stage (an item's position to the place it is in, before it commits; and, once
+    /// per store, the stored items'); `None` skips it.
+    pub places: Option<PlaceOptions>,
+    /// The captioner stage (photos without a caption provenance described by a vision model,
+    /// after the items commit and before they are embedded); `None`, the default, skips it.
+    pub captioner: Option<Arc<dyn Captioner>>,
     /// Whether the derived stages run when an embedder is given: vectors of items without one.
     pub embed: bool,
     /// The graph update (after embedding); `None` skips it.
@@ -85,6 +99,8 @@ impl Default for IngestOptions {
         IngestOptions {
             batch_items: 1_000,
             batch_blob_bytes: 64 << 20,
+            places: Some(PlaceOptions::default()),
+            captioner: None,
             embed: true,
             graph: Some(GraphOptions::default()),
             pages: PageStage::All,
@@ -95,7 +111,8 @@ impl Default for IngestOptions {
 }
 
 impl IngestOptions {
-    /// Only the commit stage: items land, nothing is derived.
+    /// Only the commit stage (with the places of the items, which are fields, not derived
+    /// data): items land, nothing is derived.
     pub fn commit_only() -> IngestOptions {
         IngestOptions {
             embed: false,
@@ -111,6 +128,10 @@ impl IngestOptions {
 pub enum IngestStage {
     /// Committing items.
     Commit,
+    /// Placing stored items that have a position and no place.
+    Places,
+    /// Captioning photos.
+    Captions,
     /// Encoding items without a vector.
     Embed,
     /// Adding items to the memory graph.
@@ -124,6 +145,8 @@ impl IngestStage {
     pub fn name(self) -> &'static str {
         match self {
             IngestStage::Commit => "committing items",
+            IngestStage::Places => "placing items",
+            IngestStage::Captions => "captioning photos",
             IngestStage::Embed => "embedding items",
             IngestStage::Graph => "memory graph",
             IngestStage::Pages => "composing pages",
@@ -149,6 +172,9 @@ pub struct EmbedReport {
     pub encoded: u64,
     /// Items that already had a vector.
     pub already: u64,
+    /// Vectors dropped first because they were made from an older recipe of the item text
+    /// (and made again now).
+    pub stale: u64,
 }
 
 /// What an ingest did, stage by stage.
@@ -164,6 +190,12 @@ pub struct IngestReport {
     pub rejected: Vec<Rejected>,
     /// The store's warnings about puts and deletes.
     pub warnings: Vec<String>,
+    /// Items the place stage gave a place before they committed.
+    pub placed: u64,
+    /// The pass over stored items (`None`: it did not run, or had run before).
+    pub places: Option<PlaceReport>,
+    /// The captioner stage (`None`: it did not run).
+    pub captions: Option<CaptionReport>,
     /// The embed stage (`None`: it did not run).
     pub embedded: Option<EmbedReport>,
     /// The graph stage (`None`: it did not run).
@@ -216,11 +248,17 @@ impl Store {
     /// Encodes every item that has no vector yet with `embedder` and stores the vectors in
     /// [`ITEM_VECTORS`], a window of items per commit (an interrupted run keeps what it
     /// committed). `progress` gets (items encoded, items to encode).
+    ///
+    /// Vectors made from an older recipe of the item text (the store's `item_text` setting,
+    /// SPEC.md §5) are dropped first for the sources whose text changed since — in one commit
+    /// with the new setting, so the items are then simply missing their vector and an
+    /// interrupted run loses nothing.
     pub fn embed_missing(
         &self,
         embedder: &dyn Embedder,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<EmbedReport> {
+        let stale = self.drop_stale_item_vectors()?;
         let snapshot = self.snapshot()?;
         let done = snapshot.vector_keys(ITEM_VECTORS)?;
         let todo: Vec<u64> = snapshot
@@ -232,6 +270,7 @@ impl Store {
         let mut report = EmbedReport {
             encoded: 0,
             already: done.len(),
+            stale,
         };
         progress(0, total);
         for (window_index, window) in todo.chunks(EMBED_WINDOW).enumerate() {
@@ -263,6 +302,41 @@ impl Store {
             );
         }
         Ok(report)
+    }
+
+    /// Drops the item vectors made from an older item-text recipe (see
+    /// [`embed_missing`](Store::embed_missing)) and records the current recipe; returns how
+    /// many it dropped.
+    fn drop_stale_item_vectors(&self) -> Result<u64> {
+        let snapshot = self.snapshot()?;
+        let recipe = snapshot
+            .setting(crate::recall::ITEM_TEXT_SETTING)?
+            .and_then(|v| v.parse::<u32>().ok())
+            .unwrap_or(1);
+        if recipe >= crate::recall::ITEM_TEXT_VERSION {
+            return Ok(0);
+        }
+        let with_vector = snapshot.vector_keys(ITEM_VECTORS)?;
+        let mut batch = self.batch();
+        let mut dropped = 0;
+        for source in crate::recall::changed_sources(recipe) {
+            let filter = crate::store::ScanFilter {
+                source: Some(source),
+                ..crate::store::ScanFilter::default()
+            };
+            for item in snapshot.scan(&filter)? {
+                if with_vector.contains(item.id) {
+                    batch.delete_vector(ITEM_VECTORS, item.id);
+                    dropped += 1;
+                }
+            }
+        }
+        batch.set_setting(
+            crate::recall::ITEM_TEXT_SETTING,
+            crate::recall::ITEM_TEXT_VERSION.to_string(),
+        );
+        batch.commit()?;
+        Ok(dropped)
     }
 }
 
@@ -355,7 +429,12 @@ impl Ingest<'_> {
         let mut batch = self.store.batch();
         // Who each put of the batch is, for the report.
         let mut puts: Vec<(String, Option<String>)> = Vec::with_capacity(self.pending.len());
-        for item in std::mem::take(&mut self.pending) {
+        for mut item in std::mem::take(&mut self.pending) {
+            if let Some(places) = &self.options.places
+                && fill_place(&mut item.draft.fields, places)
+            {
+                self.report.placed += 1;
+            }
             // What the store would refuse is set aside first: the rest then moves into the
             // batch without a copy, and a bad item costs no transaction.
             if let Err(e) = check_put(puts.len(), &item.draft, &item.blobs) {
@@ -419,6 +498,20 @@ impl Ingest<'_> {
         self.commit()?;
         let store = self.store;
         let mut report = self.report;
+        if let Some(places) = &self.options.places
+            && !store.places_filled()?
+        {
+            report.places = Some(store.fill_places(places, &mut |done, total| {
+                progress(IngestStage::Places, done, total)
+            })?);
+        }
+        if let Some(captioner) = &self.options.captioner {
+            report.captions = Some(
+                store.caption_photos(captioner.as_ref(), &mut |done, total| {
+                    progress(IngestStage::Captions, done, total)
+                })?,
+            );
+        }
         if let Some(embedder) = embedder {
             if self.options.embed {
                 report.embedded = Some(store.embed_missing(embedder, &mut |done, total| {
@@ -488,6 +581,7 @@ mod tests {
                 lat: 91.0,
                 lon: 0.0,
             }),
+            place: None,
         });
         let mut reserved = item("reserved", 2);
         reserved.blobs.push((BlobKind::Vectors, vec![1, 2, 3]));

@@ -22,12 +22,17 @@
 // compiled but unused.
 #![cfg_attr(not(feature = "render"), allow(dead_code, unused_imports))]
 
+mod caption;
+mod endpoint;
 mod error;
+#[cfg(test)]
+mod fixtures;
 #[cfg(feature = "render")]
 pub mod forget;
 pub mod graph;
 mod ingest;
 mod open;
+mod place;
 pub mod recall;
 #[cfg(feature = "render")]
 pub mod scrapbook;
@@ -35,6 +40,10 @@ mod store;
 mod text;
 mod time;
 
+pub use caption::{CaptionError, CaptionFailure, CaptionReport, Captioner, apply_caption};
+#[cfg(feature = "llm")]
+pub use caption::{VisionCaptioner, VisionOptions};
+pub use endpoint::EndpointError;
 pub use error::{EmbedError, Error, Result};
 #[cfg(feature = "llm")]
 pub use graph::LlmExtractor;
@@ -42,9 +51,12 @@ pub use graph::{Embedder, GraphOptions, GraphReport, NodeExtractor, RuleExtracto
 pub use ingest::{
     EmbedReport, Ingest, IngestItem, IngestOptions, IngestReport, IngestStage, PageStage, Rejected,
 };
+pub use memdb_formats::caption::{CaptionFields, CaptionReplyError};
 pub use memdb_formats::item::{
-    EventTime, GeoPoint, ItemDraft, ItemFields, ItemRecord as Item, Location, Source,
+    Camera, CaptionProvenance, EventTime, GeoPoint, ItemDraft, ItemFields, ItemRecord as Item,
+    Location, Orientation, PlaceName, Source,
 };
+pub use place::{DEFAULT_PLACE_CAP_KM, PlaceOptions, PlaceReport, fill_place, place_of};
 pub use recall::{
     Explanation, Recall, RecallCounts, RecallHit, RecallOptions, RecallTimings, Signals, item_text,
 };

@@ -1,5 +1,5 @@
 //! Compatibility goldens (issue 18): a whole store written by the last commit of each earlier
-//! catalog format version (1–5), checked in under `tests/compat/vN/store/`, with what that
+//! catalog format version (1–6), checked in under `tests/compat/vN/store/`, with what that
 //! version's engine said the store held in `tests/compat/vN/expected.json` (see
 //! `tests/compat/README.md` for the commits and commands that made them).
 //!
@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 /// The format version this build writes (`STORE_FORMAT_VERSION`).
-const CURRENT_FORMAT_VERSION: u64 = 6;
+const CURRENT_FORMAT_VERSION: u64 = 7;
 
 fn golden(version: u64) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -286,10 +286,15 @@ fn open_and_upgrade(version: u64) {
         .find(|i| i["source"] == "note")
         .unwrap();
     let first_ext = first["external_id"].as_str().unwrap();
-    {
+    // Earlier versions the old store kept of that note (format 6 keeps them).
+    let versions_before = {
         let store = Store::open(&path, Options::default()).unwrap();
         read_checks(version, "writer", &store, want);
-    }
+        let snap = store.snapshot().unwrap();
+        let id = snap.get_by_external_id(first_ext).unwrap().unwrap().id;
+        snap.versions(id).unwrap().len()
+    };
+    assert_eq!(versions_before > 0, version >= 6, "v{version}: history");
     assert_eq!(format_version(&path), version);
     {
         let store = Store::open(&path, Options::default()).unwrap();
@@ -352,10 +357,22 @@ fn open_and_upgrade(version: u64) {
             updated.fields.body.as_deref(),
             Some("Updated after upgrade")
         );
+        // Oldest first: the version the update replaced is the last.
         let versions = snap.versions(updated.id).unwrap();
-        assert_eq!(versions.len(), 1, "v{version} upgraded: versions");
         assert_eq!(
-            Some(versions[0].record.fields.body.as_deref().unwrap()),
+            versions.len(),
+            versions_before + 1,
+            "v{version} upgraded: versions"
+        );
+        assert_eq!(
+            Some(
+                versions[versions_before]
+                    .record
+                    .fields
+                    .body
+                    .as_deref()
+                    .unwrap()
+            ),
             first["body"].as_str()
         );
         let added = snap
@@ -429,4 +446,185 @@ fn a_version_4_store_opens_and_upgrades() {
 #[test]
 fn a_version_5_store_opens_and_upgrades() {
     open_and_upgrade(5);
+}
+
+#[test]
+fn a_version_6_store_opens_and_upgrades() {
+    open_and_upgrade(6);
+}
+
+/// A store of format 6 holds items with positions and no places (records of version 1). The
+/// next ingest — with no new item — places them (a pass over the stored items, once), keeps
+/// their version-1 records as history (still read), names only those without a name of their
+/// own, leaves every other item as it was, and the store checks clean.
+#[test]
+fn a_version_6_store_gets_its_places_at_the_next_ingest() {
+    let golden = golden(6);
+    let expected: Value =
+        serde_json::from_slice(&std::fs::read(golden.join("expected.json")).unwrap()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    copy_dir(&golden.join("store"), &path);
+    let store = Store::open(&path, Options::default()).unwrap();
+    let report = store
+        .ingest(memdb::IngestOptions::commit_only())
+        .unwrap()
+        .finish(None, &mut |_, _, _| {})
+        .unwrap();
+    let positioned: Vec<&Value> = expected["dump"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| !i["location"]["lat"].is_null())
+        .collect();
+    assert_eq!(positioned.len(), 8);
+    let places = report.places.unwrap();
+    assert_eq!((places.placed, places.already), (8, 0), "{places:?}");
+    assert!(store.check().unwrap().is_clean());
+
+    let snap = store.snapshot().unwrap();
+    for old in &positioned {
+        let ext = old["external_id"].as_str().unwrap();
+        let item = snap.get_by_external_id(ext).unwrap().unwrap();
+        let location = item.fields.location.as_ref().unwrap();
+        let place = location.place.as_ref().unwrap();
+        let name = old["location"]["name"].as_str();
+        match name {
+            // Its own name stays.
+            Some(own) => assert_eq!(location.name.as_deref(), Some(own), "{ext}"),
+            None => assert_eq!(location.name, Some(place.label()), "{ext}"),
+        }
+        assert!(
+            place.geonames_id.is_some() && place.distance_m.is_some(),
+            "{ext}"
+        );
+        // The version-1 record it replaced is history, read as it was: no place.
+        let versions = snap.versions(item.id).unwrap();
+        let before = &versions.last().unwrap().record;
+        assert!(before.fields.location.as_ref().unwrap().place.is_none());
+        assert_eq!(
+            before.fields.location.as_ref().unwrap().name.as_deref(),
+            name,
+            "{ext}"
+        );
+    }
+    let city = |ext: &str| {
+        snap.get_by_external_id(ext)
+            .unwrap()
+            .unwrap()
+            .fields
+            .location
+            .unwrap()
+            .place
+            .unwrap()
+            .city
+    };
+    assert_eq!(city("photo-2024-05-12-tram"), "Lisbon");
+    assert_eq!(city("photo-2024-03-10-bike"), "Amsterdam");
+    // Everything else is as it was.
+    let unplaced: usize = expected["dump"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["location"]["lat"].is_null())
+        .map(|i| {
+            let item = snap
+                .get_by_external_id(i["external_id"].as_str().unwrap())
+                .unwrap()
+                .unwrap();
+            assert_eq!(item.ingest_time_ms, i["ingest_time_ms"].as_i64().unwrap());
+        })
+        .count();
+    assert_eq!(
+        unplaced + 8,
+        expected["dump"]["items"].as_array().unwrap().len()
+    );
+    // The pass is recorded: the next ingest does not run it again.
+    let again = store
+        .ingest(memdb::IngestOptions::commit_only())
+        .unwrap()
+        .finish(None, &mut |_, _, _| {})
+        .unwrap();
+    assert_eq!(again.places, None);
+    drop((snap, store));
+    assert_eq!(format_version(&path), CURRENT_FORMAT_VERSION);
+}
+
+/// Vectors of 384 dimensions, each the text's length in the first coordinate (enough to tell
+/// which text made a vector).
+struct LengthEmbedder;
+
+impl memdb::Embedder for LengthEmbedder {
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, memdb::EmbedError> {
+        Ok(texts
+            .iter()
+            .map(|t| {
+                let mut v = vec![0.0f32; 384];
+                v[0] = 1.0;
+                v[1] = t.len() as f32 / 1000.0;
+                v
+            })
+            .collect())
+    }
+}
+
+/// The item vectors of a format-6 store were made from recipe 1 of the item text. The next
+/// embed drops those of images (whose text is SGM fields now) in one commit with the setting
+/// `item_text`, and makes them again from the new text; every other item keeps its vector, and
+/// a second run changes nothing.
+#[test]
+fn a_version_6_store_embeds_its_images_again_from_their_new_text() {
+    let golden = golden(6);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    copy_dir(&golden.join("store"), &path);
+    let store = Store::open(&path, Options::default()).unwrap();
+    let before = store.snapshot().unwrap();
+    let items = before.scan(&ScanFilter::default()).unwrap();
+    let stored = before.vectors(ITEM_VECTORS).unwrap().unwrap();
+    let with_vector = before.vector_keys(ITEM_VECTORS).unwrap();
+    let images: Vec<u64> = items
+        .iter()
+        .filter(|i| i.fields.source == Source::Image && with_vector.contains(i.id))
+        .map(|i| i.id)
+        .collect();
+    assert!(images.len() >= 5, "{images:?}");
+    let others: Vec<(u64, Vec<f32>)> = items
+        .iter()
+        .filter(|i| i.fields.source != Source::Image && with_vector.contains(i.id))
+        .map(|i| (i.id, stored.get(i.id).unwrap()))
+        .collect();
+    drop((stored, before));
+
+    let report = store
+        .embed_missing(&LengthEmbedder, &mut |_, _| {})
+        .unwrap();
+    assert_eq!(report.stale, images.len() as u64);
+    assert!(report.encoded >= images.len() as u64);
+    let snap = store.snapshot().unwrap();
+    let stored = snap.vectors(ITEM_VECTORS).unwrap().unwrap();
+    for id in &images {
+        let item = snap.get(*id).unwrap().unwrap();
+        let text = memdb::item_text(&item);
+        assert!(text.starts_with("Type: image"), "{text}");
+        let v = stored.get(*id).unwrap();
+        assert_eq!(
+            v[1],
+            text.len() as f32 / 1000.0,
+            "item {id} embedded from {text}"
+        );
+    }
+    for (id, vector) in &others {
+        assert_eq!(
+            &stored.get(*id).unwrap(),
+            vector,
+            "item {id} kept its vector"
+        );
+    }
+    drop((stored, snap));
+    let again = store
+        .embed_missing(&LengthEmbedder, &mut |_, _| {})
+        .unwrap();
+    assert_eq!((again.stale, again.encoded), (0, 0));
+    assert!(store.check().unwrap().is_clean());
 }

@@ -8,7 +8,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::item::{EventTime, ItemFields};
+use crate::item::{Camera, EventTime, ItemFields, PlaceName};
 
 /// The original file an exported item names: a path relative to the JSONL file's folder, and
 /// the SHA-256 of its bytes (lowercase hex).
@@ -49,6 +49,41 @@ pub fn time_value(time: EventTime) -> Value {
     ))
 }
 
+/// A place as JSON (the JSONL `location.place` member, and the `place` of an item's JSON):
+/// every member it has, absent ones left out.
+pub fn place_value(place: &PlaceName) -> Value {
+    let mut object = Map::new();
+    object.insert("city".into(), json!(place.city));
+    for (key, value) in [
+        ("locality", json!(place.locality)),
+        ("region", json!(place.region)),
+        ("country", json!(place.country)),
+        ("country_code", json!(place.country_code)),
+        ("distance_m", json!(place.distance_m)),
+        ("geonames_id", json!(place.geonames_id)),
+    ] {
+        if !value.is_null() {
+            object.insert(key.into(), value);
+        }
+    }
+    Value::Object(object)
+}
+
+/// A camera as JSON (the JSONL `camera` member): its known members only.
+pub fn camera_value(camera: &Camera) -> Value {
+    let mut object = Map::new();
+    for (key, value) in [
+        ("make", &camera.make),
+        ("model", &camera.model),
+        ("lens", &camera.lens),
+    ] {
+        if let Some(value) = value {
+            object.insert(key.into(), json!(value));
+        }
+    }
+    Value::Object(object)
+}
+
 /// One JSONL line (without its newline) for an item's `fields`, naming the item it supersedes
 /// by external id and its original file.
 pub fn item_line(
@@ -79,12 +114,26 @@ pub fn item_line(
             place.insert("lat".into(), json!(geo.lat));
             place.insert("lon".into(), json!(geo.lon));
         }
+        if let Some(p) = &location.place {
+            place.insert("place".into(), place_value(p));
+        }
         optional("location", Value::Object(place));
     }
     optional("entities", json!(fields.entities));
     optional("tags", json!(fields.tags));
     optional("ocr", json!(fields.ocr));
     optional("caption", json!(fields.caption));
+    optional("short_caption", json!(fields.short_caption));
+    if let Some(p) = &fields.caption_provenance {
+        optional(
+            "caption_provenance",
+            json!({"model": p.model, "at": time_value(EventTime::utc(p.at_ms))}),
+        );
+    }
+    if let Some(camera) = &fields.camera {
+        optional("camera", camera_value(camera));
+    }
+    optional("orientation", json!(fields.orientation.map(|o| o.name())));
     optional("summary", json!(fields.summary));
     optional("body", json!(fields.body));
     optional("speaker", json!(fields.speaker));
@@ -103,7 +152,7 @@ pub fn item_line(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::item::{GeoPoint, Location, Source};
+    use crate::item::{Camera, GeoPoint, Location, PlaceName, Source};
 
     #[test]
     fn times_keep_their_offset_and_milliseconds() {
@@ -129,6 +178,7 @@ mod tests {
                 lat: 60.146_705_555_555_55,
                 lon: 24.906_772_222_222_22,
             }),
+            place: None,
         });
         f.entities = vec!["Ana".into(), "Rui".into()];
         f.tags = vec!["time:mbox".into()];
@@ -138,11 +188,30 @@ mod tests {
         f.to = vec!["Rui <r@b>".into()];
         let mut undated = ItemFields::new(Source::Image, EventTime::UNDATED);
         undated.caption = Some("a shop sign".into());
+        let photo = crate::item::photo_fields();
+        let mut hand = ItemFields::new(Source::Note, EventTime::UNDATED);
+        hand.location = Some(Location {
+            name: None,
+            geo: None,
+            place: Some(PlaceName {
+                city: "Springfield".into(),
+                ..PlaceName::default()
+            }),
+        });
+        hand.camera = Some(Camera {
+            lens: Some("50mm".into()),
+            ..Camera::default()
+        });
         let original = OriginalFile {
             file: "originals/7-x.jpg".into(),
             sha256: "ab".repeat(32),
         };
-        for (fields, original) in [(f, None), (undated, Some(&original))] {
+        for (fields, original) in [
+            (f, None),
+            (undated, Some(&original)),
+            (photo, None),
+            (hand, None),
+        ] {
             let line = item_line(&fields, None, original);
             let report =
                 crate::import::jsonl::parse(std::path::Path::new("x.jsonl"), line.as_bytes());
@@ -165,6 +234,7 @@ mod tests {
                 lat: 38.7163,
                 lon: -9.1318,
             }),
+            place: None,
         });
         f.tags = vec!["photo".into()];
         let original = OriginalFile {

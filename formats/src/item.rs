@@ -1,13 +1,20 @@
 //! Schema-Guided Memory (SGM) items: the typed fields of one memory and their record encoding.
 //!
 //! An item is what ATM-Bench calls an SGM record: a set of typed fields (time, place, source,
-//! entities, tags, OCR, caption, summary, body, speaker/from/to) rather than free text. This
-//! module owns the types and the byte encoding of a stored record (SPEC.md §4): a version byte
-//! followed by bincode 2.x (standard configuration) of the fields in a fixed order, framed in a
-//! segment by a length and a CRC32C.
+//! entities, tags, OCR, caption, summary, body, speaker/from/to, and for photos the camera, the
+//! orientation and the provenance of their captions) rather than free text. This module owns
+//! the types and the byte encoding of a stored record (SPEC.md §4): a version byte followed by
+//! bincode 2.x (standard configuration) of the fields in a fixed order, framed in a segment by a
+//! length and a CRC32C.
+//!
+//! Record versions: version 2 ([`RECORD_VERSION`], written) is version 1's nineteen fields
+//! followed by five more (the structured place, camera, orientation, short caption and caption
+//! provenance). Version 1 records are still read, with those five empty: stores hold records
+//! of both versions side by side, and a record is only rewritten when its item changes.
 //!
 //! Invariants: a decoded record always satisfies [`ItemFields::validate`]; decoding never
-//! allocates more than [`MAX_RECORD_BYTES`] whatever the input claims.
+//! allocates more than [`MAX_RECORD_BYTES`] whatever the input claims; encoding then decoding
+//! gives back the same record, whatever version it was read from.
 
 use std::fmt;
 use std::str::FromStr;
@@ -16,7 +23,9 @@ use crate::FormatError;
 use crate::bytes::{PutLe, Reader, crc32c};
 
 /// Version byte written at the start of every item record.
-pub const RECORD_VERSION: u8 = 1;
+pub const RECORD_VERSION: u8 = 2;
+/// The first record version, still read (SPEC.md §4.2): fields 1–19 only.
+pub const RECORD_VERSION_1: u8 = 1;
 /// Largest encoded item record accepted by the decoder (and by the store).
 pub const MAX_RECORD_BYTES: usize = 16 << 20;
 /// Bytes of the frame (`len u32`, `crc32c u32`) in front of a record inside an item block.
@@ -66,16 +75,6 @@ impl Source {
         Source::Note,
     ];
 
-    /// The byte stored on disk for this source.
-    pub fn code(self) -> u8 {
-        self as u8
-    }
-
-    /// The source stored as `code`, if any.
-    pub fn from_code(code: u8) -> Option<Source> {
-        Source::ALL.into_iter().find(|s| s.code() == code)
-    }
-
     /// Lowercase name used in JSONL, the CLI and the query language.
     pub fn name(self) -> &'static str {
         match self {
@@ -88,23 +87,47 @@ impl Source {
     }
 }
 
-impl fmt::Display for Source {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
+/// For a `#[repr(u8)]` enum with an `ALL` list and a `name()`: `code` and `from_code` (the byte
+/// stored on disk and back), `Display` as its name and `FromStr` from its name in any letter
+/// case; `$what` and `$expected` word the refusal.
+macro_rules! named {
+    ($ty:ident, $what:literal, $expected:literal) => {
+        impl $ty {
+            /// The byte stored on disk for this value.
+            pub fn code(self) -> u8 {
+                self as u8
+            }
+
+            /// The value stored as `code`, if any.
+            pub fn from_code(code: u8) -> Option<$ty> {
+                $ty::ALL.into_iter().find(|v| v.code() == code)
+            }
+        }
+
+        impl fmt::Display for $ty {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+
+        impl FromStr for $ty {
+            type Err = String;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                $ty::ALL
+                    .into_iter()
+                    .find(|v| v.name().eq_ignore_ascii_case(s))
+                    .ok_or_else(|| {
+                        format!(
+                            concat!("unknown ", $what, " `{}` (expected ", $expected, ")"),
+                            s
+                        )
+                    })
+            }
+        }
+    };
 }
 
-impl FromStr for Source {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Source::ALL
-            .into_iter()
-            .find(|src| src.name().eq_ignore_ascii_case(s))
-            .ok_or_else(|| {
-                format!("unknown source `{s}` (expected image, video, email, chat or note)")
-            })
-    }
-}
+named!(Source, "source", "image, video, email, chat or note");
 
 /// When something happened: an instant (UTC milliseconds since the Unix epoch) and the UTC
 /// offset of the place it happened, so local time can be shown as the person lived it — or
@@ -298,13 +321,187 @@ pub struct GeoPoint {
     pub lon: f64,
 }
 
-/// Where something happened: a place name, a position, or both.
+/// Where something happened: a place name, a position, the place the position is in, or any
+/// of them.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Location {
-    /// Human name of the place ("Lisbon", "Home").
+    /// Human name of the place ("Lisbon", "Home"): the item's own, or, for an item that had
+    /// none, its [`place`](Location::place)'s [`label`](PlaceName::label).
     pub name: Option<String>,
     /// Position, when known.
     pub geo: Option<GeoPoint>,
+    /// The settlement the position is in, in words (SGM's `city` and `location_name`): given
+    /// by hand, or filled at ingest from [`geo`](Location::geo) by the offline geocoder.
+    pub place: Option<PlaceName>,
+}
+
+/// A place in words: the city a person would name, the region and the country, with where the
+/// words came from.
+///
+/// Filled by the engine's place stage from a GPS position (GeoNames, see `memdb-geo`), or given
+/// in an import. `city` is the settlement a person would say they were in ("Madrid"), which is
+/// not always the nearest one in the gazetteer: that one, when it differs (a neighbourhood such
+/// as "Vallehermoso", a village), is the `locality`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PlaceName {
+    /// The city, town or village, in its GeoNames spelling ("Madrid", "Zürich"); never empty.
+    pub city: String,
+    /// The nearest populated place when it is not `city`: a neighbourhood, district or village.
+    pub locality: Option<String>,
+    /// The first-level region in English ("Île-de-France", "Wales", "Texas").
+    pub region: Option<String>,
+    /// The country in English ("France").
+    pub country: Option<String>,
+    /// The country's ISO 3166-1 alpha-2 code ("FR"): two upper-case ASCII letters.
+    pub country_code: Option<String>,
+    /// Great-circle distance from the item's position to the city's own point, in metres.
+    pub distance_m: Option<u32>,
+    /// GeoNames id of `city` when it came from the gazetteer; `None` when given by hand.
+    pub geonames_id: Option<u32>,
+}
+
+impl PlaceName {
+    /// "Paris, Île-de-France, France": city, region (left out when absent or the city's own
+    /// name, as "Madrid, Spain") and country — what an item without a name of its own is
+    /// called, and what its text says.
+    pub fn label(&self) -> String {
+        let mut parts = vec![self.city.as_str()];
+        if let Some(region) = self.region.as_deref().filter(|r| *r != self.city) {
+            parts.push(region);
+        }
+        parts.extend(self.country.as_deref());
+        parts.join(", ")
+    }
+
+    /// "Paris, France": city and country, what a page shows beside the coordinates.
+    pub fn short_label(&self) -> String {
+        match &self.country {
+            Some(country) => format!("{}, {country}", self.city),
+            None => self.city.clone(),
+        }
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        if self.city.trim().is_empty() {
+            return Err("place: city is empty".to_owned());
+        }
+        for (what, value) in [
+            ("locality", &self.locality),
+            ("region", &self.region),
+            ("country", &self.country),
+        ] {
+            if value.as_deref().is_some_and(|v| v.trim().is_empty()) {
+                return Err(format!("place: {what} is empty"));
+            }
+        }
+        if let Some(code) = &self.country_code
+            && !(code.len() == 2 && code.bytes().all(|b| b.is_ascii_uppercase()))
+        {
+            return Err(format!(
+                "place: country code `{code}` is not two upper-case letters (ISO 3166-1 alpha-2)"
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The camera a photo was taken with, as its EXIF says (Make, Model, LensModel).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Camera {
+    /// The maker ("FUJIFILM", "Apple").
+    pub make: Option<String>,
+    /// The model ("FinePixS2Pro", "iPhone 6").
+    pub model: Option<String>,
+    /// The lens ("iPhone 6 back camera 4.15mm f/2.2", "EF24-105mm f/4L IS USM").
+    pub lens: Option<String>,
+}
+
+impl Camera {
+    /// "FUJIFILM FinePixS2Pro": make and model, the make left out when the model already starts
+    /// with it ("Canon EOS 40D", not "Canon Canon EOS 40D"). Empty when neither is known.
+    pub fn label(&self) -> String {
+        match (self.make.as_deref(), self.model.as_deref()) {
+            (Some(make), Some(model))
+                if model
+                    .get(..make.len())
+                    .is_some_and(|head| head.eq_ignore_ascii_case(make)) =>
+            {
+                model.to_owned()
+            }
+            (Some(make), Some(model)) => format!("{make} {model}"),
+            (Some(one), None) | (None, Some(one)) => one.to_owned(),
+            (None, None) => String::new(),
+        }
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        if self.make.is_none() && self.model.is_none() && self.lens.is_none() {
+            return Err("camera: make, model and lens are all absent".to_owned());
+        }
+        for (what, value) in [
+            ("make", &self.make),
+            ("model", &self.model),
+            ("lens", &self.lens),
+        ] {
+            if value.as_deref().is_some_and(|v| v.trim().is_empty()) {
+                return Err(format!("camera: {what} is empty"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Which way up a picture is, as it is shown (after its EXIF orientation is applied). Stored as
+/// its [`code`](Orientation::code), 0 meaning unknown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Orientation {
+    /// Wider than tall.
+    Landscape = 1,
+    /// Taller than wide.
+    Portrait = 2,
+    /// As wide as tall.
+    Square = 3,
+}
+
+impl Orientation {
+    /// Every orientation, in code order.
+    pub const ALL: [Orientation; 3] = [
+        Orientation::Landscape,
+        Orientation::Portrait,
+        Orientation::Square,
+    ];
+
+    /// The orientation of an upright picture `width` × `height` pixels.
+    pub fn of(width: u32, height: u32) -> Orientation {
+        match width.cmp(&height) {
+            std::cmp::Ordering::Greater => Orientation::Landscape,
+            std::cmp::Ordering::Less => Orientation::Portrait,
+            std::cmp::Ordering::Equal => Orientation::Square,
+        }
+    }
+
+    /// Lowercase name used in JSONL, JSON and item text.
+    pub fn name(self) -> &'static str {
+        match self {
+            Orientation::Landscape => "landscape",
+            Orientation::Portrait => "portrait",
+            Orientation::Square => "square",
+        }
+    }
+}
+
+named!(Orientation, "orientation", "landscape, portrait or square");
+
+/// Which model described an image, and when: the provenance of the caption, short caption and
+/// OCR text a captioner filled (ATM-Bench's `model_used` and `processed_at`). A photo with a
+/// provenance has been captioned, and is not sent to a captioner again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaptionProvenance {
+    /// The model, as its server names it ("Qwen3-VL-2B-Instruct").
+    pub model: String,
+    /// When it answered, UTC ms since the epoch.
+    pub at_ms: i64,
 }
 
 /// The typed fields of one memory, as an importer or an application gives them.
@@ -337,6 +534,15 @@ pub struct ItemFields {
     pub from: Option<String>,
     /// Recipients (e-mail).
     pub to: Vec<String>,
+    /// A one-line caption of the image (ATM-Bench's `short_caption`).
+    pub short_caption: Option<String>,
+    /// Which model wrote the caption, short caption and OCR text, and when; `None` when they
+    /// were not written by a captioner (given by hand, imported) or are absent.
+    pub caption_provenance: Option<CaptionProvenance>,
+    /// The camera (photos).
+    pub camera: Option<Camera>,
+    /// Which way up the picture is shown (photos).
+    pub orientation: Option<Orientation>,
 }
 
 impl ItemFields {
@@ -356,11 +562,18 @@ impl ItemFields {
             speaker: None,
             from: None,
             to: Vec::new(),
+            short_caption: None,
+            caption_provenance: None,
+            camera: None,
+            orientation: None,
         }
     }
 
     /// Checks the value ranges the format promises: offset within ±18 h, an instant jiff can
-    /// represent, finite in-range coordinates, a non-empty external id when one is given.
+    /// represent, finite in-range coordinates, a non-empty external id when one is given, a
+    /// place with a city (and any other name it has non-empty, a two-letter country code), a
+    /// camera with something known about it, a caption provenance naming its model at a time
+    /// the calendar holds.
     pub fn validate(&self) -> Result<(), String> {
         self.time.validate()?;
         if let Some(GeoPoint { lat, lon }) = self.location.as_ref().and_then(|l| l.geo) {
@@ -371,8 +584,25 @@ impl ItemFields {
                 return Err(format!("longitude {lon} is not within -180..=180"));
             }
         }
+        if let Some(place) = self.location.as_ref().and_then(|l| l.place.as_ref()) {
+            place.validate()?;
+        }
         if self.external_id.as_deref() == Some("") {
             return Err("external id is empty".to_owned());
+        }
+        if let Some(camera) = &self.camera {
+            camera.validate()?;
+        }
+        if let Some(p) = &self.caption_provenance {
+            if p.model.trim().is_empty() {
+                return Err("caption provenance: model is empty".to_owned());
+            }
+            if jiff::Timestamp::from_millisecond(p.at_ms).is_err() {
+                return Err(format!(
+                    "caption provenance: instant {} ms is outside years -9999..=9999",
+                    p.at_ms
+                ));
+            }
         }
         Ok(())
     }
@@ -404,7 +634,8 @@ pub struct ItemRecord {
 }
 
 /// The record layout of version 1, field for field in the order SPEC.md §4.2 gives. It exists
-/// so the wire order is one declaration, separate from the public types.
+/// so the wire order is one declaration, separate from the public types. Version 2 is this
+/// followed by [`RecordV2Tail`].
 #[derive(bincode::Encode, bincode::Decode)]
 struct RecordV1 {
     id: u64,
@@ -428,6 +659,38 @@ struct RecordV1 {
     blobs: Vec<u64>,
 }
 
+/// Fields 20–24 of a version-2 record (SPEC.md §4.2), after version 1's nineteen: bincode
+/// writes a struct as its fields one after another, so `(RecordV1, RecordV2Tail)` is exactly
+/// the field list of the table.
+#[derive(bincode::Encode, bincode::Decode, Default)]
+struct RecordV2Tail {
+    place: Option<PlaceWire>,
+    camera: Option<CameraWire>,
+    /// 0 unknown, else [`Orientation::code`].
+    orientation: u8,
+    short_caption: Option<String>,
+    /// (model, at UTC ms).
+    caption_provenance: Option<(String, i64)>,
+}
+
+#[derive(bincode::Encode, bincode::Decode)]
+struct PlaceWire {
+    city: String,
+    locality: Option<String>,
+    region: Option<String>,
+    country: Option<String>,
+    country_code: Option<String>,
+    distance_m: Option<u32>,
+    geonames_id: Option<u32>,
+}
+
+#[derive(bincode::Encode, bincode::Decode)]
+struct CameraWire {
+    make: Option<String>,
+    model: Option<String>,
+    lens: Option<String>,
+}
+
 fn bincode_config() -> impl bincode::config::Config {
     bincode::config::standard()
         .with_little_endian()
@@ -437,14 +700,27 @@ fn bincode_config() -> impl bincode::config::Config {
 
 const RECORD: &str = "item record";
 
-/// Encodes `record` as a version byte followed by the bincode fields (no frame).
+/// Encodes `record` as a version byte ([`RECORD_VERSION`]) followed by the bincode fields (no
+/// frame).
 pub fn encode_record(record: &ItemRecord) -> Result<Vec<u8>, FormatError> {
     let f = &record.fields;
-    let (location_name, geo) = match &f.location {
-        Some(l) => (l.name.clone(), l.geo.map(|g| (g.lat, g.lon))),
-        None => (None, None),
+    let (location_name, geo, place) = match &f.location {
+        Some(l) => (
+            l.name.clone(),
+            l.geo.map(|g| (g.lat, g.lon)),
+            l.place.clone().map(|p| PlaceWire {
+                city: p.city,
+                locality: p.locality,
+                region: p.region,
+                country: p.country,
+                country_code: p.country_code,
+                distance_m: p.distance_m,
+                geonames_id: p.geonames_id,
+            }),
+        ),
+        None => (None, None, None),
     };
-    let wire = RecordV1 {
+    let head = RecordV1 {
         id: record.id,
         ingest_time_ms: record.ingest_time_ms,
         external_id: f.external_id.clone(),
@@ -465,14 +741,25 @@ pub fn encode_record(record: &ItemRecord) -> Result<Vec<u8>, FormatError> {
         supersedes: record.supersedes,
         blobs: record.blobs.clone(),
     };
+    let tail = RecordV2Tail {
+        place,
+        camera: f.camera.clone().map(|c| CameraWire {
+            make: c.make,
+            model: c.model,
+            lens: c.lens,
+        }),
+        orientation: f.orientation.map_or(0, Orientation::code),
+        short_caption: f.short_caption.clone(),
+        caption_provenance: f.caption_provenance.clone().map(|p| (p.model, p.at_ms)),
+    };
+    let invalid = |e: bincode::error::EncodeError| FormatError::Invalid {
+        what: RECORD,
+        offset: 0,
+        reason: e.to_string(),
+    };
     let mut out = vec![RECORD_VERSION];
-    bincode::encode_into_std_write(&wire, &mut out, bincode_config()).map_err(|e| {
-        FormatError::Invalid {
-            what: RECORD,
-            offset: 0,
-            reason: e.to_string(),
-        }
-    })?;
+    bincode::encode_into_std_write(&head, &mut out, bincode_config()).map_err(invalid)?;
+    bincode::encode_into_std_write(&tail, &mut out, bincode_config()).map_err(invalid)?;
     if out.len() > MAX_RECORD_BYTES {
         return Err(FormatError::Invalid {
             what: RECORD,
@@ -486,7 +773,8 @@ pub fn encode_record(record: &ItemRecord) -> Result<Vec<u8>, FormatError> {
     Ok(out)
 }
 
-/// Decodes a record written by [`encode_record`]. Every byte must be consumed.
+/// Decodes a record written by [`encode_record`], of version 2 or of version 1 (whose fields
+/// 20–24 read as absent). Every byte must be consumed.
 pub fn decode_record(bytes: &[u8]) -> Result<ItemRecord, FormatError> {
     let invalid = |reason: String| FormatError::Invalid {
         what: RECORD,
@@ -494,50 +782,90 @@ pub fn decode_record(bytes: &[u8]) -> Result<ItemRecord, FormatError> {
         reason,
     };
     let mut reader = Reader::new(RECORD, bytes);
-    FormatError::check_version(RECORD, reader.u8()?, RECORD_VERSION)?;
+    let version = reader.u8()?;
+    if version != RECORD_VERSION_1 {
+        FormatError::check_version(RECORD, version, RECORD_VERSION)?;
+    }
     let body = &bytes[1..];
-    let (wire, used): (RecordV1, usize) =
+    let (head, mut used): (RecordV1, usize) =
         bincode::decode_from_slice(body, bincode_config()).map_err(|e| invalid(e.to_string()))?;
+    let tail = if version == RECORD_VERSION_1 {
+        RecordV2Tail::default()
+    } else {
+        let rest = body.get(used..).unwrap_or_default();
+        let (tail, tail_used): (RecordV2Tail, usize) =
+            bincode::decode_from_slice(rest, bincode_config())
+                .map_err(|e| invalid(e.to_string()))?;
+        used += tail_used;
+        tail
+    };
     if used != body.len() {
         return Err(invalid(format!(
             "{} trailing bytes after the record",
             body.len() - used
         )));
     }
-    let source = Source::from_code(wire.source)
-        .ok_or_else(|| invalid(format!("unknown source code {}", wire.source)))?;
-    let location = match (wire.location_name, wire.geo) {
-        (None, None) => None,
-        (name, geo) => Some(Location {
+    let source = Source::from_code(head.source)
+        .ok_or_else(|| invalid(format!("unknown source code {}", head.source)))?;
+    let orientation = match tail.orientation {
+        0 => None,
+        code => Some(
+            Orientation::from_code(code)
+                .ok_or_else(|| invalid(format!("unknown orientation code {code}")))?,
+        ),
+    };
+    let place = tail.place.map(|p| PlaceName {
+        city: p.city,
+        locality: p.locality,
+        region: p.region,
+        country: p.country,
+        country_code: p.country_code,
+        distance_m: p.distance_m,
+        geonames_id: p.geonames_id,
+    });
+    let location = match (head.location_name, head.geo, place) {
+        (None, None, None) => None,
+        (name, geo, place) => Some(Location {
             name,
             geo: geo.map(|(lat, lon)| GeoPoint { lat, lon }),
+            place,
         }),
     };
     let fields = ItemFields {
-        external_id: wire.external_id,
+        external_id: head.external_id,
         source,
         time: EventTime {
-            unix_ms: wire.time_unix_ms,
-            offset_minutes: wire.time_offset_minutes,
+            unix_ms: head.time_unix_ms,
+            offset_minutes: head.time_offset_minutes,
         },
         location,
-        entities: wire.entities,
-        tags: wire.tags,
-        ocr: wire.ocr,
-        caption: wire.caption,
-        summary: wire.summary,
-        body: wire.body,
-        speaker: wire.speaker,
-        from: wire.from,
-        to: wire.to,
+        entities: head.entities,
+        tags: head.tags,
+        ocr: head.ocr,
+        caption: head.caption,
+        summary: head.summary,
+        body: head.body,
+        speaker: head.speaker,
+        from: head.from,
+        to: head.to,
+        short_caption: tail.short_caption,
+        caption_provenance: tail
+            .caption_provenance
+            .map(|(model, at_ms)| CaptionProvenance { model, at_ms }),
+        camera: tail.camera.map(|c| Camera {
+            make: c.make,
+            model: c.model,
+            lens: c.lens,
+        }),
+        orientation,
     };
     fields.validate().map_err(invalid)?;
     Ok(ItemRecord {
-        id: wire.id,
-        ingest_time_ms: wire.ingest_time_ms,
+        id: head.id,
+        ingest_time_ms: head.ingest_time_ms,
         fields,
-        supersedes: wire.supersedes,
-        blobs: wire.blobs,
+        supersedes: head.supersedes,
+        blobs: head.blobs,
     })
 }
 
@@ -581,6 +909,48 @@ pub fn read_framed(bytes: &[u8]) -> Result<&[u8], FormatError> {
     Ok(record)
 }
 
+/// An image item using every field of record version 2 (a photo in Madrid), for the tests of
+/// this crate.
+#[cfg(test)]
+pub(crate) fn photo_fields() -> ItemFields {
+    let mut f = ItemFields::new(
+        Source::Image,
+        EventTime {
+            unix_ms: 1_428_689_543_000,
+            offset_minutes: 120,
+        },
+    );
+    f.external_id = Some("sha256:ab".into());
+    f.location = Some(Location {
+        name: Some("Madrid, Spain".into()),
+        geo: Some(GeoPoint {
+            lat: 40.446_972_222_222_22,
+            lon: -3.724_752_777_777_778,
+        }),
+        place: Some(PlaceName {
+            city: "Madrid".into(),
+            locality: Some("Vallehermoso".into()),
+            region: Some("Madrid".into()),
+            country: Some("Spain".into()),
+            country_code: Some("ES".into()),
+            distance_m: Some(3_812),
+            geonames_id: Some(3_117_735),
+        }),
+    });
+    f.camera = Some(Camera {
+        make: Some("Apple".into()),
+        model: Some("iPhone 6".into()),
+        lens: Some("iPhone 6 back camera 4.15mm f/2.2".into()),
+    });
+    f.orientation = Some(Orientation::Portrait);
+    f.short_caption = Some("a street at dusk".into());
+    f.caption_provenance = Some(CaptionProvenance {
+        model: "Qwen3-VL-2B-Instruct".into(),
+        at_ms: 1_760_000_000_123,
+    });
+    f
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -597,6 +967,7 @@ mod tests {
                 lat: 38.72,
                 lon: -9.14,
             }),
+            place: None,
         });
         fields.entities = vec!["Caroline".into()];
         fields.body = Some("I went to a LGBTQ support group yesterday".into());
@@ -626,11 +997,145 @@ mod tests {
             Err(FormatError::Invalid { .. })
         ));
         bytes.pop();
-        bytes[0] = 2;
+        bytes[0] = 3;
         assert!(matches!(
             decode_record(&bytes),
-            Err(FormatError::UnsupportedVersion { found: 2, .. })
+            Err(FormatError::UnsupportedVersion { found: 3, .. })
         ));
+        bytes[0] = 0;
+        assert!(matches!(
+            decode_record(&bytes),
+            Err(FormatError::UnsupportedVersion { found: 0, .. })
+        ));
+    }
+
+    /// A record using every field of version 2.
+    fn photo_sample() -> ItemRecord {
+        let mut rec = sample();
+        rec.fields = photo_fields();
+        rec.fields.caption = Some("A street in Madrid at dusk, cars parked on both sides.".into());
+        rec
+    }
+
+    #[test]
+    fn version_2_fields_round_trip() {
+        let rec = photo_sample();
+        let bytes = encode_record(&rec).unwrap();
+        assert_eq!(bytes[0], RECORD_VERSION);
+        assert_eq!(decode_record(&bytes).unwrap(), rec);
+        // A location that is only a place is kept (no name, no position).
+        let mut only_place = rec.clone();
+        if let Some(l) = &mut only_place.fields.location {
+            l.geo = None;
+        }
+        let bytes = encode_record(&only_place).unwrap();
+        assert_eq!(decode_record(&bytes).unwrap(), only_place);
+    }
+
+    #[test]
+    fn a_version_1_record_reads_with_the_new_fields_empty() {
+        // Version 1 is the version-2 record of an item without the new fields, cut after field
+        // 19 (which ends with the blob list): five bytes of empty tail (four `None`s and
+        // orientation 0).
+        let rec = sample();
+        let v2 = encode_record(&rec).unwrap();
+        assert_eq!(&v2[v2.len() - 5..], &[0, 0, 0, 0, 0]);
+        let mut v1 = v2[..v2.len() - 5].to_vec();
+        v1[0] = RECORD_VERSION_1;
+        assert_eq!(decode_record(&v1).unwrap(), rec);
+        // A version-1 record followed by a tail is not version 1.
+        let mut long = v2.clone();
+        long[0] = RECORD_VERSION_1;
+        assert!(matches!(
+            decode_record(&long),
+            Err(FormatError::Invalid { .. })
+        ));
+    }
+
+    #[test]
+    fn bad_version_2_values_are_rejected() {
+        let bytes = encode_record(&photo_sample()).unwrap();
+        // The orientation byte is the one before the short caption's `Some` (1) and length.
+        let short = b"a street at dusk";
+        let at = bytes.windows(short.len()).position(|w| w == short).unwrap();
+        assert_eq!(bytes[at - 3], Orientation::Portrait.code());
+        for bad in [4u8, 200] {
+            let mut b = bytes.clone();
+            b[at - 3] = bad;
+            assert!(matches!(
+                decode_record(&b),
+                Err(FormatError::Invalid { .. })
+            ));
+        }
+        type Breaks = fn(&mut ItemFields);
+        let broken: [(&str, Breaks); 6] = [
+            ("empty city", |f| {
+                f.location.as_mut().unwrap().place.as_mut().unwrap().city = " ".into();
+            }),
+            ("country code", |f| {
+                f.location
+                    .as_mut()
+                    .unwrap()
+                    .place
+                    .as_mut()
+                    .unwrap()
+                    .country_code = Some("es".into());
+            }),
+            ("empty region", |f| {
+                f.location.as_mut().unwrap().place.as_mut().unwrap().region = Some(String::new());
+            }),
+            ("empty camera", |f| f.camera = Some(Camera::default())),
+            ("empty lens", |f| {
+                f.camera.as_mut().unwrap().lens = Some(String::new())
+            }),
+            ("caption model", |f| {
+                f.caption_provenance.as_mut().unwrap().model = String::new();
+            }),
+        ];
+        for (what, breaks) in broken {
+            let mut rec = photo_sample();
+            breaks(&mut rec.fields);
+            assert!(rec.fields.validate().is_err(), "{what}");
+        }
+        let mut rec = photo_sample();
+        rec.fields.caption_provenance.as_mut().unwrap().at_ms = i64::MAX;
+        assert!(rec.fields.validate().is_err());
+    }
+
+    #[test]
+    fn labels_read_as_people_write_places_and_cameras() {
+        let rec = photo_sample();
+        let place = rec.fields.location.unwrap().place.unwrap();
+        assert_eq!(place.label(), "Madrid, Spain");
+        assert_eq!(place.short_label(), "Madrid, Spain");
+        let paris = PlaceName {
+            city: "Paris".into(),
+            region: Some("Île-de-France".into()),
+            country: Some("France".into()),
+            ..PlaceName::default()
+        };
+        assert_eq!(paris.label(), "Paris, Île-de-France, France");
+        assert_eq!(paris.short_label(), "Paris, France");
+        let camera = |make: Option<&str>, model: Option<&str>| Camera {
+            make: make.map(Into::into),
+            model: model.map(Into::into),
+            lens: None,
+        };
+        assert_eq!(
+            camera(Some("FUJIFILM"), Some("FinePixS2Pro")).label(),
+            "FUJIFILM FinePixS2Pro"
+        );
+        assert_eq!(
+            camera(Some("Canon"), Some("Canon EOS 40D")).label(),
+            "Canon EOS 40D"
+        );
+        assert_eq!(camera(None, Some("R7plusf")).label(), "R7plusf");
+        assert_eq!(camera(None, None).label(), "");
+        assert_eq!(Orientation::of(4, 3), Orientation::Landscape);
+        assert_eq!(Orientation::of(3, 4), Orientation::Portrait);
+        assert_eq!(Orientation::of(5, 5), Orientation::Square);
+        assert_eq!("Portrait".parse::<Orientation>(), Ok(Orientation::Portrait));
+        assert!("upside down".parse::<Orientation>().is_err());
     }
 
     #[test]

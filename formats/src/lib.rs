@@ -15,6 +15,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod bytes;
+pub mod caption;
 mod error;
 pub mod export;
 pub mod hnsw;

@@ -1,13 +1,17 @@
 //! Golden tests: the bytes SPEC.md §3–§4 describe, built here by hand (own varint, zigzag and
 //! layout code; no memdb encoder), compared with what the encoders write and decoded back.
-//! `golden/v1/` holds the files of format version 1; a missing file is written from the
-//! hand-built bytes (`create_format`), an existing one must match them exactly, so a format
-//! change cannot pass without a new version directory.
+//! `golden/v1/` holds the files of record version 1 (and segment format 1), `golden/v2/` those
+//! of record version 2; a missing file is written from the hand-built bytes, an existing one
+//! must match them exactly, so a format change cannot pass without a new version directory.
+//! Version-1 files are never rewritten: the current decoder must still read them.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::path::PathBuf;
 
-use memdb_formats::item::{self, EventTime, GeoPoint, ItemFields, ItemRecord, Location, Source};
+use memdb_formats::item::{
+    self, Camera, CaptionProvenance, EventTime, GeoPoint, ItemFields, ItemRecord, Location,
+    Orientation, PlaceName, Source,
+};
 use memdb_formats::segment::{self, EntryHeader, EntryKind, FooterRecord, SegmentHeader, Trailer};
 
 fn crc(bytes: &[u8]) -> u32 {
@@ -127,6 +131,7 @@ fn sample_record() -> ItemRecord {
             lat: 38.72,
             lon: -9.14,
         }),
+        place: None,
     });
     fields.entities = vec!["Ana".into(), "Hotel Alfama".into()];
     fields.summary = Some("booking".into());
@@ -142,13 +147,14 @@ fn sample_record() -> ItemRecord {
     }
 }
 
-/// SPEC.md §4.2, field by field, for `sample_record()`.
-fn spec_record() -> Vec<u8> {
-    let mut b = vec![1u8];
+/// SPEC.md §4.2, fields 1–19 (all of record version 1), for `sample_record()` with source code
+/// `source`, after the version byte `version`.
+fn spec_record_fields(version: u8, source: u8) -> Vec<u8> {
+    let mut b = vec![version];
     varint(&mut b, 300);
     varint(&mut b, zigzag64(-1));
     opt_string(&mut b, Some("msg-1"));
-    b.push(3); // email
+    b.push(source);
     varint(&mut b, zigzag64(1_683_546_960_000));
     varint(&mut b, zigzag16(-300));
     opt_string(&mut b, Some("Lisboa"));
@@ -172,10 +178,95 @@ fn spec_record() -> Vec<u8> {
     b
 }
 
+/// SPEC.md §4.2, record version 1: fields 1–19 only.
+fn spec_record_v1() -> Vec<u8> {
+    spec_record_fields(1, 3)
+}
+
+/// SPEC.md §4.2, record version 2 of `sample_record()`: fields 20–24 all absent (four `None`
+/// bytes and orientation 0).
+fn spec_record_v2_plain() -> Vec<u8> {
+    let mut b = spec_record_fields(2, 3);
+    b.extend_from_slice(&[0, 0, 0, 0, 0]);
+    b
+}
+
+fn opt_varint(out: &mut Vec<u8>, v: Option<u64>) {
+    match v {
+        None => out.push(0),
+        Some(v) => {
+            out.push(1);
+            varint(out, v);
+        }
+    }
+}
+
+/// `sample_record()` with every field of version 2 set.
+fn photo_record() -> ItemRecord {
+    let mut r = sample_record();
+    r.fields.source = Source::Image;
+    r.fields.location = Some(Location {
+        name: Some("Lisboa".into()),
+        geo: Some(GeoPoint {
+            lat: 38.72,
+            lon: -9.14,
+        }),
+        place: Some(PlaceName {
+            city: "Lisbon".into(),
+            locality: Some("Alfama".into()),
+            region: Some("Lisbon".into()),
+            country: Some("Portugal".into()),
+            country_code: Some("PT".into()),
+            distance_m: Some(1_234),
+            geonames_id: Some(2_267_057),
+        }),
+    });
+    r.fields.camera = Some(Camera {
+        make: Some("FUJIFILM".into()),
+        model: None,
+        lens: Some("XF23mm".into()),
+    });
+    r.fields.orientation = Some(Orientation::Portrait);
+    r.fields.short_caption = Some("red roofs".into());
+    r.fields.caption_provenance = Some(CaptionProvenance {
+        model: "vlm".into(),
+        at_ms: 1_700_000_000_000,
+    });
+    r
+}
+
+/// SPEC.md §4.2, record version 2 of `photo_record()`, field by field.
+fn spec_record_v2_photo() -> Vec<u8> {
+    let mut b = spec_record_fields(2, 1);
+    // 20 place: Some(city, locality, region, country, country_code, distance_m, geonames_id)
+    b.push(1);
+    string(&mut b, "Lisbon");
+    opt_string(&mut b, Some("Alfama"));
+    opt_string(&mut b, Some("Lisbon"));
+    opt_string(&mut b, Some("Portugal"));
+    opt_string(&mut b, Some("PT"));
+    opt_varint(&mut b, Some(1_234));
+    opt_varint(&mut b, Some(2_267_057));
+    // 21 camera: Some(make, model, lens)
+    b.push(1);
+    opt_string(&mut b, Some("FUJIFILM"));
+    opt_string(&mut b, None);
+    opt_string(&mut b, Some("XF23mm"));
+    // 22 orientation: 2 portrait
+    b.push(2);
+    // 23 short caption
+    opt_string(&mut b, Some("red roofs"));
+    // 24 caption provenance: Some(model, at ms)
+    b.push(1);
+    string(&mut b, "vlm");
+    varint(&mut b, zigzag64(1_700_000_000_000));
+    b
+}
+
 /// A sealed segment holding one item block (the sample record) and one blob.
 fn spec_sealed_segment() -> Vec<u8> {
     let id = 0x0102_0304_0506_0708u64;
-    let record = spec_record();
+    let record = spec_record_v1();
     let mut block = Vec::new();
     block.extend_from_slice(&(record.len() as u32).to_le_bytes());
     block.extend_from_slice(&crc(&record).to_le_bytes());
@@ -200,15 +291,16 @@ fn spec_sealed_segment() -> Vec<u8> {
     file
 }
 
-fn golden_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/v1")
+fn golden_dir(version: u8) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("tests/golden/v{version}"))
 }
 
-/// Writes a golden file from the hand-built bytes if it is missing; otherwise it must match.
-fn golden(name: &str, bytes: &[u8]) {
-    let path = golden_dir().join(name);
+/// Writes a golden file of `golden/v{version}/` from the hand-built bytes if it is missing;
+/// otherwise it must match.
+fn golden(version: u8, name: &str, bytes: &[u8]) {
+    let path = golden_dir(version).join(name);
     if !path.exists() {
-        std::fs::create_dir_all(golden_dir()).unwrap();
+        std::fs::create_dir_all(golden_dir(version)).unwrap();
         std::fs::write(&path, bytes).unwrap();
     }
     assert_eq!(
@@ -264,21 +356,47 @@ fn segment_structures_match_the_spec() {
 
 #[test]
 fn item_record_matches_the_spec() {
+    assert_eq!(item::RECORD_VERSION, 2);
+    for (record, bytes, file) in [
+        (sample_record(), spec_record_v2_plain(), "item_record.bin"),
+        (photo_record(), spec_record_v2_photo(), "photo_record.bin"),
+    ] {
+        assert_eq!(item::encode_record(&record).unwrap(), bytes, "{file}");
+        assert_eq!(item::decode_record(&bytes).unwrap(), record, "{file}");
+        golden(2, file, &bytes);
+    }
+}
+
+/// Record version 1 as SPEC.md §4.2 describes it, and the version-1 golden file written before
+/// version 2 existed: still read, with fields 20–24 absent.
+#[test]
+fn version_1_records_still_read() {
+    golden(1, "item_record.bin", &spec_record_v1());
+    let old = std::fs::read(golden_dir(1).join("item_record.bin")).unwrap();
+    let record = item::decode_record(&old).unwrap();
+    assert_eq!(record, sample_record());
+    let f = &record.fields;
+    assert!(f.location.as_ref().is_some_and(|l| l.place.is_none()));
     assert_eq!(
-        item::encode_record(&sample_record()).unwrap(),
-        spec_record()
+        (
+            &f.camera,
+            f.orientation,
+            &f.short_caption,
+            &f.caption_provenance
+        ),
+        (&None, None, &None, &None)
     );
+    // Written again, it is a version-2 record.
     assert_eq!(
-        item::decode_record(&spec_record()).unwrap(),
-        sample_record()
+        item::encode_record(&record).unwrap(),
+        spec_record_v2_plain()
     );
-    golden("item_record.bin", &spec_record());
 }
 
 #[test]
 fn sealed_segment_golden_file_decodes() {
     let file = spec_sealed_segment();
-    golden("sealed_segment.seg", &file);
+    golden(1, "sealed_segment.seg", &file);
     // Read it the way SPEC.md §3.4 says: trailer → footer → entries.
     let trailer = Trailer::decode(&file[file.len() - 4096..], (file.len() - 4096) as u64).unwrap();
     assert_eq!(trailer.total_pages as usize * 4096, file.len());

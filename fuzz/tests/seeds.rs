@@ -7,7 +7,8 @@
 use std::path::{Path, PathBuf};
 
 use memdb_formats::item::{
-    EventTime, GeoPoint, ItemFields, ItemRecord, Location, Source, encode_record, put_framed,
+    Camera, CaptionProvenance, EventTime, GeoPoint, ItemFields, ItemRecord, Location, Orientation,
+    PlaceName, Source, encode_record, put_framed,
 };
 use memdb_formats::segment::{
     ENTRY_HEADER_BYTES, EntryKind, FooterRecord, SEGMENT_HEADER_BYTES, SegmentHeader,
@@ -15,7 +16,8 @@ use memdb_formats::segment::{
 };
 use memdb_vectors::{FlatIndexWriter, HnswIndex, HnswParams, Precision, VectorIndex};
 
-const TARGETS: [&str; 12] = [
+const TARGETS: [&str; 13] = [
+    "caption_reply",
     "segment_entry",
     "segment_salvage",
     "item_record",
@@ -47,6 +49,27 @@ fn records() -> Vec<ItemRecord> {
             lat: 38.72,
             lon: -9.14,
         }),
+        // Every field of record version 2, so the fuzzer starts from them.
+        place: Some(PlaceName {
+            city: "Lisbon".into(),
+            locality: Some("Alfama".into()),
+            region: Some("Lisbon".into()),
+            country: Some("Portugal".into()),
+            country_code: Some("PT".into()),
+            distance_m: Some(1_200),
+            geonames_id: Some(2_267_057),
+        }),
+    });
+    full.camera = Some(Camera {
+        make: Some("Apple".into()),
+        model: Some("iPhone 6".into()),
+        lens: Some("iPhone 6 back camera 4.15mm f/2.2".into()),
+    });
+    full.orientation = Some(Orientation::Portrait);
+    full.short_caption = Some("red roofs".into());
+    full.caption_provenance = Some(CaptionProvenance {
+        model: "vlm".into(),
+        at_ms: 1_700_000_000_000,
     });
     full.entities = vec!["Ana".into(), "Lisbon".into()];
     full.tags = vec!["travel".into()];
@@ -62,6 +85,7 @@ fn records() -> Vec<ItemRecord> {
     named_only.location = Some(Location {
         name: Some("Home".into()),
         geo: None,
+        place: None,
     });
     vec![
         ItemRecord {
@@ -105,7 +129,11 @@ fn damaged_segments(block: &[u8]) -> Vec<(&'static str, String, Vec<u8>)> {
     .to_vec();
     file.resize(4096, 0);
     file.extend(encode_entry(EntryKind::ItemBlock, 7, block));
-    file.extend(encode_entry(EntryKind::Blob, 7, b"\xff\xd8\xff\xe0 a tiny blob"));
+    file.extend(encode_entry(
+        EntryKind::Blob,
+        7,
+        b"\xff\xd8\xff\xe0 a tiny blob",
+    ));
     let mut flipped = file.clone();
     flipped[4096 + ENTRY_HEADER_BYTES + 20] ^= 0x08;
     let cut = file[..file.len() - 4096 + 40].to_vec();
@@ -132,6 +160,17 @@ fn generated() -> Vec<(&'static str, String, Vec<u8>)> {
     for (i, record) in encoded.iter().enumerate() {
         out.push(("item_record", format!("raw_{i}.bin"), record.clone()));
         out.push(("item_record", format!("framed_{i}.bin"), framed(record)));
+    }
+    // Version-1 records (stores of format 6 and older still hold them): a version-2 record of
+    // an item without the version-2 fields, its five bytes of empty tail cut, version byte 1
+    // (SPEC.md §4.2), so the fuzzer also starts from the older decode path.
+    for (i, record) in encoded.iter().enumerate().skip(1) {
+        if record.ends_with(&[0; 5]) {
+            let mut v1 = record[..record.len() - 5].to_vec();
+            v1[0] = memdb_formats::item::RECORD_VERSION_1;
+            assert!(memdb_formats::item::decode_record(&v1).is_ok());
+            out.push(("item_record", format!("raw_v1_{i}.bin"), v1));
+        }
     }
     let block: Vec<u8> = encoded.iter().flat_map(|r| framed(r)).collect();
 
@@ -224,9 +263,21 @@ fn pages_and_policies() -> Vec<(&'static str, String, Vec<u8>)> {
         nodes: vec![(1, 22), (2, 14), (40_000, 14)],
     };
     let mut out = vec![
-        ("page_layout", "empty.bin".to_string(), layout(false, vec![]).encode()),
-        ("page_layout", "photo_and_text.bin".into(), layout(true, vec![photo, text.clone()]).encode()),
-        ("page_layout", "text.bin".into(), layout(false, vec![text]).encode()),
+        (
+            "page_layout",
+            "empty.bin".to_string(),
+            layout(false, vec![]).encode(),
+        ),
+        (
+            "page_layout",
+            "photo_and_text.bin".into(),
+            layout(true, vec![photo, text.clone()]).encode(),
+        ),
+        (
+            "page_layout",
+            "text.bin".into(),
+            layout(false, vec![text]).encode(),
+        ),
     ];
     let builtin = "name = \"timed-gentle\"\n\
         [[stage]]\nname = \"recent\"\nuntil_days = 180\nquality = 90\nscale = 1.0\n\
@@ -236,7 +287,11 @@ fn pages_and_policies() -> Vec<(&'static str, String, Vec<u8>)> {
         [[stage]]\nname = \"fresh\"\nuntil_days = 30\nquality = 92\nscale = 1.0\nkeep_originals = true\n\
         [[stage]]\nname = \"faded\"\nquality = 50\nscale = 0.5\n";
     let refused = user.replace("quality = 50", "quality = 99");
-    for (name, text) in [("timed_gentle.toml", builtin.to_owned()), ("user.toml", user.to_owned()), ("rising.toml", refused)] {
+    for (name, text) in [
+        ("timed_gentle.toml", builtin.to_owned()),
+        ("user.toml", user.to_owned()),
+        ("rising.toml", refused),
+    ] {
         out.push(("forget_policy", name.to_string(), text.into_bytes()));
     }
     out
@@ -254,7 +309,14 @@ fn vector_blocks() -> Vec<(&'static str, String, Vec<u8>)> {
     let block = |precision: Precision| {
         let mut writer = FlatIndexWriter::new(precision, 4).unwrap();
         for (i, row) in rows.iter().enumerate() {
-            writer.push(100 + i as u64, 1_700_000_000_000 + i as i64, (i % 3) as u8, row).unwrap();
+            writer
+                .push(
+                    100 + i as u64,
+                    1_700_000_000_000 + i as i64,
+                    (i % 3) as u8,
+                    row,
+                )
+                .unwrap();
         }
         writer.finish().unwrap()
     };
@@ -264,7 +326,11 @@ fn vector_blocks() -> Vec<(&'static str, String, Vec<u8>)> {
         (Precision::F16, "flat_f16.bin"),
         (Precision::I8, "flat_i8.bin"),
     ] {
-        out.push(("vector_block", name.to_string(), block(precision).as_bytes().to_vec()));
+        out.push((
+            "vector_block",
+            name.to_string(),
+            block(precision).as_bytes().to_vec(),
+        ));
     }
     let params = HnswParams {
         m: 2,
@@ -276,7 +342,11 @@ fn vector_blocks() -> Vec<(&'static str, String, Vec<u8>)> {
     let mut graph = HnswIndex::build(block(Precision::F32), params).unwrap();
     out.push(("vector_block", "hnsw_m2.bin".into(), graph.to_bytes()));
     graph.delete_row(5);
-    out.push(("vector_block", "hnsw_m2_deleted.bin".into(), graph.to_bytes()));
+    out.push((
+        "vector_block",
+        "hnsw_m2_deleted.bin".into(),
+        graph.to_bytes(),
+    ));
     out
 }
 

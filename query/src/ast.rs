@@ -114,6 +114,15 @@ pub enum Filter {
         /// Great-circle radius.
         radius: Distance,
     },
+    /// `NEAR('place', distance)`: as `NEAR` at the point of the place the name resolves to
+    /// (`memdb_geo::lookup`: "Paris" is Paris, France; "Paris, TX" the one in Texas), resolved
+    /// when the statement runs.
+    NearPlace {
+        /// The place as written, qualifiers included.
+        name: String,
+        /// Great-circle radius.
+        radius: Distance,
+    },
     /// `SUPERSEDES n`: items that replace item `n`.
     Supersedes(u64),
     /// `CURRENT`: items no other item supersedes.
@@ -326,6 +335,15 @@ impl fmt::Display for Filter {
                 write!(
                     f,
                     "NEAR({lat}, {lon}, {}{})",
+                    radius.value,
+                    radius.unit.entry().0
+                )
+            }
+            Filter::NearPlace { name, radius } => {
+                write!(
+                    f,
+                    "NEAR({}, {}{})",
+                    quote(name),
                     radius.value,
                     radius.unit.entry().0
                 )

@@ -84,6 +84,16 @@ pub enum QueryError {
     /// A `SHOW` named something the store does not hold.
     #[error("{0}")]
     NotFound(String),
+    /// `NEAR('…')` names a place the gazetteer does not know (the error carries up to five
+    /// places the name may have meant: `memdb_geo::GeoError::UnknownPlace`).
+    #[error("{statement}: {source}")]
+    Place {
+        /// The statement (canonical text).
+        statement: String,
+        /// Why the name did not resolve.
+        #[source]
+        source: memdb_geo::GeoError,
+    },
     /// A time filter names a time outside the calendar memdb can represent.
     #[error("{statement}: {source}")]
     Time {

@@ -267,6 +267,8 @@ struct Pushdown {
     empty: bool,
     residual: Vec<Filter>,
     detail: String,
+    /// The places `NEAR('…')` named, resolved (the residual `NEAR` has their points).
+    places: Vec<String>,
 }
 
 /// Rule-of-thumb share of candidates a residual filter keeps (the planner's estimate only;
@@ -322,6 +324,7 @@ impl Run<'_> {
         let mut window = TimeWindow::ALL;
         let mut source = None;
         let mut residual = Vec::new();
+        let mut places = Vec::new();
         for filter in filters {
             match filter {
                 Filter::Time(t) => {
@@ -332,6 +335,23 @@ impl Run<'_> {
                     window = window.and(&w);
                 }
                 Filter::Source(s) if s.len() == 1 && source.is_none() => source = Some(s[0]),
+                Filter::NearPlace { name, radius } => {
+                    let place = memdb_geo::lookup(name).map_err(|source| QueryError::Place {
+                        statement: self.statement.clone(),
+                        source,
+                    })?;
+                    places.push(format!(
+                        "{} is {place} at ({}, {})",
+                        crate::ast::quote(name),
+                        place.lat(),
+                        place.lon()
+                    ));
+                    residual.push(Filter::Near {
+                        lat: place.lat(),
+                        lon: place.lon(),
+                        radius: *radius,
+                    });
+                }
                 other => residual.push(other.clone()),
             }
         }
@@ -354,6 +374,7 @@ impl Run<'_> {
             empty: window.candidate_ms().is_none(),
             residual,
             detail,
+            places,
         })
     }
 
@@ -394,6 +415,9 @@ impl Run<'_> {
         }
         let estimated = self.estimate_scan(&push.scan)?;
         self.plan.plan_us += micros(started);
+        for place in std::mem::take(&mut push.places) {
+            self.stage("place", place, None, 1, started);
+        }
 
         let started = Clock::now();
         let candidates = if push.empty {
@@ -537,10 +561,17 @@ impl Run<'_> {
                 t.graph_us,
             ),
             (
+                "place",
+                "places the question names vs the items' places".to_owned(),
+                None,
+                c.place,
+                t.place_us,
+            ),
+            (
                 "fuse",
                 format!(
-                    "RRF, weights {:?}, context share {}",
-                    options.weights, options.context_share
+                    "RRF, weights {:?} and place {}, context share {}",
+                    options.weights, options.place_weight, options.context_share
                 ),
                 Some(options.k as u64),
                 c.fused,
@@ -888,6 +919,8 @@ fn passes(item: &Item, filter: &Filter, superseded: &HashMap<u64, u64>) -> bool 
             .as_ref()
             .and_then(|l| l.geo)
             .is_some_and(|g| haversine_m(*lat, *lon, g.lat, g.lon) <= radius.metres()),
+        // `push_down` resolved it into a `Near`; an unresolved one passes nothing.
+        Filter::NearPlace { .. } => false,
         Filter::Supersedes(id) => item.supersedes == Some(*id),
         Filter::Current => !superseded.contains_key(&item.id),
     }

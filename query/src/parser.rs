@@ -366,9 +366,23 @@ impl<'t> Parser<'t> {
         }
         if self.keyword("NEAR") {
             self.require_punct("(")?;
-            let lat = self.coordinate(90.0, "latitude")?;
-            self.require_punct(",")?;
-            let lon = self.coordinate(180.0, "longitude")?;
+            // A place by name, or a point.
+            enum Center {
+                Place(String),
+                Point(f64, f64),
+            }
+            let center = if matches!(self.peek().tok, Tok::Str(_)) {
+                let at = self.pos;
+                let name = self.string()?;
+                if name.trim().is_empty() {
+                    return Err(self.error_at(at, "a place name cannot be empty".to_owned()));
+                }
+                Center::Place(name)
+            } else {
+                let lat = self.coordinate(90.0, "latitude")?;
+                self.require_punct(",")?;
+                Center::Point(lat, self.coordinate(180.0, "longitude")?)
+            };
             self.require_punct(",")?;
             let at = self.pos;
             let value = self.number()?;
@@ -377,10 +391,10 @@ impl<'t> Parser<'t> {
             }
             let unit = self.distance_unit()?;
             self.require_punct(")")?;
-            return Ok(Filter::Near {
-                lat,
-                lon,
-                radius: Distance { value, unit },
+            let radius = Distance { value, unit };
+            return Ok(match center {
+                Center::Place(name) => Filter::NearPlace { name, radius },
+                Center::Point(lat, lon) => Filter::Near { lat, lon, radius },
             });
         }
         if self.keyword("SUPERSEDES") {
@@ -579,6 +593,9 @@ mod tests {
             "RECALL 'the hotel I booked in lisbon' TOP 10",
             "PATHS MATCHING ('hotel booking', 'lisbon') MIN OVERLAP 2 TOP 10",
             "ITEMS WHERE source = email AND time BETWEEN 2022-05-01 AND 2022-06-01 AND NEAR(38.72, -9.14, 25km)",
+            "ITEMS WHERE NEAR('Paris', 25km)",
+            "RECALL 'the tower' WHERE NEAR('Paris, TX', 3.5mi) AND source = image",
+            "ITEMS WHERE NEAR('Rock ''n'' Roll', 500m)",
             "EXPLAIN RECALL 'x'",
             "SHOW STATS",
             "SHOW PAGE 2022-05-07",
@@ -652,6 +669,23 @@ mod tests {
             err("ITEMS WHERE NEAR(0, 0, 1 furlong)")
                 .message
                 .contains("km")
+        );
+        assert!(
+            err("ITEMS WHERE NEAR(' ', 1km)")
+                .message
+                .contains("place name")
+        );
+        assert!(
+            err("ITEMS WHERE NEAR('Paris', -1km)")
+                .message
+                .contains("negative")
+        );
+        // A place and a point together is neither form.
+        let e = err("ITEMS WHERE NEAR('Paris', 48.85, 2.35, 1km)");
+        assert!(e.message.contains("km"), "{}", e.message);
+        assert_eq!(
+            parse("ITEMS WHERE near('Lisboa',1KM)").unwrap().to_string(),
+            "ITEMS WHERE NEAR('Lisboa', 1km)"
         );
     }
 

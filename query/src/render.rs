@@ -78,10 +78,14 @@ fn why(e: &memdb::Explanation) -> String {
         ("dense", e.dense_rank),
         ("bm25", e.lexical_rank),
         ("graph", e.graph_rank),
+        ("place", e.place_rank),
     ] {
         if let Some(r) = rank {
             parts.push(format!("{name} #{r}"));
         }
+    }
+    if let Some(place) = &e.place {
+        parts.push(format!("at {place}"));
     }
     if !e.nodes.is_empty() {
         parts.push(format!("nodes: {}", e.nodes.join(", ")));
@@ -160,22 +164,30 @@ pub fn item_block(item: &Item, extra: Vec<(String, String)>) -> Block {
         ("summary", f.summary.clone()),
         ("body", f.body.clone()),
         ("caption", f.caption.clone()),
+        ("short caption", f.short_caption.clone()),
+        (
+            "captioned by",
+            f.caption_provenance
+                .as_ref()
+                .map(|p| format!("{} at {}", p.model, memdb::EventTime::utc(p.at_ms))),
+        ),
         ("ocr", f.ocr.clone()),
         (
             "entities",
             (!f.entities.is_empty()).then(|| f.entities.join(", ")),
         ),
         ("tags", (!f.tags.is_empty()).then(|| f.tags.join(", "))),
+        ("place", f.location.as_ref().map(place_cell)),
         (
-            "place",
-            f.location.as_ref().map(|l| {
-                let geo = l
-                    .geo
-                    .map(|g| format!(" ({}, {})", g.lat, g.lon))
-                    .unwrap_or_default();
-                format!("{}{geo}", l.name.as_deref().unwrap_or(""))
+            "camera",
+            f.camera.as_ref().map(|c| {
+                let lens = c.lens.as_deref().map(|l| format!(", lens {l}"));
+                format!("{}{}", c.label(), lens.unwrap_or_default())
+                    .trim_start_matches(", ")
+                    .to_owned()
             }),
         ),
+        ("orientation", f.orientation.map(|o| o.name().to_owned())),
         ("supersedes", item.supersedes.map(|s| s.to_string())),
         (
             "blobs",
@@ -193,6 +205,36 @@ pub fn item_block(item: &Item, extra: Vec<(String, String)>) -> Block {
         &["field", "value"],
         rows.into_iter().map(|(k, v)| vec![k, v]).collect(),
     )
+}
+
+/// Where an item is, as one cell: its own name, the place its position is in ("Paris,
+/// Île-de-France, France", with the neighbourhood it was nearest) and the coordinates —
+/// `Tour Eiffel — Paris 16 Passy, Paris, Île-de-France, France (48.857833, 2.297)`.
+fn place_cell(l: &memdb::Location) -> String {
+    let label = l.place.as_ref().map(|p| {
+        let mut label = p.label();
+        if let Some(locality) = &p.locality {
+            label = format!("{locality}, {label}");
+        }
+        label
+    });
+    // The place stage names an item without a name after its place: not said twice.
+    let own = l
+        .name
+        .as_ref()
+        .filter(|n| l.place.as_ref().is_none_or(|p| **n != p.label()));
+    let mut cell = [own.cloned(), label]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(" — ");
+    if let Some(g) = l.geo {
+        if !cell.is_empty() {
+            cell.push(' ');
+        }
+        cell.push_str(&format!("({}, {})", g.lat, g.lon));
+    }
+    cell
 }
 
 /// The plan as a table: stage, detail, estimated and actual candidates, milliseconds.
@@ -318,9 +360,22 @@ pub fn item_json(item: &Item) -> Value {
         "time": f.time.to_rfc3339(),
         "ingest_time_ms": item.ingest_time_ms,
         "location": f.location.as_ref().map(|l| json!({
-            "name": l.name, "lat": l.geo.map(|g| g.lat), "lon": l.geo.map(|g| g.lon)
+            "name": l.name, "lat": l.geo.map(|g| g.lat), "lon": l.geo.map(|g| g.lon),
+            "place": l.place.as_ref().map(|p| json!({
+                "city": p.city, "locality": p.locality, "region": p.region,
+                "country": p.country, "country_code": p.country_code,
+                "distance_m": p.distance_m, "geonames_id": p.geonames_id,
+            })),
         })),
         "entities": f.entities, "tags": f.tags, "ocr": f.ocr, "caption": f.caption,
+        "short_caption": f.short_caption,
+        "caption_provenance": f.caption_provenance.as_ref().map(|p| json!({
+            "model": p.model, "at": memdb::EventTime::utc(p.at_ms).to_rfc3339(),
+        })),
+        "camera": f.camera.as_ref().map(|c| json!({
+            "make": c.make, "model": c.model, "lens": c.lens,
+        })),
+        "orientation": f.orientation.map(|o| o.name()),
         "summary": f.summary, "body": f.body, "speaker": f.speaker, "from": f.from, "to": f.to,
         "supersedes": item.supersedes, "blobs": item.blobs,
         "text": item_text(item),
@@ -342,6 +397,8 @@ pub fn item_row_json(row: &ItemRow) -> Value {
             "dense_rank": e.dense_rank,
             "lexical_rank": e.lexical_rank,
             "graph_rank": e.graph_rank,
+            "place_rank": e.place_rank,
+            "place": e.place,
             "nodes": e.nodes,
             "path": e.path.as_ref().map(|(id, page)| json!({"id": id, "page": page})),
         });
@@ -503,4 +560,89 @@ pub fn forget_json(r: &memdb::forget::ForgetReport) -> Value {
             "vectors_quantized": s.vectors_quantized, "vector_bytes_saved": s.vector_bytes_saved,
         })).collect::<Vec<_>>(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use memdb::Item;
+
+    use super::*;
+
+    /// The Eiffel Tower photo as a JSONL line gives it, with every field of record version 2.
+    fn photo() -> Item {
+        let line = r#"{"source":"image","time":"2002-08-24T13:59:08+02:00",
+            "location":{"name":"Paris, Île-de-France, France","lat":48.857833,"lon":2.297,
+            "place":{"city":"Paris","locality":"Paris 16 Passy","region":"Île-de-France",
+            "country":"France","country_code":"FR","distance_m":3800,"geonames_id":2988507}},
+            "camera":{"make":"FUJIFILM","model":"FinePixS2Pro","lens":"28mm"},
+            "orientation":"landscape","short_caption":"the tower",
+            "caption_provenance":{"model":"vlm","at":"2023-11-14T22:13:20Z"}}"#
+            .replace('\n', "");
+        let report =
+            memdb_formats::import::jsonl::parse(std::path::Path::new("p.jsonl"), line.as_bytes());
+        assert!(report.errors.is_empty(), "{:?}", report.errors);
+        Item {
+            id: 4,
+            ingest_time_ms: 0,
+            fields: report.items[0].draft.fields.clone(),
+            supersedes: None,
+            blobs: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn an_item_shows_its_place_camera_and_caption_provenance() {
+        let item = photo();
+        let v = item_json(&item);
+        assert_eq!(v["location"]["place"]["city"], "Paris");
+        assert_eq!(v["location"]["place"]["geonames_id"], 2_988_507);
+        assert_eq!(v["location"]["name"], "Paris, Île-de-France, France");
+        assert_eq!(v["camera"]["model"], "FinePixS2Pro");
+        assert_eq!(v["orientation"], "landscape");
+        assert_eq!(v["short_caption"], "the tower");
+        assert_eq!(v["caption_provenance"]["model"], "vlm");
+        assert_eq!(v["caption_provenance"]["at"], "2023-11-14T22:13:20+00:00");
+
+        let table = item_block(&item, Vec::new());
+        let row = |field: &str| {
+            table
+                .rows
+                .iter()
+                .find(|r| r[0] == field)
+                .map(|r| r[1].clone())
+        };
+        assert_eq!(
+            row("place").as_deref(),
+            Some("Paris 16 Passy, Paris, Île-de-France, France (48.857833, 2.297)")
+        );
+        assert_eq!(
+            row("camera").as_deref(),
+            Some("FUJIFILM FinePixS2Pro, lens 28mm")
+        );
+        assert_eq!(row("orientation").as_deref(), Some("landscape"));
+        assert_eq!(
+            row("captioned by").as_deref(),
+            Some("vlm at 2023-11-14T22:13:20+00:00")
+        );
+
+        // A name of its own stays in front; an item without a place shows name and position.
+        let mut own = item.clone();
+        own.fields.location.as_mut().unwrap().name = Some("Tour Eiffel".into());
+        let table = item_block(&own, Vec::new());
+        assert!(table.rows.iter().any(|r| r[0] == "place"
+            && r[1] == "Tour Eiffel — Paris 16 Passy, Paris, Île-de-France, France (48.857833, 2.297)"));
+        let mut bare = item;
+        bare.fields.location.as_mut().unwrap().place = None;
+        bare.fields.camera = None;
+        let v = item_json(&bare);
+        assert!(v["location"]["place"].is_null() && v["camera"].is_null());
+        let table = item_block(&bare, Vec::new());
+        assert!(
+            table
+                .rows
+                .iter()
+                .any(|r| r[0] == "place"
+                    && r[1] == "Paris, Île-de-France, France (48.857833, 2.297)")
+        );
+    }
 }

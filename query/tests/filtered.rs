@@ -72,6 +72,7 @@ fn build(seed: u64) -> (tempfile::TempDir, Store, Vec<Item>) {
             f.location = Some(Location {
                 name: None,
                 geo: Some(GeoPoint { lat, lon }),
+                place: None,
             });
         }
         batch.put(ItemDraft {

@@ -75,6 +75,15 @@ fn filter() -> impl Strategy<Value = Filter> {
                 lon,
                 radius: Distance { value, unit },
             }),
+        (
+            text().prop_filter("a place has a name", |t| !t.trim().is_empty()),
+            0.0f64..1e6,
+            prop::sample::select(vec![DistanceUnit::M, DistanceUnit::Km, DistanceUnit::Mi])
+        )
+            .prop_map(|(name, value, unit)| Filter::NearPlace {
+                name,
+                radius: Distance { value, unit },
+            }),
         any::<u64>().prop_map(Filter::Supersedes),
         Just(Filter::Current),
     ]

@@ -202,6 +202,8 @@ pub fn import_photos_at(
             } else if photo.draft.fields.time.is_undated() {
                 photo.draft.fields.time = EventTime::utc(1_600_000_000_000);
             }
+            // What the ingest does before a photo commits.
+            memdb::fill_place(&mut photo.draft.fields, &memdb::PlaceOptions::default());
             batch.put_with_blobs(photo.draft, vec![(BlobKind::Original, bytes)]);
             n += 1;
         }

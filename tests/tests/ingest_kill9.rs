@@ -1,5 +1,5 @@
 //! The engine's ingest is resumable: a process killed with SIGKILL as a stage begins (commit,
-//! embed, graph, pages) leaves a store that opens clean, keeps every committed batch, and that
+//! places, embed, graph, pages) leaves a store that opens clean, keeps every committed batch, and that
 //! the same ingest call run again completes — to exactly the store an uninterrupted ingest
 //! makes (items, vectors, graph counts, pages and the items on each).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
@@ -72,6 +72,7 @@ fn a_kill_between_stages_is_completed_by_the_next_ingest() {
 
     for (stage, delay_ms) in [
         ("committed", 0),
+        ("stage places", 0),
         ("stage embed", 5),
         ("stage graph", 5),
         ("stage pages", 50),

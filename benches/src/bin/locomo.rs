@@ -209,6 +209,7 @@ fn run_conversation(
         dense: true,
         lexical: false,
         graph: false,
+        place: false,
     };
     let modes: [(&str, Signals, &str, f64); 7] = [
         ("memdb flat f32", dense_only, ITEM_VECTORS, 0.0),
@@ -219,6 +220,7 @@ fn run_conversation(
                 dense: false,
                 lexical: true,
                 graph: false,
+                place: false,
             },
             ITEM_VECTORS,
             0.0,
@@ -229,6 +231,7 @@ fn run_conversation(
                 dense: false,
                 lexical: false,
                 graph: true,
+                place: false,
             },
             ITEM_VECTORS,
             0.0,
@@ -246,11 +249,12 @@ fn run_conversation(
             0.0,
         ),
         (
-            "ablation: dense + BM25 + context spread, no graph",
+            "ablation: full recall without the graph",
             Signals {
                 dense: true,
                 lexical: true,
                 graph: false,
+                place: true,
             },
             ITEM_VECTORS,
             RecallOptions::default().context_share,

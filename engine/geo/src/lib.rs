@@ -11,12 +11,15 @@
 //! - `data`: the embedded bytes decoded into [`Place`]s (gzip'd TSV, checked line by line).
 //! - `place`: [`Place`] (name, district, region, country, point, population) and
 //!   [`PlaceMatch`].
-//! - `reverse`: [`nearest`] — a k-d tree over the places' points on the unit sphere;
-//!   [`haversine_km`].
+//! - `reverse`: [`nearest`] and [`within`] — a k-d tree over the places' points on the unit
+//!   sphere; [`haversine_km`].
+//! - `settlement`: [`settlement`] — the city a person would name for a point, which is not
+//!   always the nearest place (a neighbourhood: "Vallehermoso" is in Madrid); [`reach_km`].
 //! - `forward`: [`lookup`] — the name index, qualifiers ("Paris, TX"), suggestions.
 //! - `mentions`: [`places_in_text`] — place names in a question, with the rule that keeps
 //!   "Nice", "Bath" and "May" from being places when they are words.
-//! - `fold`: names as they are compared (lower-case ASCII, no accents, no punctuation).
+//! - `fold`: names as they are compared (lower-case ASCII, no accents, no punctuation):
+//!   [`fold_name`].
 //!
 //! **Invariants:**
 //! - no file and no network at run time: the data is `include_bytes!`'d, decoded on first use,
@@ -38,6 +41,7 @@ mod forward;
 mod mentions;
 mod place;
 mod reverse;
+mod settlement;
 
 use std::sync::OnceLock;
 
@@ -45,6 +49,7 @@ pub use error::GeoError;
 pub use mentions::Mention;
 pub use place::{Place, PlaceMatch};
 pub use reverse::haversine_km;
+pub use settlement::{Settlement, URBAN_DENSITY, reach_km};
 
 /// The credit GeoNames' licence asks for, to show wherever places from this crate are shown
 /// (README, about screens).
@@ -59,6 +64,8 @@ struct Gazetteer {
     table: data::Table,
     points: OnceLock<Result<reverse::PointIndex, GeoError>>,
     names: OnceLock<forward::NameIndex>,
+    /// The largest [`reach_km`] of any place: how far around a point the settlement rule looks.
+    farthest_reach_km: f64,
 }
 
 static GAZETTEER: OnceLock<Result<Gazetteer, GeoError>> = OnceLock::new();
@@ -67,6 +74,14 @@ fn gazetteer() -> Result<&'static Gazetteer, GeoError> {
     GAZETTEER
         .get_or_init(|| {
             data::decode(data::EMBEDDED).map(|table| Gazetteer {
+                farthest_reach_km: reach_km(
+                    table
+                        .places
+                        .iter()
+                        .map(Place::population)
+                        .max()
+                        .unwrap_or(0),
+                ),
                 table,
                 points: OnceLock::new(),
                 names: OnceLock::new(),
@@ -80,6 +95,13 @@ impl Gazetteer {
     fn names(&self) -> &forward::NameIndex {
         self.names
             .get_or_init(|| forward::NameIndex::build(&self.table.places))
+    }
+
+    fn points(&self) -> Result<&reverse::PointIndex, GeoError> {
+        self.points
+            .get_or_init(|| reverse::PointIndex::build(&self.table.places))
+            .as_ref()
+            .map_err(Clone::clone)
     }
 }
 
@@ -100,16 +122,69 @@ pub fn nearest(lat: f64, lon: f64, max_km: f64) -> Result<Option<PlaceMatch>, Ge
         return Err(GeoError::InvalidDistance { max_km });
     }
     let g = gazetteer()?;
-    let points = g
-        .points
-        .get_or_init(|| reverse::PointIndex::build(&g.table.places))
-        .as_ref()
-        .map_err(Clone::clone)?;
-    let Some(place) = points.nearest(lat, lon).and_then(|i| g.table.places.get(i)) else {
+    let Some(place) = g
+        .points()?
+        .nearest(lat, lon)
+        .and_then(|i| g.table.places.get(i))
+    else {
         return Ok(None);
     };
     let distance_km = haversine_km(lat, lon, place.lat, place.lon);
     Ok((distance_km <= max_km).then_some(PlaceMatch { place, distance_km }))
+}
+
+/// Every place within `radius_km` of (`lat`, `lon`) by great-circle distance, nearest first
+/// (ties: lower GeoNames id).
+///
+/// Errors as [`nearest`]'s: bad coordinates, a negative or NaN radius.
+pub fn within(lat: f64, lon: f64, radius_km: f64) -> Result<Vec<PlaceMatch>, GeoError> {
+    reverse::check_point(lat, lon)?;
+    if radius_km.is_nan() || radius_km < 0.0 {
+        return Err(GeoError::InvalidDistance { max_km: radius_km });
+    }
+    let g = gazetteer()?;
+    let mut found: Vec<PlaceMatch> = g
+        .points()?
+        .within(lat, lon, radius_km)
+        .into_iter()
+        .filter_map(|i| g.table.places.get(i))
+        .map(|place| PlaceMatch {
+            place,
+            distance_km: haversine_km(lat, lon, place.lat, place.lon),
+        })
+        .filter(|m| m.distance_km <= radius_km)
+        .collect();
+    found.sort_by(|a, b| {
+        a.distance_km
+            .total_cmp(&b.distance_km)
+            .then(a.place.geoname_id.cmp(&b.place.geoname_id))
+    });
+    Ok(found)
+}
+
+/// The settlement of (`lat`, `lon`): its nearest place within `max_km` and the city, town or
+/// village a person would name there (the rule is in the `settlement` module doc: the most
+/// populous place of the nearest place's country whose [`reach_km`] covers the point, else the
+/// nearest place). `Ok(None)` when no place is within `max_km`; errors as [`nearest`]'s.
+pub fn settlement(lat: f64, lon: f64, max_km: f64) -> Result<Option<Settlement>, GeoError> {
+    let Some(nearest) = nearest(lat, lon, max_km)? else {
+        return Ok(None);
+    };
+    let g = gazetteer()?;
+    Ok(Some(settlement::settle(
+        &g.table.places,
+        g.points()?,
+        (lat, lon),
+        nearest,
+        g.farthest_reach_km,
+    )))
+}
+
+/// `name` as this crate compares names: lower-case ASCII letters and digits, one space between
+/// words ("Saint-Étienne" and "saint etienne" are both "saint etienne", "München" is
+/// "munchen"). Two names are the same place name exactly when their folds are equal.
+pub fn fold_name(name: &str) -> String {
+    fold::fold(name)
 }
 
 /// The place a person most likely means by `name`: case, accents and punctuation aside, by its

@@ -58,6 +58,28 @@ impl PointIndex {
         Ok(Self { tree })
     }
 
+    /// Indexes of the places within `radius_km` of the (checked) point, nearest first (as far
+    /// as the chord order; callers measure haversine distances themselves).
+    pub(crate) fn within(&self, lat: f64, lon: f64, radius_km: f64) -> Vec<usize> {
+        if self.tree.size() == 0 || radius_km.is_nan() || radius_km < 0.0 {
+            return Vec::new();
+        }
+        // The chord of an arc of angle θ on the unit sphere is 2·sin(θ/2); beyond half the
+        // globe every point is in.
+        let angle = (radius_km / EARTH_RADIUS_KM).min(std::f64::consts::PI);
+        let chord = 2.0 * (angle / 2.0).sin();
+        // A hair more than the chord: rounding must not drop a place exactly on the circle
+        // (the caller filters by haversine distance anyway).
+        let reach = chord * chord * (1.0 + 1e-9) + 1e-15;
+        self.tree
+            .query(&unit_vector(lat, lon))
+            .within::<SquaredEuclidean<f64>>(reach)
+            .execute()
+            .into_iter()
+            .filter_map(|hit| usize::try_from(hit.item).ok())
+            .collect()
+    }
+
     /// Index of the place nearest the (checked) point, or `None` for an empty table.
     pub(crate) fn nearest(&self, lat: f64, lon: f64) -> Option<usize> {
         if self.tree.size() == 0 {

@@ -204,3 +204,102 @@ fn words_that_are_also_places_need_a_cue_and_a_capital() {
         ("near Llangynidr", &[("Llangynidr", "GB", true)]),
     ]);
 }
+
+/// `within` against a brute-force haversine scan of the whole table, around a few points
+/// (a city, a coast, the antimeridian, a pole).
+#[test]
+fn within_equals_a_brute_force_scan() {
+    let all = places().unwrap();
+    for (lat, lon, radius) in [
+        (48.8566, 2.3522, 10.0),
+        (38.72, -9.14, 30.0),
+        (-16.8, 179.99, 120.0),
+        (89.0, 0.0, 500.0),
+        (51.8467, -3.3378, 0.0),
+    ] {
+        let got: Vec<u32> = within(lat, lon, radius)
+            .unwrap()
+            .iter()
+            .map(|m| m.place.geoname_id())
+            .collect();
+        let mut want: Vec<(f64, u32)> = all
+            .iter()
+            .map(|p| (haversine_km(lat, lon, p.lat(), p.lon()), p.geoname_id()))
+            .filter(|(d, _)| *d <= radius)
+            .collect();
+        want.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        let want: Vec<u32> = want.into_iter().map(|(_, id)| id).collect();
+        assert_eq!(got, want, "({lat}, {lon}) within {radius} km");
+    }
+    assert!(within(0.0, 0.0, -1.0).is_err() && within(91.0, 0.0, 1.0).is_err());
+}
+
+/// The settlement rule, computed here over the whole table without the k-d tree: the most
+/// populous place of the nearest place's country whose reach covers the point, else the
+/// nearest place.
+fn settlement_by_scan(lat: f64, lon: f64) -> u32 {
+    let all = places().unwrap();
+    let nearest = all
+        .iter()
+        .min_by(|a, b| {
+            haversine_km(lat, lon, a.lat(), a.lon())
+                .total_cmp(&haversine_km(lat, lon, b.lat(), b.lon()))
+                .then(a.geoname_id().cmp(&b.geoname_id()))
+        })
+        .unwrap();
+    all.iter()
+        .filter(|p| p.country_code() == nearest.country_code())
+        .filter(|p| haversine_km(lat, lon, p.lat(), p.lon()) <= reach_km(p.population()))
+        .max_by_key(|p| (p.population(), std::cmp::Reverse(p.geoname_id())))
+        .map_or(nearest.geoname_id(), Place::geoname_id)
+}
+
+#[test]
+fn the_settlement_is_the_city_a_person_names() {
+    // (point, the settlement's name): a university campus in Madrid, a street in Rome, the
+    // Eiffel Tower, a village in Wales, the middle of Manhattan.
+    for (lat, lon, city) in [
+        (40.446972, -3.724753, "Madrid"),
+        (41.853, 12.488833, "Rome"),
+        (48.8584, 2.2945, "Paris"),
+        (51.846667, -3.337833, "Llangynidr"),
+        (40.7580, -73.9855, "New York City"),
+    ] {
+        let s = settlement(lat, lon, 50.0).unwrap().unwrap();
+        assert_eq!(s.city.place.name(), city, "({lat}, {lon})");
+        assert!(s.city.distance_km <= 50.0_f64.max(reach_km(s.city.place.population())));
+        assert_eq!(s.city.place.geoname_id(), settlement_by_scan(lat, lon));
+    }
+    // The nearest place of the Madrid point is a neighbourhood, not Madrid.
+    let s = settlement(40.446972, -3.724753, 50.0).unwrap().unwrap();
+    assert_ne!(s.nearest.place.name(), "Madrid");
+    // Nothing within the cap: no settlement.
+    assert_eq!(settlement(-48.8767, -123.3933, 50.0).unwrap(), None);
+}
+
+/// The rule at random points on land and sea, against the scan.
+#[test]
+fn settlement_equals_the_rule_computed_by_scan() {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(19);
+    let all = places().unwrap();
+    for _ in 0..60 {
+        // Near a random place (so most points are in towns and cities), up to ~20 km off.
+        let p = &all[rng.random_range(0..all.len())];
+        let lat = (p.lat() + rng.random_range(-0.2..0.2)).clamp(-90.0, 90.0);
+        let lon = (p.lon() + rng.random_range(-0.2..0.2)).clamp(-180.0, 180.0);
+        let s = settlement(lat, lon, f64::INFINITY).unwrap().unwrap();
+        assert_eq!(
+            s.city.place.geoname_id(),
+            settlement_by_scan(lat, lon),
+            "({lat}, {lon})"
+        );
+    }
+}
+
+#[test]
+fn folded_names_compare_equal() {
+    assert_eq!(fold_name("Saint-Étienne"), fold_name("saint etienne"));
+    assert_eq!(fold_name("München"), "munchen");
+    assert_ne!(fold_name("Paris"), fold_name("París de Arriba"));
+}

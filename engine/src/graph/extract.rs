@@ -26,7 +26,7 @@ pub const MAX_NODE_CHARS: usize = 48;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum NodeKind {
     /// A person, organisation, place or named thing (a capitalised run, or the SGM speaker,
-    /// sender, recipients, entities, location name).
+    /// sender, recipients, entities, location name, place names and camera).
     Entity = 0,
     /// A concrete day, `YYYY-MM-DD`, or a month `YYYY-MM`, or a year `YYYY`.
     Date = 1,
@@ -79,13 +79,53 @@ pub fn item_nodes(fields: &ItemFields) -> Vec<NodeDraft> {
     for name in people {
         out.push(NodeKind::Entity, name);
     }
-    if let Some(place) = fields.location.as_ref().and_then(|l| l.name.as_ref()) {
-        out.push(NodeKind::Entity, place);
+    if let Some(location) = &fields.location {
+        // The place a position is in: its city, the neighbourhood or village it was nearest
+        // and its country, each a node ("paris", "france"), so items of one city share a node
+        // whatever their street. A name the place stage wrote ("Paris, Île-de-France,
+        // France") says nothing more; a name of the item's own ("Tour Eiffel") does.
+        let place = location.place.as_ref();
+        let generated = place.map(memdb_formats::item::PlaceName::label);
+        if let Some(name) = location
+            .name
+            .as_ref()
+            .filter(|n| Some(*n) != generated.as_ref())
+        {
+            out.push(NodeKind::Entity, name);
+        }
+        if let Some(place) = place {
+            for name in [
+                Some(&place.city),
+                place.locality.as_ref(),
+                place.country.as_ref(),
+            ]
+            .into_iter()
+            .flatten()
+            {
+                out.push(NodeKind::Entity, name);
+            }
+        }
+    }
+    if let Some(camera) = &fields.camera {
+        // The camera and its lens are things a person names ("the Fuji", "the 50 mm"); the
+        // orientation, the part of the day and the season are in the item text (BM25 and the
+        // encoder see them) but not nodes: one node shared by every landscape photo, or every
+        // evening, would join paths that have nothing else in common.
+        out.push(NodeKind::Entity, &camera.label());
+        if let Some(lens) = &camera.lens {
+            out.push(NodeKind::Entity, lens);
+        }
     }
     let day = fields.time.local_date();
-    for text in [&fields.summary, &fields.body, &fields.caption, &fields.ocr]
-        .into_iter()
-        .flatten()
+    for text in [
+        &fields.summary,
+        &fields.body,
+        &fields.short_caption,
+        &fields.caption,
+        &fields.ocr,
+    ]
+    .into_iter()
+    .flatten()
     {
         scan_text(text, day, &mut out);
     }
@@ -378,6 +418,30 @@ mod tests {
         f.speaker = Some(speaker.into());
         f.body = Some(body.into());
         f
+    }
+
+    #[test]
+    fn a_photo_gives_its_place_and_camera() {
+        let mut f = crate::fixtures::eiffel_photo();
+        assert_eq!(
+            phrases(&item_nodes(&f)),
+            ["paris", "paris 16 passy", "france", "fujifilm finepixs2pro"]
+        );
+        // A name of the item's own is a node too.
+        if let Some(l) = f.location.as_mut() {
+            l.name = Some("Tour Eiffel".into());
+        }
+        assert_eq!(phrases(&item_nodes(&f))[0], "tour eiffel");
+        // The lens is a node; what a captioner said is read like any text.
+        if let Some(c) = f.camera.as_mut() {
+            c.lens = Some("XF 35mm F1.4 R".into());
+        }
+        f.short_caption = Some("Eiffel Tower at dusk".into());
+        let nodes = item_nodes(&f);
+        let got = phrases(&nodes);
+        assert!(got.contains(&"xf 35mm f1.4 r"), "{got:?}");
+        assert!(got.iter().any(|p| p.contains("eiffel tower")), "{got:?}");
+        assert!(!got.contains(&"landscape"), "{got:?}");
     }
 
     #[test]

@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 
 use super::NodeExtractor;
 use super::extract::{Candidates, NodeDraft, NodeKind};
+use crate::endpoint::{LoopbackChat, snippet};
 use crate::error::{Error, Result};
 
 const ITEM_SYSTEM: &str = "You extract semantic memory nodes from a single email for memory retrieval. Return ONLY a JSON object with key \"semantic_nodes\" (array of 3-8 concise phrases). Focus on named entities (people, places, brands, products), key objects, actions, events, and concrete time mentions. Use short lowercase phrases. Do NOT echo the email field names. Do NOT include the words Subject/Summary/Detail.";
@@ -30,9 +31,8 @@ const QUERY_EXAMPLE: &str = "Q: On 2022-05-10 in Lisbon, what hotel did I book a
 /// Node extraction by a local chat-completions server.
 #[derive(Debug, Clone)]
 pub struct LlmExtractor {
-    url: String,
+    chat: LoopbackChat,
     model: String,
-    agent: ureq::Agent,
 }
 
 impl LlmExtractor {
@@ -40,32 +40,11 @@ impl LlmExtractor {
     /// to `<base_url>/v1/chat/completions`) with model name `model`, waiting at most
     /// `timeout` per call (the paper: 30 s). Refuses a non-loopback URL.
     pub fn new(base_url: &str, model: &str, timeout: Duration) -> Result<LlmExtractor> {
-        let base = base_url.trim_end_matches('/');
-        let host = base
-            .strip_prefix("http://")
-            .map(|rest| rest.split('/').next().unwrap_or(""))
-            .ok_or_else(|| {
-                Error::Extractor(format!("{base_url}: only plain http:// to a local server"))
-            })?;
-        let host_only = match host.rsplit_once(':') {
-            Some((h, port)) if port.chars().all(|c| c.is_ascii_digit()) => h,
-            _ => host,
-        };
-        if !matches!(host_only, "127.0.0.1" | "localhost" | "[::1]") {
-            return Err(Error::Extractor(format!(
-                "{base_url}: the extractor only talks to a loopback server (127.0.0.1, [::1], \
-                 localhost); nothing leaves the device"
-            )));
-        }
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .timeout_global(Some(timeout))
-            .http_status_as_error(false)
-            .build()
-            .into();
+        let chat =
+            LoopbackChat::new(base_url, timeout).map_err(|e| Error::Extractor(e.to_string()))?;
         Ok(LlmExtractor {
-            url: format!("{base}/v1/chat/completions"),
+            chat,
             model: model.to_owned(),
-            agent,
         })
     }
 
@@ -79,22 +58,12 @@ impl LlmExtractor {
                 {"role": "user", "content": user},
             ],
         });
-        let fail = |why: String| Error::Extractor(format!("{}: {why}", self.url));
-        let mut response = self
-            .agent
-            .post(&self.url)
-            .header("Content-Type", "application/json")
-            .send(request.to_string())
-            .map_err(|e| fail(e.to_string()))?;
-        let status = response.status();
-        let body = response
-            .body_mut()
-            .read_to_string()
-            .map_err(|e| fail(e.to_string()))?;
-        if !status.is_success() {
-            return Err(fail(format!("HTTP {status}: {}", snippet(&body))));
-        }
-        parse_reply(&body).map_err(fail)
+        let content = self
+            .chat
+            .complete(&request)
+            .map_err(|e| Error::Extractor(e.to_string()))?;
+        parse_content(&content)
+            .map_err(|why| Error::Extractor(format!("{}: {why}", self.chat.url())))
     }
 }
 
@@ -137,25 +106,15 @@ impl NodeExtractor for LlmExtractor {
     }
 }
 
-fn snippet(text: &str) -> String {
-    text.chars().take(200).collect()
-}
-
-/// The nodes in a chat-completions reply: `choices[0].message.content` holding a JSON object
-/// with `semantic_nodes` (code fences around it tolerated).
-pub(crate) fn parse_reply(body: &str) -> std::result::Result<Vec<NodeDraft>, String> {
-    let reply: Value = serde_json::from_str(body)
-        .map_err(|e| format!("reply is not JSON ({e}): {}", snippet(body)))?;
-    let content = reply
-        .pointer("/choices/0/message/content")
-        .and_then(Value::as_str)
-        .ok_or_else(|| format!("reply has no choices[0].message.content: {}", snippet(body)))?;
+/// The nodes in a reply's content: a JSON object with `semantic_nodes` (code fences and prose
+/// around it tolerated: the extractor's phrases are normalised and bounded whatever they are).
+fn parse_content(content: &str) -> std::result::Result<Vec<NodeDraft>, String> {
     let start = content
         .find('{')
-        .ok_or_else(|| format!("no JSON object in {content:?}"))?;
+        .ok_or_else(|| format!("no JSON object in {}", snippet(content)))?;
     let end = content
         .rfind('}')
-        .ok_or_else(|| format!("no JSON object in {content:?}"))?;
+        .ok_or_else(|| format!("no JSON object in {}", snippet(content)))?;
     let object: Value = serde_json::from_str(content.get(start..=end).unwrap_or(""))
         .map_err(|e| format!("content is not a JSON object ({e}): {}", snippet(content)))?;
     let phrases = object
@@ -195,51 +154,21 @@ fn kind_of(phrase: &str) -> NodeKind {
 
 #[cfg(test)]
 mod tests {
-    use std::io::{BufRead, BufReader, Read, Write};
-    use std::net::TcpListener;
-
     use memdb_formats::item::{EventTime, Source};
 
     use super::*;
+    use crate::endpoint::stub::{self, completion};
 
-    /// A one-connection-per-reply loopback server: answers each request with the next canned
-    /// body and hands back what it was sent.
     fn serve(replies: Vec<(u16, String)>) -> (String, std::thread::JoinHandle<Vec<String>>) {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let handle = std::thread::spawn(move || {
-            let mut seen = Vec::new();
-            for (status, body) in replies {
-                let (mut stream, _) = listener.accept().unwrap();
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut length = 0;
-                loop {
-                    let mut line = String::new();
-                    reader.read_line(&mut line).unwrap();
-                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                        length = v.trim().parse().unwrap();
-                    }
-                    if line == "\r\n" || line.is_empty() {
-                        break;
-                    }
-                }
-                let mut request = vec![0; length];
-                reader.read_exact(&mut request).unwrap();
-                seen.push(String::from_utf8(request).unwrap());
-                write!(
-                    stream,
-                    "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                )
-                .unwrap();
-            }
-            seen
-        });
-        (url, handle)
-    }
-
-    fn completion(content: &str) -> String {
-        json!({"choices": [{"message": {"role": "assistant", "content": content}}]}).to_string()
+        stub::serve(
+            replies
+                .into_iter()
+                .map(|(status, body)| stub::Reply {
+                    status,
+                    ..stub::Reply::ok(body)
+                })
+                .collect(),
+        )
     }
 
     #[test]

@@ -231,16 +231,19 @@ fn recall_finds_evidence_respects_filters_and_explains() {
             dense: false,
             lexical: true,
             graph: false,
+            place: false,
         },
         Signals {
             dense: false,
             lexical: false,
             graph: true,
+            place: false,
         },
         Signals {
             dense: true,
             lexical: false,
             graph: false,
+            place: false,
         },
     ] {
         let options = RecallOptions {
@@ -383,7 +386,7 @@ proptest::proptest! {
 /// so the item's date node named the wrong day. An embedder blind to digits makes every date
 /// identical; dates must still stay apart, while a word merges as before.
 #[test]
-fn dates_and_amounts_never_merge_by_similarity() {
+fn dates_amounts_and_identifiers_never_merge_by_similarity() {
     struct DigitBlind;
     impl Embedder for DigitBlind {
         fn embed(&self, texts: &[&str]) -> std::result::Result<Vec<Vec<f32>>, crate::EmbedError> {
@@ -408,13 +411,26 @@ fn dates_and_amounts_never_merge_by_similarity() {
             "Hotel booked for 10 May, it cost $70.",
             "b",
         ),
+        chat(
+            "2022-04-22",
+            "Ana",
+            "Shot it on the FinePixS1Pro, the FinePixS2Pro stayed home.",
+            "c",
+        ),
     ]);
     store
         .update_graph(&DigitBlind, &GraphOptions::default(), &mut |_, _| {})
         .unwrap();
     let snap = store.snapshot().unwrap();
     let g = snap.graph();
-    for phrase in ["2022-05-06", "2022-05-10", "50 usd", "70 usd"] {
+    for phrase in [
+        "2022-05-06",
+        "2022-05-10",
+        "50 usd",
+        "70 usd",
+        "finepixs1pro",
+        "finepixs2pro",
+    ] {
         let id = g
             .lookup(phrase)
             .unwrap()

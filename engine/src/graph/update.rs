@@ -68,8 +68,10 @@ struct Fresh {
 /// Dates and amounts are their value: `2022-05-06` and `2022-05-10` embed almost alike but
 /// are different facts (ScrapMem's Appendix B: exact dates are what recall loses first), so
 /// they never merge by similarity, in either direction — only an identical phrase joins them.
-fn exact_kind(kind: NodeKind) -> bool {
-    matches!(kind, NodeKind::Date | NodeKind::Amount)
+/// So is any phrase with a digit in it, an identifier more than a word: a camera model
+/// ("fujifilm finepixs2pro" is not "fujifilm finepixs1pro"), a room, a flight, "4th" and "5th".
+fn exact_node(kind: NodeKind, phrase: &str) -> bool {
+    matches!(kind, NodeKind::Date | NodeKind::Amount) || phrase.bytes().any(|b| b.is_ascii_digit())
 }
 
 impl Store {
@@ -171,12 +173,14 @@ impl Store {
         for ((phrase, draft, time, source), vector) in unknown.into_iter().zip(vectors) {
             // Nearest committed node through the node index, nearest fresh one by a scan of
             // this chunk's new nodes (at most one chunk's worth).
-            let exact = exact_kind(draft.kind);
+            let exact = exact_node(draft.kind, &phrase);
             let mut best: Option<(u64, f32)> = None;
             if !exact
                 && let Some(stored) = &stored
                 && let Some(hit) = stored.search(&vector, 1, &VectorScope::all())?.first()
-                && !graph.node(hit.key)?.is_some_and(|n| exact_kind(n.kind))
+                && !graph
+                    .node(hit.key)?
+                    .is_some_and(|n| exact_node(n.kind, &n.phrase))
             {
                 best = Some((hit.key, hit.score));
             }

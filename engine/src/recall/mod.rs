@@ -1,36 +1,50 @@
 //! Recall: given a question, the memory items that answer it, with the reasons.
 //!
-//! Three signals, each computed over the items the filters allow (never filtered after
+//! Four signals, each computed over the items the filters allow (never filtered after
 //! ranking):
 //! - **dense**: the question's embedding against the item vector space (exact or HNSW);
-//! - **lexical**: BM25 over item text ([`lexical`]);
+//! - **lexical**: BM25 over item text ([`lexical`]; the text is [`item_text`]'s);
 //! - **graph**: query nodes (the extractor of [`crate::graph`]) matched to graph nodes exactly
 //!   and by embedding similarity, weighted by similarity × idf over paths; candidate EM-Paths
 //!   from the Q-matrix bitmaps scored by weighted overlap; items of the best paths scored by
-//!   the matched nodes they carry plus their path's score (day-level ranking, then item level).
+//!   the matched nodes they carry plus their path's score (day-level ranking, then item level);
+//! - **place**: the places the question names, matched to the items' places and positions
+//!   ([`place`]); silent when the question names none or no item has a place.
 //!
-//! The signals are fused by weighted reciprocal rank; then each candidate lends a share of its
-//! fused score to the items before and after it in its EM-Path (conversation context: an answer
-//! is often the turn after the one that names the topic). Every hit carries its explanation:
-//! its rank under each signal, the graph nodes it matched and its path and page.
+//! The signals are fused by weighted reciprocal rank; then each chat turn among the candidates
+//! lends a share of its fused score to the turns before and after it in its EM-Path
+//! (conversation context: an answer is often the turn after the one that names the topic).
+//! Every hit carries its explanation: its rank under each signal, the graph nodes it matched,
+//! the place of the question it is at, and its path and page.
 //!
-//! The fusion weights and the context share were chosen on the five LoCoMo conversations the
-//! locomo bench runs (the only labelled data here; there is no held-out set), one setting for
-//! every store.
+//! A query node that is an identifier (a phrase with a digit, not a date or an amount: a camera
+//! model) matches only the graph node of the same phrase, never one that merely embeds alike,
+//! as the graph's own merges keep them apart.
+//!
+//! The fusion weights of the first three and the context share were chosen on the five LoCoMo
+//! conversations the locomo bench runs (the only labelled data here; there is no held-out
+//! set), one setting for every store. The place signal's weight is BM25's, set by reasoning,
+//! not fitted: LoCoMo has no places, and the shared photos are the measurement, not a training
+//! set.
 
+mod item_text;
 mod lexical;
+mod place;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Instant;
 
-use memdb_formats::item::ItemRecord;
+use memdb_formats::item::Source;
 use roaring::{RoaringBitmap, RoaringTreemap};
 
 use crate::error::Result;
 use crate::graph::{Embedder, NODE_VECTORS, embed_checked};
 use crate::store::{ITEM_VECTORS, ScanFilter, Snapshot, Store, VectorScope};
 use lexical::Bm25;
+
+pub use item_text::item_text;
+pub(crate) use item_text::{ITEM_TEXT_SETTING, ITEM_TEXT_VERSION, changed_sources};
 
 /// Which signals a recall uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,14 +55,17 @@ pub struct Signals {
     pub lexical: bool,
     /// Path overlap in the EM-Graph.
     pub graph: bool,
+    /// The places the question names, against the items' places.
+    pub place: bool,
 }
 
 impl Signals {
-    /// All three (the default).
+    /// All four (the default).
     pub const ALL: Signals = Signals {
         dense: true,
         lexical: true,
         graph: true,
+        place: true,
     };
 }
 
@@ -70,11 +87,13 @@ pub struct RecallOptions {
     pub dense_space: String,
     /// Fusion weights of the dense, lexical and graph ranks.
     pub weights: [f64; 3],
+    /// Fusion weight of the place rank.
+    pub place_weight: f64,
     /// Candidates each signal contributes before fusion.
     pub depth: usize,
     /// Cosine at or above which a graph node counts as matching a query node.
     pub node_match: f32,
-    /// Share of a candidate's fused score given to the turns before and after it in its path.
+    /// Share of a chat turn's fused score given to the turns before and after it in its path.
     pub context_share: f64,
     /// Where the question's nodes come from (default: the rule extractor).
     pub extractor: Arc<dyn crate::graph::NodeExtractor>,
@@ -92,6 +111,9 @@ impl Default for RecallOptions {
             // Chosen on the five LoCoMo conversations of ../shared/data (the locomo bench), the
             // same for every store and conversation: BM25 carries names, which dense misses.
             weights: [1.0, 1.5, 0.75],
+            // As BM25's: a place named in the question is a word of it that the item's place
+            // matches, with the place's meaning (its neighbourhoods and surroundings) added.
+            place_weight: 1.5,
             depth: 100,
             node_match: 0.80,
             context_share: 0.45,
@@ -109,6 +131,11 @@ pub struct Explanation {
     pub lexical_rank: Option<usize>,
     /// Rank under path overlap.
     pub graph_rank: Option<usize>,
+    /// Rank under the place signal.
+    pub place_rank: Option<usize>,
+    /// The place of the question the item is at ("Paris, France"), when the place signal found
+    /// it.
+    pub place: Option<String>,
     /// Graph nodes of the item that matched the question.
     pub nodes: Vec<String>,
     /// The EM-Path the item belongs to and its page.
@@ -137,6 +164,8 @@ pub struct RecallTimings {
     pub lexical_us: u64,
     /// Node matching, path overlap and item scoring.
     pub graph_us: u64,
+    /// Places named in the question, matched to the items' places.
+    pub place_us: u64,
     /// Fusion and explanations.
     pub fuse_us: u64,
 }
@@ -144,7 +173,7 @@ pub struct RecallTimings {
 impl RecallTimings {
     /// Everything except encoding.
     pub fn search_us(&self) -> u64 {
-        self.dense_us + self.lexical_us + self.graph_us + self.fuse_us
+        self.dense_us + self.lexical_us + self.graph_us + self.place_us + self.fuse_us
     }
 }
 
@@ -163,6 +192,8 @@ pub struct RecallCounts {
     pub matched_nodes: u64,
     /// Candidates from path overlap.
     pub graph: u64,
+    /// Candidates from the place signal.
+    pub place: u64,
     /// Distinct items after fusion and conversation context, before the top k.
     pub fused: u64,
 }
@@ -180,11 +211,14 @@ pub struct Recall {
     pub counts: RecallCounts,
 }
 
-/// Per-snapshot derived data: the lexical index and each item's time and source.
+/// Per-snapshot derived data: the lexical index and each item's time, source and place, by row.
 pub(crate) struct ItemIndex {
     op_seq: u64,
     bm25: Bm25,
     time_source: Vec<(memdb_formats::item::EventTime, u8)>,
+    places: Vec<Option<place::ItemPlace>>,
+    /// Item id → row.
+    rows: HashMap<u64, usize>,
 }
 
 /// The cache of the newest [`ItemIndex`], shared by clones of a store.
@@ -195,35 +229,6 @@ pub(crate) struct RecallCache {
 
 fn micros(since: Instant) -> u64 {
     u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX)
-}
-
-/// The text of an item that recall ranks: date, who, and its text fields, the form the LoCoMo
-/// protocol gives (DESIGN.md §6): `[8 May 2023] Caroline: … [image: …]`.
-pub fn item_text(item: &ItemRecord) -> String {
-    let f = &item.fields;
-    let who = f
-        .speaker
-        .as_deref()
-        .or(f.from.as_deref())
-        .map(|w| format!(" {w}:"))
-        .unwrap_or_default();
-    // An undated item has no date to show (never a guessed one).
-    let mut text = match crate::graph::extract::display_date(f.time) {
-        Some(date) => format!("[{date}]{who}"),
-        None => who.trim_start().to_owned(),
-    };
-    for part in [&f.summary, &f.body].into_iter().flatten() {
-        text.push(' ');
-        text.push_str(part);
-    }
-    if let Some(caption) = &f.caption {
-        text.push_str(&format!(" [image: {caption}]"));
-    }
-    if let Some(ocr) = &f.ocr {
-        text.push(' ');
-        text.push_str(ocr);
-    }
-    text
 }
 
 impl Store {
@@ -257,6 +262,15 @@ impl Store {
             time_source: items
                 .iter()
                 .map(|i| (i.fields.time, i.fields.source.code()))
+                .collect(),
+            places: items
+                .iter()
+                .map(|i| place::ItemPlace::of(&i.fields))
+                .collect(),
+            rows: items
+                .iter()
+                .enumerate()
+                .map(|(row, i)| (i.id, row))
                 .collect(),
         });
         if let Ok(mut guard) = cache.newest.lock() {
@@ -315,7 +329,7 @@ fn recall_in(
         .as_ref()
         .map(|rows| rows.iter().map(|r| index.bm25.key(r)).collect());
 
-    let mut ranked: [Vec<u64>; 3] = Default::default();
+    let mut ranked: [Vec<u64>; 4] = Default::default();
 
     let started = Instant::now();
     if options.signals.dense
@@ -358,24 +372,60 @@ fn recall_in(
     timings.graph_us = micros(started);
 
     let started = Instant::now();
+    let mut at_place: HashMap<u64, String> = HashMap::new();
+    if options.signals.place {
+        let hits = place::rank(
+            question,
+            |row| index.bm25.key(row),
+            &index.places,
+            allowed_rows.as_ref(),
+            depth,
+        )?;
+        ranked[3] = hits.iter().map(|(item, _)| *item).collect();
+        at_place = hits.into_iter().collect();
+    }
+    counts.place = ranked[3].len() as u64;
+    timings.place_us = micros(started);
+
+    let started = Instant::now();
+    let weights = [
+        options.weights[0],
+        options.weights[1],
+        options.weights[2],
+        options.place_weight,
+    ];
     let mut fused: BTreeMap<u64, (f64, Explanation)> = BTreeMap::new();
     for (signal, list) in ranked.iter().enumerate() {
         for (rank, &item) in list.iter().enumerate() {
             let entry = fused.entry(item).or_default();
-            entry.0 += options.weights[signal] / (RRF_K + (rank + 1) as f64);
+            entry.0 += weights[signal] / (RRF_K + (rank + 1) as f64);
             let slot = match signal {
                 0 => &mut entry.1.dense_rank,
                 1 => &mut entry.1.lexical_rank,
-                _ => &mut entry.1.graph_rank,
+                2 => &mut entry.1.graph_rank,
+                _ => &mut entry.1.place_rank,
             };
             *slot = Some(rank + 1);
         }
     }
     // Conversation context: a turn next to a strong candidate in its path (the same day, in
-    // order) shares a part of its score — answers often sit one turn after the question.
+    // order) shares a part of its score — answers often sit one turn after the question. Only
+    // between chat turns: the photos or mails of a day are not turns of one dialogue, and a
+    // photo lent its neighbour's score would outrank the photos the question names.
     let graph = snapshot.graph();
+    let chat = |item: u64| {
+        index
+            .rows
+            .get(&item)
+            .and_then(|&row| index.time_source.get(row))
+            .is_some_and(|&(_, source)| source == Source::Chat.code())
+    };
     if options.context_share > 0.0 {
-        let base: HashMap<u64, f64> = fused.iter().map(|(&i, (s, _))| (i, *s)).collect();
+        let base: HashMap<u64, f64> = fused
+            .iter()
+            .filter(|(i, _)| chat(**i))
+            .map(|(&i, (s, _))| (i, *s))
+            .collect();
         let mut paths: HashMap<u64, Vec<u64>> = HashMap::new();
         // Neighbour → the best score next to it (max, so a turn between two candidates does
         // not outrank both).
@@ -395,9 +445,10 @@ fn recall_in(
                 let Some(&neighbour) = order.get(next) else {
                     continue;
                 };
-                if allowed_keys
-                    .as_ref()
-                    .is_some_and(|k| !k.contains(neighbour))
+                if !chat(neighbour)
+                    || allowed_keys
+                        .as_ref()
+                        .is_some_and(|k| !k.contains(neighbour))
                 {
                     continue;
                 }
@@ -421,6 +472,7 @@ fn recall_in(
     hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.item.cmp(&b.item)));
     hits.truncate(options.k);
     for hit in &mut hits {
+        hit.explanation.place = at_place.remove(&hit.item);
         if let Some((path, item_nodes)) = graph.item(hit.item)? {
             hit.explanation.nodes = item_nodes
                 .iter()
@@ -476,6 +528,16 @@ pub(crate) fn path_overlap(
     for (draft, vector) in nodes.iter().zip(node_vectors) {
         if let Some(id) = graph.lookup(&draft.phrase)? {
             sims.insert(id, 1.0);
+        }
+        // An identifier (a phrase with a digit that is no date or amount: a camera model, a
+        // room) names one thing: nodes that merely embed alike ("finepixs1pro" for
+        // "finepixs2pro") are other things, as in the graph's own merges.
+        let identifier = !matches!(
+            draft.kind,
+            crate::graph::NodeKind::Date | crate::graph::NodeKind::Amount
+        ) && draft.phrase.bytes().any(|b| b.is_ascii_digit());
+        if identifier {
+            continue;
         }
         if let Some(space) = &node_space {
             for hit in space.search(vector, NODE_NEIGHBOURS, &VectorScope::all())? {

@@ -139,24 +139,46 @@ fn headline(fields: &ItemFields) -> String {
         parts.push(who);
     }
     if fields.source == Source::Image {
-        let place = fields.location.as_ref().and_then(|l| {
-            l.name
-                .clone()
-                .or_else(|| l.geo.map(|g| format!("{:.4}, {:.4}", g.lat, g.lon)))
-        });
-        parts.extend(place);
-        parts.extend(
+        parts.extend(fields.location.as_ref().map(where_taken));
+        // Photos stored before store format 7 have their camera as a tag.
+        let camera = fields.camera.as_ref().map(|c| c.label()).or_else(|| {
             fields
                 .tags
                 .iter()
-                .filter_map(|t| t.strip_prefix("camera:").map(str::to_owned)),
-        );
+                .find_map(|t| t.strip_prefix("camera:").map(str::to_owned))
+        });
+        parts.extend(camera);
     }
     if let Some(summary) = &fields.summary {
         parts.push(summary.clone());
     }
     parts.retain(|p| !p.is_empty());
     parts.join("  ·  ")
+}
+
+/// Where a photo was taken, as its headline says it: its own name, the place its position is
+/// in ("Paris, France") and the position — `Tour Eiffel, Paris, France (48.8578, 2.2970)`. A
+/// name the place stage wrote is the place again, so it is not repeated.
+fn where_taken(l: &memdb_formats::item::Location) -> String {
+    let short = l.place.as_ref().map(|p| p.short_label());
+    let own = l
+        .name
+        .clone()
+        .filter(|n| l.place.as_ref().is_none_or(|p| *n != p.label()));
+    let mut out = [own, short]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if let Some(g) = l.geo {
+        let point = format!("{:.4}, {:.4}", g.lat, g.lon);
+        out = if out.is_empty() {
+            point
+        } else {
+            format!("{out} ({point})")
+        };
+    }
+    out
 }
 
 fn body(fields: &ItemFields) -> String {
@@ -383,4 +405,29 @@ pub(crate) fn paint_part(
 /// Number of JPEG parts a page of this height is stored as.
 pub(crate) fn part_count(height: u32) -> u32 {
     height.div_ceil(PART_HEIGHT).max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_photo_headline_names_its_place_beside_its_position() {
+        let mut f = crate::fixtures::eiffel_photo();
+        assert_eq!(
+            headline(&f),
+            "13:59  ·  Paris, France (48.8578, 2.2970)  ·  FUJIFILM FinePixS2Pro"
+        );
+        let Some(l) = f.location.as_mut() else {
+            panic!("the fixture has a location")
+        };
+        l.name = Some("Tour Eiffel".into());
+        assert_eq!(
+            where_taken(l),
+            "Tour Eiffel, Paris, France (48.8578, 2.2970)"
+        );
+        l.place = None;
+        l.name = None;
+        assert_eq!(where_taken(l), "48.8578, 2.2970");
+    }
 }

@@ -226,16 +226,7 @@ impl Snapshot {
                     }
                 }
             }
-            let mut original = None;
-            for &blob in &record.blobs {
-                if self
-                    .blob_info(blob)?
-                    .is_some_and(|i| i.kind == BlobKind::Original)
-                {
-                    original = Some(blob);
-                    break;
-                }
-            }
+            let original = self.original_of(record)?;
             out.push((
                 DayItem {
                     id: record.id,

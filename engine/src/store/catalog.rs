@@ -33,9 +33,15 @@ pub(crate) const BY_SOURCE: TableDefinition<(u8, i64, u64), ()> = TableDefinitio
 pub(crate) const BLOBS: TableDefinition<u64, (u64, u64, u64, u8, u64)> =
     TableDefinition::new("blobs");
 /// Store-wide text settings: `encoder_model` (the model id and weights hash that made the
-/// store's vectors).
+/// store's vectors); and settings the store keeps for its clients without reading them:
+/// `item_text` (the recipe version of the text the item vectors were made from) and `places`
+/// (the version of the place pass every item has been through).
 pub(crate) const SETTINGS: TableDefinition<&str, &str> = TableDefinition::new("settings");
 pub(crate) const KEY_ENCODER_MODEL: &str = "encoder_model";
+/// The `item_text` setting a store starts with: a new store's vectors are made with the
+/// current recipe, so none is stale (absent, in a store made before version 7, means 1). The
+/// recall module's tests pin it to its `ITEM_TEXT_VERSION`.
+pub(crate) const NEW_STORE_SETTINGS: [(&str, &str); 1] = [("item_text", "2")];
 /// vector space name → (dimension, precision code): the spaces of the store's vectors (SPEC.md
 /// §5.1). Format version 2.
 pub(crate) const VECTOR_SPACES: TableDefinition<&str, (u32, u8)> =
@@ -111,8 +117,13 @@ pub(crate) const KEY_NEXT_PATH: &str = "next_graph_path_id";
 /// be coarser than its space (forgetting re-quantizes item vectors); a version-4 store is read
 /// as it is and becomes version 5 at its first write. Version 6 added `history`,
 /// `dropped_blobs` and `stale_pages`, and undated items (event time `i64::MIN`); an older store
-/// is read as one with none of them and becomes version 6 at its first write.
-pub(crate) const STORE_FORMAT_VERSION: u64 = 6;
+/// is read as one with none of them and becomes version 6 at its first write. Version 7 writes
+/// item records of version 2 (SPEC.md §4.2: place, camera, orientation, short caption, caption
+/// provenance) and the settings `item_text` and `places`; a version-6 store is read as it is
+/// (its records are version 1, which still read) and becomes version 7 at its first write, so
+/// a build that knows only version-1 records refuses the store instead of failing on its
+/// newer records one by one.
+pub(crate) const STORE_FORMAT_VERSION: u64 = 7;
 /// The oldest version this build opens.
 pub(crate) const OLDEST_FORMAT_VERSION: u64 = 1;
 
@@ -322,7 +333,12 @@ pub(crate) fn initialise(txn: &redb::WriteTransaction, now_ms: i64) -> Result<()
     txn.open_table(BY_SOURCE).ctx("create by_source")?;
     txn.open_table(BLOBS).ctx("create blobs")?;
     txn.open_table(OPLOG).ctx("create oplog")?;
-    txn.open_table(SETTINGS).ctx("create settings")?;
+    {
+        let mut settings = txn.open_table(SETTINGS).ctx("create settings")?;
+        for (key, value) in NEW_STORE_SETTINGS {
+            settings.insert(key, value).ctx("init settings")?;
+        }
+    }
     txn.open_table(VECTOR_SPACES).ctx("create vector_spaces")?;
     txn.open_table(VECTOR_BLOCKS).ctx("create vector_blocks")?;
     txn.open_table(VECTOR_KEYS).ctx("create vector_keys")?;

@@ -566,15 +566,7 @@ impl Store {
 
     /// The encoder model recorded by [`bind_model`](Self::bind_model), if any.
     pub fn model(&self) -> Result<Option<String>> {
-        let snapshot = self.snapshot()?;
-        let settings = snapshot
-            .txn()
-            .open_table(catalog::SETTINGS)
-            .ctx("open settings")?;
-        Ok(settings
-            .get(catalog::KEY_ENCODER_MODEL)
-            .ctx("read settings")?
-            .map(|v| v.value().to_owned()))
+        self.snapshot()?.setting(catalog::KEY_ENCODER_MODEL)
     }
 
     /// A client's per-store state of type `T` (made on first use), shared by every clone of

@@ -334,6 +334,20 @@ impl Snapshot {
         Ok(out)
     }
 
+    /// The first of `item`'s blobs that is a photo original (what pages draw and the
+    /// captioner describes), if it still has one.
+    pub fn original_of(&self, item: &ItemRecord) -> Result<Option<u64>> {
+        for &blob in &item.blobs {
+            if self
+                .blob_info(blob)?
+                .is_some_and(|i| i.kind == BlobKind::Original)
+            {
+                return Ok(Some(blob));
+            }
+        }
+        Ok(None)
+    }
+
     /// What blob `id` is, without reading it.
     pub fn blob_info(&self, id: u64) -> Result<Option<BlobInfo>> {
         let blobs = self.txn.open_table(catalog::BLOBS).ctx("open blobs")?;
@@ -365,6 +379,18 @@ impl Snapshot {
 
     pub(crate) fn txn(&self) -> &redb::ReadTransaction {
         &self.txn
+    }
+
+    /// The store-wide setting `key` (`settings`, SPEC.md §5) as of this snapshot.
+    pub(crate) fn setting(&self, key: &str) -> Result<Option<String>> {
+        let settings = self
+            .txn
+            .open_table(super::catalog::SETTINGS)
+            .ctx("open settings")?;
+        Ok(settings
+            .get(key)
+            .ctx("read settings")?
+            .map(|v| v.value().to_owned()))
     }
 
     pub(crate) fn segments(&self) -> &Arc<SegmentSet> {

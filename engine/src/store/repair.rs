@@ -6,7 +6,7 @@
 //! segments, keeping every entry that verifies. What it cannot read goes, recorded:
 //! - an item whose record is unreadable but whose files survive stays, as a stand-in record
 //!   tagged `recovered`: a photo's fields are read again from its original (EXIF time, place,
-//!   camera; the importer's own parser), anything else keeps what the catalog still knows — id,
+//!   camera; the importer's own parser, then the ingest's place stage), anything else keeps what the catalog still knows — id,
 //!   time, source, external id; one with nothing left is dropped, with its graph rows and
 //!   vector;
 //! - an unreadable blob is dropped from its owner (recorded in `dropped_blobs` with the reason),
@@ -194,7 +194,10 @@ impl Store {
                         memdb_formats::import::photo::PhotoLimits::default(),
                     )
                 {
-                    reread.insert(owner, photo.draft.fields);
+                    // As an import would have stored it: with the place its GPS is in.
+                    let mut fields = photo.draft.fields;
+                    crate::place::fill_place(&mut fields, &crate::place::PlaceOptions::default());
+                    reread.insert(owner, fields);
                 }
             }
         }

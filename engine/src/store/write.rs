@@ -105,6 +105,17 @@ enum BatchOp {
         record: Box<ItemRecord>,
         blobs: Vec<(u64, BlobKind, Vec<u8>)>,
     },
+    /// A change to item `id`'s fields, computed from its fields as they are when the batch
+    /// commits (an enrichment pass: the place of a stored item).
+    Amend {
+        id: u64,
+        amend: Box<dyn FnOnce(&mut ItemFields) + Send>,
+    },
+    /// A store-wide setting (`settings` table, SPEC.md §5).
+    Setting {
+        key: &'static str,
+        value: String,
+    },
 }
 
 /// Puts and deletes that commit together. Build it with [`Store::batch`], then
@@ -262,6 +273,29 @@ impl<'s> WriteBatch<'s> {
             record: Box::new(record),
             blobs,
         });
+        self
+    }
+
+    /// Changes item `id`'s fields with `amend`, applied to the fields the item has when the
+    /// batch commits (so a change committed after they were read is never lost). Like an
+    /// update by external id it keeps the old version as history, makes what was derived from
+    /// the item stale, and is `Unchanged` when `amend` changes nothing; it may not change the
+    /// external id. An item that no longer exists is skipped with a warning.
+    pub(crate) fn amend(
+        &mut self,
+        id: u64,
+        amend: impl FnOnce(&mut ItemFields) + Send + 'static,
+    ) -> &mut Self {
+        self.ops.push(BatchOp::Amend {
+            id,
+            amend: Box::new(amend),
+        });
+        self
+    }
+
+    /// Sets the store-wide setting `key` (`settings`, SPEC.md §5) to `value` in this commit.
+    pub(crate) fn set_setting(&mut self, key: &'static str, value: String) -> &mut Self {
+        self.ops.push(BatchOp::Setting { key, value });
         self
     }
 
@@ -770,8 +804,88 @@ fn stage_op<'t>(
         BatchOp::Restore { record, blobs } => {
             stage_restore(t, &mut batch.staged, index, *record, blobs, batch.now)?;
         }
+        BatchOp::Amend { id, amend } => {
+            match stage_amend(
+                t,
+                batch.segments,
+                &mut batch.staged,
+                index,
+                id,
+                amend,
+                batch.now,
+            )? {
+                Ok(outcome) => batch.receipt.puts.push(outcome),
+                Err(skipped) => batch.receipt.warnings.push(skipped),
+            }
+        }
+        BatchOp::Setting { key, value } => {
+            txn.open_table(catalog::SETTINGS)
+                .ctx("open settings")?
+                .insert(key, value.as_str())
+                .ctx("write settings")?;
+        }
     }
     Ok(())
+}
+
+/// Stages `amend` applied to item `id`'s current fields (staged earlier in this batch, else
+/// committed); `Ok(Err(why))` when it is skipped: there is no such item, or its record cannot
+/// be read (a damaged record is `check`'s and `repair`'s to report, not an amendment's).
+fn stage_amend(
+    t: &mut Tables<'_>,
+    segments: &super::segment_file::SegmentSet,
+    staged: &mut Staged,
+    index: usize,
+    id: u64,
+    amend: Box<dyn FnOnce(&mut ItemFields) + Send>,
+    now: i64,
+) -> Result<std::result::Result<PutOutcome, String>> {
+    let invalid = |reason: String| Error::InvalidItem { index, reason };
+    let read = match staged.pending_items.get(&id).copied() {
+        Some(slot) => staged
+            .records
+            .get(slot)
+            .and_then(Option::as_ref)
+            .map(|record| {
+                memdb_formats::item::decode_record(&record.bytes).map_err(|e| e.to_string())
+            }),
+        None => t.items.get(id).ctx("read items")?.map(|raw| {
+            read_record(segments, &ItemLoc::decode(raw.value())).map_err(|e| e.to_string())
+        }),
+    };
+    let current = match read {
+        None => return Ok(Err(format!("amend: no item {id}"))),
+        Some(Err(e)) => return Ok(Err(format!("amend: item {id} skipped: {e}"))),
+        Some(Ok(current)) => current,
+    };
+    let mut fields = current.fields.clone();
+    amend(&mut fields);
+    if fields.external_id != current.fields.external_id {
+        return Err(invalid(format!(
+            "an amendment of item {id} may not change its external id"
+        )));
+    }
+    // An amendment is a stage's, not a caller's item: one that would leave the item invalid
+    // (its stored fields already were: an older build's record) is skipped like an unreadable
+    // record, so one item never stops a pass over the store.
+    if let Err(why) = fields.validate() {
+        return Ok(Err(format!("amend: item {id} skipped: {why}")));
+    }
+    stage_fields(
+        t,
+        segments,
+        staged,
+        index,
+        Staging {
+            fields,
+            supersedes: current.supersedes,
+            existing: Some(id),
+            new_blobs: Vec::new(),
+            vector: None,
+        },
+        now,
+    )
+    .map(Ok)
 }
 
 /// Stages the vector of `key` in `space`.
@@ -1111,6 +1225,51 @@ fn stage_put(
             .map(|v| v.value()),
         None => None,
     };
+    stage_fields(
+        t,
+        segments,
+        staged,
+        index,
+        Staging {
+            fields,
+            supersedes,
+            existing,
+            new_blobs,
+            vector,
+        },
+        now,
+    )
+}
+
+/// What [`stage_fields`] stages: an item's new fields, resolved.
+struct Staging {
+    fields: ItemFields,
+    /// The item id it supersedes.
+    supersedes: Option<u64>,
+    /// The item it replaces (`None`: a new item).
+    existing: Option<u64>,
+    new_blobs: Vec<(BlobKind, Vec<u8>)>,
+    vector: Option<Vec<f32>>,
+}
+
+/// Stages the new version of an item (or a new item): unchanged when its fields, supersedes,
+/// blobs and vector are what is stored; else the old record goes to history, what was derived
+/// from it goes stale, and the new record is staged.
+fn stage_fields(
+    t: &mut Tables<'_>,
+    segments: &super::segment_file::SegmentSet,
+    staged: &mut Staged,
+    index: usize,
+    staging: Staging,
+    now: i64,
+) -> Result<PutOutcome> {
+    let Staging {
+        fields,
+        supersedes,
+        existing,
+        new_blobs,
+        vector,
+    } = staging;
     let mut kept_blobs = Vec::new();
     // The committed version this put replaces, kept as history (when its record is readable).
     let mut replaced: Option<ItemLoc> = None;

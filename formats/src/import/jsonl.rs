@@ -30,7 +30,10 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::{ImportReport, Imported, Object, error, wrong_type};
-use crate::item::{EventTime, GeoPoint, ItemDraft, ItemFields, Location, MAX_RECORD_BYTES, Source};
+use crate::item::{
+    Camera, CaptionProvenance, EventTime, GeoPoint, ItemDraft, ItemFields, Location,
+    MAX_RECORD_BYTES, Orientation, PlaceName, Source,
+};
 use crate::{ImportError, ImportErrorKind};
 
 /// Longest line accepted, in bytes, without its `\n`. A longer line cannot become a storable
@@ -39,7 +42,7 @@ use crate::{ImportError, ImportErrorKind};
 pub const MAX_LINE_BYTES: usize = MAX_RECORD_BYTES;
 
 /// Every field a line may have, in the order SPEC.md lists them.
-pub const FIELDS: [&str; 15] = [
+pub const FIELDS: [&str; 19] = [
     "source",
     "time",
     "external_id",
@@ -48,6 +51,10 @@ pub const FIELDS: [&str; 15] = [
     "tags",
     "ocr",
     "caption",
+    "short_caption",
+    "caption_provenance",
+    "camera",
+    "orientation",
     "summary",
     "body",
     "speaker",
@@ -58,7 +65,24 @@ pub const FIELDS: [&str; 15] = [
 ];
 
 /// Every member `location` may have.
-pub const LOCATION_FIELDS: [&str; 3] = ["name", "lat", "lon"];
+pub const LOCATION_FIELDS: [&str; 4] = ["name", "lat", "lon", "place"];
+
+/// Every member `location.place` may have.
+pub const PLACE_FIELDS: [&str; 7] = [
+    "city",
+    "locality",
+    "region",
+    "country",
+    "country_code",
+    "distance_m",
+    "geonames_id",
+];
+
+/// Every member `camera` may have.
+pub const CAMERA_FIELDS: [&str; 3] = ["make", "model", "lens"];
+
+/// Every member `caption_provenance` may have.
+pub const CAPTION_PROVENANCE_FIELDS: [&str; 2] = ["model", "at"];
 
 /// Every member `original` may have.
 pub const ORIGINAL_FIELDS: [&str; 2] = ["file", "sha256"];
@@ -250,6 +274,10 @@ struct Partial {
     tags: Vec<String>,
     ocr: Option<String>,
     caption: Option<String>,
+    short_caption: Option<String>,
+    caption_provenance: Option<CaptionProvenance>,
+    camera: Option<Camera>,
+    orientation: Option<Orientation>,
     summary: Option<String>,
     body: Option<String>,
     speaker: Option<String>,
@@ -285,6 +313,14 @@ fn draft_from(object: Object) -> Result<(ItemDraft, Option<Original>), ImportErr
             "tags" => p.tags = strings(&key, value)?,
             "ocr" => p.ocr = optional_string(&key, value)?,
             "caption" => p.caption = optional_string(&key, value)?,
+            "short_caption" => p.short_caption = optional_string(&key, value)?,
+            "caption_provenance" => p.caption_provenance = caption_provenance(value)?,
+            "camera" => p.camera = camera(value)?,
+            "orientation" => {
+                p.orientation = optional_string(&key, value)?
+                    .map(|o| o.parse().map_err(|reason| invalid(&key, reason)))
+                    .transpose()?;
+            }
             "summary" => p.summary = optional_string(&key, value)?,
             "body" => p.body = optional_string(&key, value)?,
             "speaker" => p.speaker = optional_string(&key, value)?,
@@ -316,6 +352,10 @@ fn draft_from(object: Object) -> Result<(ItemDraft, Option<Original>), ImportErr
         speaker: p.speaker,
         from: p.from,
         to: p.to,
+        short_caption: p.short_caption,
+        caption_provenance: p.caption_provenance,
+        camera: p.camera,
+        orientation: p.orientation,
     };
     // The checks above already cover every rule `validate` has; it stays as the last word so
     // an importer can never hand the store a draft the record decoder would reject.
@@ -386,13 +426,14 @@ fn location(value: Value) -> Result<Option<Location>, ImportErrorKind> {
         Value::Object(members) => members,
         other => return Err(wrong_type("location", "an object", &other)),
     };
-    let (mut name, mut lat, mut lon) = (None, None, None);
+    let (mut name, mut lat, mut lon, mut place) = (None, None, None, None);
     for (key, value) in members {
         let field = format!("location.{key}");
         match key.as_str() {
             "name" => name = optional_string(&field, value)?,
             "lat" => lat = optional_number(&field, value)?,
             "lon" => lon = optional_number(&field, value)?,
+            "place" => place = place_name(value)?,
             _ => return Err(unknown(&field, &LOCATION_FIELDS)),
         }
     }
@@ -416,13 +457,142 @@ fn location(value: Value) -> Result<Option<Location>, ImportErrorKind> {
         (Some(_), None) => return Err(invalid("location", "has `lat` but no `lon`".to_owned())),
         (None, Some(_)) => return Err(invalid("location", "has `lon` but no `lat`".to_owned())),
     };
-    if name.is_none() && geo.is_none() {
+    if name.is_none() && geo.is_none() && place.is_none() {
         return Err(invalid(
             "location",
-            "needs a `name`, or `lat` and `lon`".to_owned(),
+            "needs a `name`, `lat` and `lon`, or a `place`".to_owned(),
         ));
     }
-    Ok(Some(Location { name, geo }))
+    Ok(Some(Location { name, geo, place }))
+}
+
+/// The members of an optional object member (`null` is absent), each checked against
+/// `allowed`; `field` is the object's JSON path.
+fn members(
+    field: &str,
+    value: Value,
+    allowed: &[&str],
+) -> Result<Option<Vec<(String, Value)>>, ImportErrorKind> {
+    match value {
+        Value::Null => Ok(None),
+        Value::Object(members) => {
+            let members: Vec<(String, Value)> = members.into_iter().collect();
+            if let Some((key, _)) = members.iter().find(|(k, _)| !allowed.contains(&k.as_str())) {
+                return Err(unknown(&format!("{field}.{key}"), allowed));
+            }
+            Ok(Some(members))
+        }
+        other => Err(wrong_type(field, "an object", &other)),
+    }
+}
+
+/// A non-empty optional string member (`field` its JSON path): a name that is blank says
+/// nothing, so it is refused rather than stored.
+fn optional_name(field: &str, value: Value) -> Result<Option<String>, ImportErrorKind> {
+    match optional_string(field, value)? {
+        Some(s) if s.trim().is_empty() => Err(invalid(field, "is empty".to_owned())),
+        other => Ok(other),
+    }
+}
+
+/// A whole number from 0 to `u32::MAX` (`field` its JSON path), or absent.
+fn optional_u32(field: &str, value: Value) -> Result<Option<u32>, ImportErrorKind> {
+    match &value {
+        Value::Null => Ok(None),
+        Value::Number(n) => n
+            .as_u64()
+            .and_then(|v| u32::try_from(v).ok())
+            .map(Some)
+            .ok_or_else(|| {
+                invalid(
+                    field,
+                    format!("{n} is not a whole number from 0 to {}", u32::MAX),
+                )
+            }),
+        other => Err(wrong_type(field, "a number", other)),
+    }
+}
+
+fn place_name(value: Value) -> Result<Option<PlaceName>, ImportErrorKind> {
+    const FIELD: &str = "location.place";
+    let Some(members) = members(FIELD, value, &PLACE_FIELDS)? else {
+        return Ok(None);
+    };
+    let mut place = PlaceName::default();
+    let mut city = None;
+    for (key, value) in members {
+        let field = format!("{FIELD}.{key}");
+        match key.as_str() {
+            "city" => city = optional_name(&field, value)?,
+            "locality" => place.locality = optional_name(&field, value)?,
+            "region" => place.region = optional_name(&field, value)?,
+            "country" => place.country = optional_name(&field, value)?,
+            "country_code" => {
+                place.country_code = optional_string(&field, value)?;
+                if let Some(code) = &place.country_code
+                    && !(code.len() == 2 && code.bytes().all(|b| b.is_ascii_uppercase()))
+                {
+                    return Err(invalid(
+                        &field,
+                        format!("`{code}` is not two upper-case letters (ISO 3166-1 alpha-2)"),
+                    ));
+                }
+            }
+            "distance_m" => place.distance_m = optional_u32(&field, value)?,
+            // Every other member was refused by `members`.
+            _ => place.geonames_id = optional_u32(&field, value)?,
+        }
+    }
+    place.city = city.ok_or_else(|| ImportErrorKind::MissingField(format!("{FIELD}.city")))?;
+    Ok(Some(place))
+}
+
+fn camera(value: Value) -> Result<Option<Camera>, ImportErrorKind> {
+    let Some(members) = members("camera", value, &CAMERA_FIELDS)? else {
+        return Ok(None);
+    };
+    let mut camera = Camera::default();
+    for (key, value) in members {
+        let field = format!("camera.{key}");
+        let text = optional_name(&field, value)?;
+        match key.as_str() {
+            "make" => camera.make = text,
+            "model" => camera.model = text,
+            _ => camera.lens = text,
+        }
+    }
+    if camera == Camera::default() {
+        return Err(invalid(
+            "camera",
+            "needs a `make`, a `model` or a `lens`".to_owned(),
+        ));
+    }
+    Ok(Some(camera))
+}
+
+fn caption_provenance(value: Value) -> Result<Option<CaptionProvenance>, ImportErrorKind> {
+    const FIELD: &str = "caption_provenance";
+    let Some(members) = members(FIELD, value, &CAPTION_PROVENANCE_FIELDS)? else {
+        return Ok(None);
+    };
+    let (mut model, mut at) = (None, None);
+    for (key, value) in members {
+        let field = format!("{FIELD}.{key}");
+        match key.as_str() {
+            "model" => model = optional_name(&field, value)?,
+            _ => {
+                at = optional_string(&field, value)?
+                    .map(|t| EventTime::parse(&t).map_err(|reason| invalid(&field, reason)))
+                    .transpose()?;
+            }
+        }
+    }
+    let model = model.ok_or_else(|| ImportErrorKind::MissingField(format!("{FIELD}.model")))?;
+    let at = at.ok_or_else(|| ImportErrorKind::MissingField(format!("{FIELD}.at")))?;
+    Ok(Some(CaptionProvenance {
+        model,
+        at_ms: at.unix_ms,
+    }))
 }
 
 fn invalid(field: &str, reason: String) -> ImportErrorKind {
@@ -719,6 +889,99 @@ mod tests {
             kind(&format!("{{{base}}} x")),
             ImportErrorKind::Syntax(_)
         ));
+    }
+
+    #[test]
+    fn photo_fields_land_where_they_belong() {
+        let d = one(
+            r#"{"source":"image","time":"2015-04-10T20:12:23+02:00","location":{"lat":40.44,
+            "lon":-3.72,"place":{"city":"Madrid","locality":"Vallehermoso","region":"Madrid",
+            "country":"Spain","country_code":"ES","distance_m":3812,"geonames_id":3117735}},
+            "camera":{"make":"Apple","model":"iPhone 6"},"orientation":"Portrait",
+            "short_caption":"a street","caption_provenance":{"model":"vlm",
+            "at":"2026-01-02T03:04:05.678Z"}}"#
+                .replace('\n', "")
+                .as_str(),
+        )
+        .unwrap();
+        let f = &d.fields;
+        let place = f.location.as_ref().and_then(|l| l.place.as_ref()).unwrap();
+        assert_eq!(
+            (place.city.as_str(), place.locality.as_deref()),
+            ("Madrid", Some("Vallehermoso"))
+        );
+        assert_eq!(
+            (
+                place.country_code.as_deref(),
+                place.distance_m,
+                place.geonames_id
+            ),
+            (Some("ES"), Some(3812), Some(3_117_735))
+        );
+        let camera = f.camera.as_ref().unwrap();
+        assert_eq!(
+            (
+                camera.make.as_deref(),
+                camera.model.as_deref(),
+                camera.lens.as_deref()
+            ),
+            (Some("Apple"), Some("iPhone 6"), None)
+        );
+        assert_eq!(f.orientation, Some(Orientation::Portrait));
+        assert_eq!(f.short_caption.as_deref(), Some("a street"));
+        let p = f.caption_provenance.as_ref().unwrap();
+        assert_eq!((p.model.as_str(), p.at_ms), ("vlm", 1_767_323_045_678));
+        // A location may be only a place.
+        let d =
+            one(r#"{"source":"note","time":null,"location":{"place":{"city":"Lyon"}}}"#).unwrap();
+        assert_eq!(d.fields.location.unwrap().place.unwrap().city, "Lyon");
+    }
+
+    #[test]
+    fn bad_photo_fields_name_the_field() {
+        let base = r#""source":"image","time":null"#;
+        for (member, field) in [
+            (r#""location":{"place":{}}"#, "location.place.city"),
+            (
+                r#""location":{"place":{"city":" "}}"#,
+                "location.place.city",
+            ),
+            (
+                r#""location":{"place":{"city":"a","country_code":"es"}}"#,
+                "location.place.country_code",
+            ),
+            (
+                r#""location":{"place":{"city":"a","distance_m":-1}}"#,
+                "location.place.distance_m",
+            ),
+            (
+                r#""location":{"place":{"city":"a","geonames_id":1.5}}"#,
+                "location.place.geonames_id",
+            ),
+            (
+                r#""location":{"place":{"city":"a","town":"b"}}"#,
+                "location.place.town",
+            ),
+            (r#""location":{"place":"Paris"}"#, "location.place"),
+            (r#""camera":{}"#, "camera"),
+            (r#""camera":{"make":""}"#, "camera.make"),
+            (r#""camera":{"iso":100}"#, "camera.iso"),
+            (r#""orientation":"sideways""#, "orientation"),
+            (
+                r#""caption_provenance":{"model":"m"}"#,
+                "caption_provenance.at",
+            ),
+            (
+                r#""caption_provenance":{"at":"2026-01-01"}"#,
+                "caption_provenance.model",
+            ),
+            (
+                r#""caption_provenance":{"model":"m","at":"yesterday"}"#,
+                "caption_provenance.at",
+            ),
+        ] {
+            assert_eq!(field_of(&format!("{{{base},{member}}}")), field, "{member}");
+        }
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! Photos into image items (SPEC.md §8.4): a JPEG's capture time and UTC offset, GPS position,
-//! orientation and camera, with the original file kept as the item's blob and the photo named
+//! Photos into image items (SPEC.md §8.4): a JPEG's capture time and UTC offset, GPS position
+//! (no fix: none), camera (make, model, lens), and orientation (landscape or portrait as shown),
+//! with the original file kept as the item's blob and the photo named
 //! by its content ([`content_id`]), so the same picture imported from two folders, or twice, is
 //! one item.
 //!
@@ -45,7 +46,9 @@ use zune_jpeg::JpegDecoder;
 
 use super::sniff::{FileKind, sniff};
 use crate::ImportErrorKind;
-use crate::item::{EventTime, GeoPoint, ItemDraft, ItemFields, Location, Source};
+use crate::item::{
+    Camera, EventTime, GeoPoint, ItemDraft, ItemFields, Location, Orientation, Source,
+};
 
 /// What the photo importer takes, for refusals (`PNG image: memdb imports JPEG photos`).
 pub const TAKES: &str = "memdb imports JPEG photos";
@@ -118,19 +121,15 @@ pub fn parse(name: &str, bytes: &[u8], limits: PhotoLimits) -> Result<Photo, Imp
     }
     let mut orientation = 1;
     let mut location = None;
+    let mut camera = None;
     if let Some(exif) = &exif {
         location = gps(exif).map(|geo| Location {
             name: None,
             geo: Some(geo),
+            place: None,
         });
         orientation = orientation_of(exif);
-        let camera: Vec<String> = [Tag::Make, Tag::Model]
-            .into_iter()
-            .filter_map(|t| ascii(exif, t))
-            .collect();
-        if !camera.is_empty() {
-            tags.push(format!("camera:{}", camera.join(" ")));
-        }
+        camera = camera_of(exif);
     }
     let (time, time_tag) = capture_time(exif.as_ref(), &header);
     tags.extend(time_tag.map(str::to_owned));
@@ -141,6 +140,14 @@ pub fn parse(name: &str, bytes: &[u8], limits: PhotoLimits) -> Result<Photo, Imp
     fields.external_id = Some(content_id(bytes));
     fields.location = location;
     fields.tags = tags;
+    fields.camera = camera;
+    // Orientations 5–8 turn the picture a quarter: its stored width is its shown height.
+    let (shown_w, shown_h) = if orientation >= 5 {
+        (header.height, header.width)
+    } else {
+        (header.width, header.height)
+    };
+    fields.orientation = Some(Orientation::of(shown_w, shown_h));
     fields
         .validate()
         .map_err(|reason| ImportErrorKind::InvalidField {
@@ -693,11 +700,29 @@ fn coordinate(exif: &Exif, tag: Tag, reference: Tag, negative: u8, limit: f64) -
     (value.abs() <= limit).then_some(value)
 }
 
+/// The GPS position, when the EXIF holds a fix. Not a fix: a missing or unreadable latitude or
+/// longitude, GPSStatus `V` (the receiver says the measurement is void), and exactly (0, 0) —
+/// what cameras and editors write into an empty GPS block, in the open sea off Africa where
+/// nobody took the photo.
 fn gps(exif: &Exif) -> Option<GeoPoint> {
-    Some(GeoPoint {
+    if ascii(exif, Tag::GPSStatus).is_some_and(|s| s.eq_ignore_ascii_case("v")) {
+        return None;
+    }
+    let point = GeoPoint {
         lat: coordinate(exif, Tag::GPSLatitude, Tag::GPSLatitudeRef, b'S', 90.0)?,
         lon: coordinate(exif, Tag::GPSLongitude, Tag::GPSLongitudeRef, b'W', 180.0)?,
-    })
+    };
+    (point.lat != 0.0 || point.lon != 0.0).then_some(point)
+}
+
+/// EXIF Make, Model and LensModel, when any of them has text.
+fn camera_of(exif: &Exif) -> Option<Camera> {
+    let camera = Camera {
+        make: ascii(exif, Tag::Make),
+        model: ascii(exif, Tag::Model),
+        lens: ascii(exif, Tag::LensModel),
+    };
+    (camera != Camera::default()).then_some(camera)
 }
 
 /// Turns stored pixels upright for EXIF orientation 1–8 (anything else is left as stored).

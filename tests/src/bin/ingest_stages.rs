@@ -42,6 +42,8 @@ fn main() {
                 last = Some(stage);
                 say(match stage {
                     IngestStage::Commit => "stage commit",
+                    IngestStage::Places => "stage places",
+                    IngestStage::Captions => "stage captions",
                     IngestStage::Embed => "stage embed",
                     IngestStage::Graph => "stage graph",
                     IngestStage::Pages => "stage pages",

@@ -1,0 +1,229 @@
+//! A local OpenAI-compatible chat-completions server (llama.cpp's `llama-server`, Ollama,
+//! vLLM…), the one way memdb's optional model stages reach a language or vision model: the node
+//! extractor ([`crate::LlmExtractor`]) and the captioner ([`crate::VisionCaptioner`]).
+//!
+//! Invariants: nothing leaves the device — the base URL must be plain `http://` to a loopback
+//! host (`127.0.0.1`, `[::1]`, `localhost`), checked when the client is made, before any
+//! request; every call has a deadline (a stalled server is [`EndpointError::Transport`], not a
+//! hung ingest); whatever the server answers is untrusted, so a reply that is not a
+//! chat-completions object with a string `choices[0].message.content` is a typed error naming
+//! the endpoint. What the content means is the caller's to validate.
+
+#[cfg(feature = "llm")]
+use std::time::Duration;
+
+#[cfg(feature = "llm")]
+use serde_json::Value;
+
+/// Why a call to a local model server failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EndpointError {
+    /// The URL is not plain `http://`.
+    #[error("{url}: only plain http:// to a local server")]
+    NotHttp {
+        /// The URL given.
+        url: String,
+    },
+    /// The URL names a host other than the loopback interface.
+    #[error(
+        "{url}: model stages only talk to a loopback server (127.0.0.1, [::1], localhost); nothing leaves the device"
+    )]
+    NotLoopback {
+        /// The URL given.
+        url: String,
+    },
+    /// The request did not complete: connection refused, reset, or past the deadline.
+    #[error("{url}: {message}")]
+    Transport {
+        /// The endpoint.
+        url: String,
+        /// What the HTTP client said.
+        message: String,
+    },
+    /// The server answered with an HTTP error.
+    #[error("{url}: HTTP {status}: {body}")]
+    Status {
+        /// The endpoint.
+        url: String,
+        /// The HTTP status.
+        status: u16,
+        /// The start of the body.
+        body: String,
+    },
+    /// The answer is not a chat completion.
+    #[error("{url}: {why}")]
+    Reply {
+        /// The endpoint.
+        url: String,
+        /// What is wrong with it.
+        why: String,
+    },
+}
+
+/// The start of a text, for error messages.
+pub(crate) fn snippet(text: &str) -> String {
+    text.chars().take(200).collect()
+}
+
+/// A chat-completions endpoint on the loopback interface.
+#[cfg(feature = "llm")]
+#[derive(Debug, Clone)]
+pub(crate) struct LoopbackChat {
+    url: String,
+    agent: ureq::Agent,
+}
+
+#[cfg(feature = "llm")]
+impl LoopbackChat {
+    /// A client of `<base_url>/v1/chat/completions`, each call bounded by `timeout`; refuses a
+    /// base URL that is not `http://` to a loopback host.
+    pub(crate) fn new(base_url: &str, timeout: Duration) -> Result<LoopbackChat, EndpointError> {
+        let base = base_url.trim_end_matches('/');
+        let host = base
+            .strip_prefix("http://")
+            .map(|rest| rest.split('/').next().unwrap_or(""))
+            .ok_or_else(|| EndpointError::NotHttp {
+                url: base_url.to_owned(),
+            })?;
+        let host_only = match host.rsplit_once(':') {
+            Some((h, port)) if port.chars().all(|c| c.is_ascii_digit()) => h,
+            _ => host,
+        };
+        if !matches!(host_only, "127.0.0.1" | "localhost" | "[::1]") {
+            return Err(EndpointError::NotLoopback {
+                url: base_url.to_owned(),
+            });
+        }
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .timeout_global(Some(timeout))
+            .http_status_as_error(false)
+            .build()
+            .into();
+        Ok(LoopbackChat {
+            url: format!("{base}/v1/chat/completions"),
+            agent,
+        })
+    }
+
+    /// The endpoint's full URL.
+    pub(crate) fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Posts `request` and returns `choices[0].message.content`.
+    pub(crate) fn complete(&self, request: &Value) -> Result<String, EndpointError> {
+        let transport = |e: ureq::Error| EndpointError::Transport {
+            url: self.url.clone(),
+            message: e.to_string(),
+        };
+        let mut response = self
+            .agent
+            .post(&self.url)
+            .header("Content-Type", "application/json")
+            .send(request.to_string())
+            .map_err(transport)?;
+        let status = response.status();
+        let body = response.body_mut().read_to_string().map_err(transport)?;
+        if !status.is_success() {
+            return Err(EndpointError::Status {
+                url: self.url.clone(),
+                status: status.as_u16(),
+                body: snippet(&body),
+            });
+        }
+        let reply = |why: String| EndpointError::Reply {
+            url: self.url.clone(),
+            why,
+        };
+        let value: Value = serde_json::from_str(&body)
+            .map_err(|e| reply(format!("reply is not JSON ({e}): {}", snippet(&body))))?;
+        value
+            .pointer("/choices/0/message/content")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| {
+                reply(format!(
+                    "reply has no choices[0].message.content: {}",
+                    snippet(&body)
+                ))
+            })
+    }
+}
+
+/// A loopback HTTP server for tests: answers each connection with the next canned reply
+/// (status, body, delay before answering) and hands back the request bodies it was sent.
+#[cfg(all(test, feature = "llm"))]
+pub(crate) mod stub {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::TcpListener;
+    use std::time::Duration;
+
+    /// One canned answer.
+    pub(crate) struct Reply {
+        pub(crate) status: u16,
+        pub(crate) body: String,
+        pub(crate) delay: Duration,
+    }
+
+    impl Reply {
+        pub(crate) fn ok(body: impl Into<String>) -> Reply {
+            Reply {
+                status: 200,
+                body: body.into(),
+                delay: Duration::ZERO,
+            }
+        }
+    }
+
+    /// A chat-completions body whose content is `content`.
+    pub(crate) fn completion(content: &str) -> String {
+        serde_json::json!({"choices": [{"message": {"role": "assistant", "content": content}}]})
+            .to_string()
+    }
+
+    /// Serves `replies` in order on 127.0.0.1; returns the base URL and a handle yielding the
+    /// requests' bodies once every reply has been given.
+    pub(crate) fn serve(replies: Vec<Reply>) -> (String, std::thread::JoinHandle<Vec<String>>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let handle = std::thread::spawn(move || {
+            let mut seen = Vec::new();
+            let mut answering = Vec::new();
+            for reply in replies {
+                let (mut stream, _) = listener.accept().unwrap();
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut length = 0;
+                loop {
+                    let mut line = String::new();
+                    reader.read_line(&mut line).unwrap();
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        length = v.trim().parse().unwrap();
+                    }
+                    if line == "\r\n" || line.is_empty() {
+                        break;
+                    }
+                }
+                let mut request = vec![0; length];
+                reader.read_exact(&mut request).unwrap();
+                seen.push(String::from_utf8(request).unwrap());
+                // Answered on a thread of its own, so a slow reply holds up only its client.
+                answering.push(std::thread::spawn(move || {
+                    std::thread::sleep(reply.delay);
+                    // The client may have given up (a slow reply): a failed write is expected.
+                    let _ = write!(
+                        stream,
+                        "HTTP/1.1 {} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
+                        reply.status,
+                        reply.body.len(),
+                        reply.body
+                    );
+                }));
+            }
+            for answer in answering {
+                answer.join().unwrap();
+            }
+            seen
+        });
+        (url, handle)
+    }
+}
