@@ -12,6 +12,7 @@ mod error;
 mod export;
 mod import;
 mod model;
+mod ops;
 mod output;
 mod pages;
 mod progress;
@@ -31,6 +32,19 @@ use memdb_query::{Filter, item_json, item_row_json};
 use output::{Out, stats_json, stats_table};
 
 /// memdb: an embedded, on-device memory store.
+/// `memdb ops …`.
+#[derive(Subcommand)]
+enum OpsCommand {
+    /// Score the deterministic decider on labelled scenarios: one JSON object per line,
+    /// `{"existing": [{"id", "text", "time"}], "new", "time", "expected": ADD|UPDATE|DELETE|NONE,
+    /// "target"}`. Prints accuracy overall and per operation, and the confusion matrix.
+    Eval {
+        /// The scenarios (JSONL).
+        #[arg(long)]
+        scenarios: PathBuf,
+    },
+}
+
 #[derive(Parser)]
 #[command(name = "memdb", version, about)]
 struct Cli {
@@ -126,6 +140,12 @@ enum Command {
     Embed {
         /// Store directory.
         dir: PathBuf,
+    },
+    /// Memory operations (ADD / UPDATE / DELETE / NONE): `memdb ops eval` scores the decider
+    /// on labelled scenarios.
+    Ops {
+        #[command(subcommand)]
+        command: OpsCommand,
     },
     /// Describe the store's photos with a local vision model (ATM-Bench's caption, short
     /// caption, OCR text, tags and entities), through an OpenAI-compatible server on this
@@ -630,6 +650,12 @@ fn run(command: Command, out: &Out) -> Result<ExitCode> {
                 ));
                 text
             });
+        }
+        Command::Ops {
+            command: OpsCommand::Eval { scenarios },
+        } => {
+            let summary = ops::eval(&scenarios, !out.json)?;
+            out.emit(summary.json(), || summary.text());
         }
         Command::Caption {
             dir,

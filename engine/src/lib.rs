@@ -32,6 +32,7 @@ pub mod forget;
 pub mod graph;
 mod ingest;
 mod open;
+pub mod ops;
 mod place;
 pub mod recall;
 #[cfg(feature = "render")]
