@@ -12,9 +12,35 @@
 //! an ADD never has one.
 
 pub mod eval;
+#[cfg(feature = "llm")]
+mod model;
 mod rules;
 
+#[cfg(feature = "llm")]
+pub use model::{ModelDecider, parse_update_reply};
 pub use rules::{RuleDecider, RuleThresholds};
+
+/// Why a model-backed decider's answer was not used (nothing is applied).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DeciderError {
+    /// The model server could not be reached, timed out, or did not answer a chat completion.
+    #[error(transparent)]
+    Endpoint(#[from] crate::EndpointError),
+    /// The answer is not the update JSON (Mem0's `{"memory": [{"id", "text", "event"}]}`).
+    #[error("the answer is not a memory update ({why}): {snippet:?}")]
+    Malformed {
+        /// What is wrong.
+        why: String,
+        /// The start of the answer.
+        snippet: String,
+    },
+    /// The answer updates, deletes or keeps a memory id it was not given.
+    #[error("the answer names memory id {id:?}, which it was not given")]
+    UnknownId {
+        /// The id.
+        id: String,
+    },
+}
 
 use crate::error::Result;
 
