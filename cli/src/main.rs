@@ -42,6 +42,16 @@ enum OpsCommand {
         /// The scenarios (JSONL).
         #[arg(long)]
         scenarios: PathBuf,
+        /// Decide with a model served on loopback under this name (the update operation's model
+        /// or LoRA adapter) instead of the deterministic rules.
+        #[arg(long)]
+        model: Option<String>,
+        /// The model server's base URL (loopback only).
+        #[arg(long, default_value = "http://127.0.0.1:8080")]
+        endpoint: String,
+        /// Seconds one decision may take.
+        #[arg(long, default_value_t = 60)]
+        timeout: u64,
     },
 }
 
@@ -652,9 +662,23 @@ fn run(command: Command, out: &Out) -> Result<ExitCode> {
             });
         }
         Command::Ops {
-            command: OpsCommand::Eval { scenarios },
+            command:
+                OpsCommand::Eval {
+                    scenarios,
+                    model,
+                    endpoint,
+                    timeout,
+                },
         } => {
-            let summary = ops::eval(&scenarios, !out.json)?;
+            let decider = match model {
+                Some(model) => ops::DeciderChoice::Model {
+                    endpoint,
+                    model,
+                    timeout,
+                },
+                None => ops::DeciderChoice::Rules,
+            };
+            let summary = ops::eval(&scenarios, decider, !out.json)?;
             out.emit(summary.json(), || summary.text());
         }
         Command::Caption {

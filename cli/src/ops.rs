@@ -2,10 +2,10 @@
 //! (`memdb::ops::eval`), as a table or, with `--json`, one JSON document.
 
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use memdb::ops::eval::{EvalReport, ScenarioError, evaluate, parse_scenarios};
-use memdb::ops::{Operation, RuleDecider, RuleThresholds};
+use memdb::ops::{Decider, ModelDecider, Operation, RuleDecider, RuleThresholds};
 use memdb_encode::{Encoder, EncoderOptions, MiniLm};
 use serde_json::{Value, json};
 
@@ -63,6 +63,7 @@ impl EvalSummary {
                 "reason": reason,
             })).collect::<Vec<_>>(),
             "refused_lines": self.refused.iter().map(|e| json!({"line": e.line, "why": e.why})).collect::<Vec<_>>(),
+            "failed": r.failed.iter().map(|(line, error)| json!({"line": line, "error": error})).collect::<Vec<_>>(),
             "seconds": self.seconds,
         })
     }
@@ -92,6 +93,14 @@ impl EvalSummary {
                 r.per_op[e].1
             ));
         }
+        if !r.failed.is_empty() {
+            out.push_str(&format!(
+                "\n{} scenario(s) failed (counted wrong); the first: line {}: {}",
+                r.failed.len(),
+                r.failed[0].0,
+                r.failed[0].1
+            ));
+        }
         for e in &self.refused {
             out.push_str(&format!("\nrefused: {e}"));
         }
@@ -99,8 +108,20 @@ impl EvalSummary {
     }
 }
 
-/// Scores the deterministic decider (with the installed encoder) on the scenarios in `file`.
-pub(crate) fn eval(file: &Path, verbose: bool) -> Result<EvalSummary> {
+/// Which decider `memdb ops eval` scores.
+pub(crate) enum DeciderChoice {
+    /// The deterministic rules with the installed encoder.
+    Rules,
+    /// A model served on loopback.
+    Model {
+        endpoint: String,
+        model: String,
+        timeout: u64,
+    },
+}
+
+/// Scores a decider on the scenarios in `file`.
+pub(crate) fn eval(file: &Path, choice: DeciderChoice, verbose: bool) -> Result<EvalSummary> {
     let text = std::fs::read_to_string(file).map_err(|e| CliError::io("read", file, e))?;
     let (scenarios, refused) = parse_scenarios(&text);
     if scenarios.is_empty() {
@@ -113,13 +134,28 @@ pub(crate) fn eval(file: &Path, verbose: bool) -> Result<EvalSummary> {
             ),
         ));
     }
-    let model_dir = crate::model::ensure_installed(verbose, crate::model::Download::Ask)?;
-    let encoder = MiniLm::load(&model_dir, EncoderOptions::default())?;
-    let decider_name = format!("rules ({})", encoder.model_id());
-    let decider = RuleDecider::new(encoder, RuleThresholds::default());
+    let (decider_name, decider): (String, Box<dyn Decider>) = match choice {
+        DeciderChoice::Rules => {
+            let model_dir = crate::model::ensure_installed(verbose, crate::model::Download::Ask)?;
+            let encoder = MiniLm::load(&model_dir, EncoderOptions::default())?;
+            (
+                format!("rules ({})", encoder.model_id()),
+                Box::new(RuleDecider::new(encoder, RuleThresholds::default())),
+            )
+        }
+        DeciderChoice::Model {
+            endpoint,
+            model,
+            timeout,
+        } => {
+            let decider = ModelDecider::new(&endpoint, &model, Duration::from_secs(timeout.max(1)))
+                .map_err(|e| CliError::flag("--endpoint", e))?;
+            (format!("model {model} at {endpoint}"), Box::new(decider))
+        }
+    };
     let started = Instant::now();
     let mut bar = crate::progress::bar(scenarios.len() as u64, "deciding", verbose);
-    let report = evaluate(&decider, &scenarios, &mut |done, _| {
+    let report = evaluate(decider.as_ref(), &scenarios, &mut |done, _| {
         bar.set_position(done as u64)
     })?;
     bar.finish_and_clear();

@@ -137,6 +137,9 @@ pub struct EvalReport {
     pub per_op: [(usize, usize); 4],
     /// The scenarios decided wrong: (line, expected, decided, reason).
     pub mistakes: Vec<(usize, Operation, Operation, String)>,
+    /// The scenarios the decider failed on (counted wrong, not in the confusion matrix):
+    /// (line, error).
+    pub failed: Vec<(usize, String)>,
 }
 
 impl EvalReport {
@@ -176,7 +179,17 @@ pub fn evaluate(
             .iter()
             .map(|(_, text)| Candidate { text: text.clone() })
             .collect();
-        let decision = decider.decide(&s.new, &candidates)?;
+        // A decider that fails on a scenario (a model's malformed answer) is wrong on it; the
+        // failure is listed, and the rest are still scored.
+        let decision = match decider.decide(&s.new, &candidates) {
+            Ok(decision) => decision,
+            Err(e) => {
+                report.per_op[index(s.expected)].1 += 1;
+                report.failed.push((s.line, e.to_string()));
+                progress(done + 1, scenarios.len());
+                continue;
+            }
+        };
         let decided_target = decision
             .target
             .and_then(|i| s.existing.get(i))
@@ -241,6 +254,34 @@ mod tests {
                 Decision::on(Operation::Update, 0, "first")
             })
         }
+    }
+
+    /// A decider that fails on every fact mentioning "fail".
+    #[derive(Debug)]
+    struct Fails;
+    impl Decider for Fails {
+        fn decide(&self, fact: &str, _: &[Candidate]) -> Result<Decision> {
+            if fact.contains("fail") {
+                return Err(crate::ops::DeciderError::UnknownId { id: "9".into() }.into());
+            }
+            Ok(Decision::add("ok"))
+        }
+    }
+
+    #[test]
+    fn a_failing_decision_is_counted_wrong_and_the_rest_scored() {
+        let text = [
+            r#"{"existing": [], "new": "fail here", "expected": "ADD"}"#,
+            r#"{"existing": [], "new": "fine", "expected": "ADD"}"#,
+        ]
+        .join("\n");
+        let (scenarios, _) = parse_scenarios(&text);
+        let report = evaluate(&Fails, &scenarios, &mut |_, _| {}).unwrap();
+        assert_eq!((report.total, report.correct), (2, 1));
+        assert_eq!(report.failed.len(), 1);
+        assert_eq!(report.failed[0].0, 1);
+        assert_eq!(report.op_accuracy(Operation::Add), 0.5);
+        assert_eq!(report.confusion[0].iter().sum::<usize>(), 1);
     }
 
     #[test]
