@@ -123,6 +123,9 @@ impl Decider for ModelDecider {
             "model": self.update_model,
             "temperature": 0.0,
             "max_tokens": 512,
+            // JSON mode (llama.cpp, Ollama, vLLM constrain decoding to a JSON object): a small
+            // model otherwise answers with prose or code. The strict parse still checks it.
+            "response_format": {"type": "json_object"},
             "messages": [
                 {"role": "system", "content": SYSTEM},
                 {"role": "user", "content": user},
@@ -170,6 +173,7 @@ mod tests {
         let requests = server.join().unwrap();
         let first: Value = serde_json::from_str(&requests[0]).unwrap();
         assert_eq!(first["model"], "update-lora");
+        assert_eq!(first["response_format"]["type"], "json_object");
         let user = first["messages"][1]["content"].as_str().unwrap();
         assert!(
             user.contains(r#"{"id":"1","text":"Has a dog named Rex"}"#),
