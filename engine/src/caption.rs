@@ -130,9 +130,9 @@ impl Store {
         captioner: &dyn Captioner,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<CaptionReport> {
-        let snapshot = self.snapshot()?;
         let mut report = CaptionReport::default();
         let mut todo = Vec::new();
+        let snapshot = self.snapshot()?;
         let photos = ScanFilter {
             source: Some(Source::Image),
             ..ScanFilter::default()
@@ -143,19 +143,27 @@ impl Store {
                 continue;
             }
             match snapshot.original_of(&item)? {
-                Some(blob) => todo.push((item.id, item.fields.external_id, blob)),
+                Some(_) => todo.push((item.id, item.fields.external_id)),
                 None => report.no_original += 1,
             }
         }
+        // Model calls take seconds each: a snapshot held for the whole run would keep every
+        // segment it reads alive that long. Each window reads from a snapshot of its own.
+        drop(snapshot);
         let total = todo.len() as u64;
         progress(0, total);
         let model: Arc<str> = Arc::from(captioner.model());
         let mut done = 0;
         for window in todo.chunks(CAPTION_WINDOW) {
+            let snapshot = self.snapshot()?;
             let mut batch = self.batch();
-            for (id, external_id, blob) in window {
-                // The blob was listed by this snapshot, which keeps it readable.
-                let Some(bytes) = snapshot.blob(*blob)? else {
+            for (id, external_id) in window {
+                // The photo or its original may have gone since the scan (deleted, forgotten).
+                let original = match snapshot.get(*id)? {
+                    Some(item) => snapshot.original_of(&item)?,
+                    None => None,
+                };
+                let Some(bytes) = original.map(|b| snapshot.blob(b)).transpose()?.flatten() else {
                     report.no_original += 1;
                     continue;
                 };
@@ -177,6 +185,7 @@ impl Store {
                     }),
                 }
             }
+            drop(snapshot);
             if !batch.is_empty() {
                 batch.commit()?;
             }
@@ -187,14 +196,13 @@ impl Store {
     }
 }
 
-/// The media type of an image file, from its first bytes: what a data URL must say.
+/// The media type a data URL must say for an image file (`None`: not one the captioner sends).
 pub(crate) fn image_media_type(bytes: &[u8]) -> Option<&'static str> {
-    if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
-        Some("image/jpeg")
-    } else if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
-        Some("image/png")
-    } else {
-        None
+    use memdb_formats::import::{FileKind, sniff};
+    match sniff(bytes) {
+        FileKind::Jpeg => Some("image/jpeg"),
+        FileKind::Png => Some("image/png"),
+        _ => None,
     }
 }
 
