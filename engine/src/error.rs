@@ -142,6 +142,17 @@ pub enum Error {
     /// A forgetting policy does not hold together.
     #[error(transparent)]
     Policy(#[from] PolicyError),
+    /// A memory operation named a memory that is not current: it does not exist, or it was
+    /// deleted or purged. Nothing of its call was applied.
+    #[error("memory operation #{index} ({op}) names memory {id}, which is not a current memory")]
+    NoMemory {
+        /// Its position in the call.
+        index: usize,
+        /// `update`, `delete` or `none`.
+        op: &'static str,
+        /// The id it named.
+        id: u64,
+    },
     /// An item given to a write batch is not acceptable.
     #[error("item #{index} of the batch is invalid: {reason}")]
     InvalidItem {

@@ -64,6 +64,10 @@ pub use recall::{
 pub use roaring::RoaringTreemap;
 pub use store::io::{OpenMode, OsIo, StorageIo};
 pub use store::{
+    AppliedOp, MemoryHistory, MemoryOp, MemoryOpKind, MemoryOpRow, MemoryVersion, OpNote,
+    TimeTravel, Validity,
+};
+pub use store::{
     Blob, BlobInfo, BlobKind, BlobRewrite, CatalogShrink, CheckReport, CommitReceipt,
     CompactOptions, CompactReport, CompactionHook, Damage, DroppedBlob, ITEM_VECTORS, ItemRewrite,
     ItemVersion, KeepEverything, LostItem, Options, Problem, PutOutcome, PutStatus, RebuildReport,

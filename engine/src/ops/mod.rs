@@ -13,11 +13,22 @@
 
 pub mod eval;
 #[cfg(feature = "llm")]
+mod experts;
+#[cfg(feature = "llm")]
 mod model;
+mod remember;
 mod rules;
 
 #[cfg(feature = "llm")]
+pub use experts::{
+    Answer, MAX_FACT_CHARS, MAX_FACTS, ModelAnswerer, ModelExtractor, parse_answer_reply,
+    parse_facts_reply,
+};
+#[cfg(feature = "llm")]
 pub use model::{ModelDecider, parse_update_reply};
+pub use remember::{
+    FactExtractor, MEMORY_TAG, Message, RememberOptions, Remembered, SentenceExtractor,
+};
 pub use rules::{RuleDecider, RuleThresholds};
 
 /// Why a model-backed decider's answer was not used (nothing is applied).

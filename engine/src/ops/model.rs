@@ -51,14 +51,7 @@ pub fn parse_update_reply(
         why,
         snippet: snippet(content),
     };
-    let trimmed = content.trim();
-    let body = trimmed
-        .strip_prefix("```json")
-        .or_else(|| trimmed.strip_prefix("```"))
-        .and_then(|rest| rest.strip_suffix("```"))
-        .unwrap_or(trimmed)
-        .trim();
-    let value: Value = serde_json::from_str(body).map_err(|e| malformed(e.to_string()))?;
+    let value = json_reply(content).map_err(malformed)?;
     let entries = value
         .get("memory")
         .and_then(Value::as_array)
@@ -105,6 +98,18 @@ pub fn parse_update_reply(
         return Ok(Decision::on(Operation::None, 0, "the model: NONE"));
     }
     Err(malformed("no operation for the new fact".to_owned()))
+}
+
+/// A model's answer as one JSON value: the whole content, or the one code fence it is in.
+pub(super) fn json_reply(content: &str) -> std::result::Result<Value, String> {
+    let trimmed = content.trim();
+    let body = trimmed
+        .strip_prefix("```json")
+        .or_else(|| trimmed.strip_prefix("```"))
+        .and_then(|rest| rest.strip_suffix("```"))
+        .unwrap_or(trimmed)
+        .trim();
+    serde_json::from_str(body).map_err(|e| e.to_string())
 }
 
 impl Decider for ModelDecider {

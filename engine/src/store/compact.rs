@@ -617,7 +617,9 @@ fn copy_items(
                         // Its rows, owned blobs and history go (the record's
                         // bytes count as dead where they stay).
                         t.remove_item(id, pass.segments)?;
-                        t.log(catalog::OpCode::Delete, id, now_ms())?;
+                        super::versions::remove_memory_rows(t, id)?;
+                        let seq = t.log(catalog::OpCode::Purge, id, now_ms())?;
+                        t.memory_ops.remove((id, seq)).ctx("remove memory_ops")?;
                         report.items_dropped += 1;
                         continue;
                     }
@@ -825,6 +827,8 @@ fn drop_item(t: &mut Tables<'_>, id: u64, record: &ItemRecord) -> Result<()> {
         t.remove_blob(*blob)?;
     }
     t.remove_history(id)?;
-    t.log(catalog::OpCode::Delete, id, now_ms())?;
+    super::versions::remove_memory_rows(t, id)?;
+    let seq = t.log(catalog::OpCode::Purge, id, now_ms())?;
+    t.memory_ops.remove((id, seq)).ctx("remove memory_ops")?;
     Ok(())
 }
