@@ -12,6 +12,7 @@
 //! an ADD never has one.
 
 pub mod eval;
+mod lexicon;
 #[cfg(feature = "llm")]
 mod experts;
 #[cfg(feature = "llm")]
