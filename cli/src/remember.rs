@@ -9,7 +9,6 @@ use memdb::ops::{
     Remembered, RuleDecider, RuleThresholds, SentenceExtractor,
 };
 use memdb::{EventTime, MemoryOpRow, Store};
-use memdb_encode::Encoder;
 use serde_json::{Value, json};
 
 use crate::error::{CliError, Result};
@@ -38,7 +37,6 @@ pub(crate) fn remember(
         .map_err(|reason| CliError::flag("--time", reason))?;
     let store = Store::open(dir, memdb::Options::default()).map_err(|e| CliError::store(dir, e))?;
     let encoder = crate::embed::encoder_for(&store, !out.json, crate::model::Download::Ask)?;
-    store.bind_model(&encoder.model_id().to_string())?;
     let timeout = Duration::from_secs(experts.timeout.max(1));
     let extractor: Box<dyn FactExtractor + '_> = match &experts.extract_model {
         Some(model) => Box::new(
@@ -130,8 +128,17 @@ pub(crate) fn log(dir: &Path, since: Option<&str>, out: &Out) -> Result<()> {
     let rows = snapshot.op_log(since_ms)?;
     let mut json_rows = Vec::new();
     let mut lines = Vec::new();
+    // Each memory's versions, read once however many of its ops the log lists.
+    let mut histories: std::collections::HashMap<u64, memdb::MemoryHistory> =
+        std::collections::HashMap::new();
     for row in &rows {
-        let (old, new) = texts_of(&snapshot, row)?;
+        let history = match histories.entry(row.memory_id) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(snapshot.history(row.memory_id)?)
+            }
+        };
+        let (old, new) = texts_of(history, row);
         json_rows.push(json!({
             "id": row.seq,
             "memory_id": row.memory_id,
@@ -174,12 +181,9 @@ pub(crate) fn log(dir: &Path, since: Option<&str>, out: &Out) -> Result<()> {
     Ok(())
 }
 
-/// The text of the version op `row` closed and of the one it wrote (when still stored).
-fn texts_of(
-    snapshot: &memdb::Snapshot,
-    row: &MemoryOpRow,
-) -> Result<(Option<String>, Option<String>)> {
-    let history = snapshot.history(row.memory_id)?;
+/// The text of the version op `row` closed and of the one it wrote (when still stored), from
+/// its memory's `history`.
+fn texts_of(history: &memdb::MemoryHistory, row: &MemoryOpRow) -> (Option<String>, Option<String>) {
     let text = |v: &memdb::MemoryVersion| memdb::recall::item_text(&v.record);
     let old = history
         .versions
@@ -194,7 +198,7 @@ fn texts_of(
             .map(text),
         _ => None,
     };
-    Ok((old, new))
+    (old, new)
 }
 
 /// `memdb ask STORE QUESTION`: recall's evidence, and with `--model` an answer citing it.

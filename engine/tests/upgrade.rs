@@ -103,6 +103,8 @@ fn a_version_5_store_is_read_as_it_is_and_upgraded_at_its_first_write() {
 }
 
 const ADDED_IN_8: [&str; 2] = ["memory_ops", "valid_time"];
+/// A `memory_ops` row (SPEC.md §5): op, system ms, valid ms, reason, actor, role.
+type MemoryOpRow = (u8, i64, i64, &'static str, &'static str, &'static str);
 
 #[test]
 fn a_version_7_store_is_read_as_it_is_and_its_first_write_copies_the_op_log() {
@@ -123,7 +125,7 @@ fn a_version_7_store_is_read_as_it_is_and_its_first_write_copies_the_op_log() {
     {
         let db = redb::Database::open(path.join("catalog.redb")).unwrap();
         let txn = db.begin_write().unwrap();
-        let memory_ops: TableDefinition<(u64, u64), (u8, i64, i64, &str, &str, &str)> =
+        let memory_ops: TableDefinition<(u64, u64), MemoryOpRow> =
             TableDefinition::new(ADDED_IN_8[0]);
         assert!(txn.delete_table(memory_ops).is_ok());
         let valid_time: TableDefinition<(u64, u64), (i64, i64, i64)> =

@@ -12,9 +12,9 @@
 //! an ADD never has one.
 
 pub mod eval;
-mod lexicon;
 #[cfg(feature = "llm")]
 mod experts;
+mod lexicon;
 #[cfg(feature = "llm")]
 mod model;
 mod remember;

@@ -8,15 +8,18 @@
 //! Invariants:
 //! - one call is one commit ([`crate::Store::apply`]'s batch, with the facts' vectors): after a
 //!   crash the store holds all of a call's operations or none;
-//! - candidates are the union of the top [`RememberOptions::candidates_per_fact`] current
-//!   memories of each fact by cosine, deduplicated, most similar first; a decider names its
-//!   target by position in them, so no operation can name a memory it was not shown;
+//! - candidates are the top [`RememberOptions::candidates_per_fact`] current memories of each
+//!   fact by cosine, most similar first (Mem0 takes the union over the facts; here each fact is
+//!   decided against its own, which are in that union); a decider names its target by position
+//!   in them, so no operation can name a memory it was not shown. A memory is found through its
+//!   vector: `remember` writes each with its vector in the same commit, and one written by
+//!   `Store::apply` without a vector is a candidate once `embed` has made it;
 //! - two facts of one call never act on one memory: a later fact whose target an earlier
 //!   fact already changes is added instead (and says so), so the commit is well-defined;
 //! - a fact equal (after folding case and spaces) to an earlier fact of the same call is
 //!   dropped before deciding.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 
 use memdb_formats::item::{EventTime, ItemFields, Source};
 
@@ -24,7 +27,8 @@ use super::{Candidate, Decider, Decision, Operation};
 use crate::error::Result;
 use crate::graph::Embedder;
 use crate::store::{
-    AppliedOp, ITEM_VECTORS, MemoryOp, OpNote, ScanFilter, Store, Validity, VectorScope,
+    AppliedOp, ITEM_VECTORS, MemoryOp, OpNote, Snapshot, Store, StoredVectors, Validity,
+    VectorScope,
 };
 
 /// The tag every memory written by [`Store::remember`] carries.
@@ -176,37 +180,9 @@ impl Store {
         let vectors = options.embedder.embed(&texts)?;
         let snapshot = self.snapshot()?;
 
-        // The memories, and the vectors of those that lack one (made in this commit too).
-        let memories: BTreeMap<u64, (String, i64)> = snapshot
-            .scan(&ScanFilter {
-                source: Some(Source::Note),
-                ..ScanFilter::default()
-            })?
-            .into_iter()
-            .filter(|r| r.fields.tags.iter().any(|t| t == MEMORY_TAG))
-            .map(|r| {
-                let text = r.fields.body.clone().unwrap_or_default();
-                (r.id, (text, r.fields.time.unix_ms))
-            })
-            .collect();
-        let have = snapshot.vector_keys(ITEM_VECTORS)?;
-        let missing: Vec<u64> = memories
-            .keys()
-            .copied()
-            .filter(|id| !have.contains(*id))
-            .collect();
-        let missing_vectors = if missing.is_empty() {
-            Vec::new()
-        } else {
-            let texts: Vec<&str> = missing
-                .iter()
-                .filter_map(|id| memories.get(id).map(|m| m.0.as_str()))
-                .collect();
-            options.embedder.embed(&texts)?
-        };
-        let keys: roaring::RoaringTreemap = memories.keys().copied().collect();
-        let scope = VectorScope::all().with_keys(keys);
         let space = snapshot.vectors(ITEM_VECTORS)?;
+        // Memory id → its text (`None`: a note that is not a memory), read once per call.
+        let mut texts_of: HashMap<u64, Option<String>> = HashMap::new();
 
         let time = options.time.unwrap_or_else(|| EventTime {
             unix_ms: crate::store::now_ms(),
@@ -217,26 +193,20 @@ impl Store {
         let mut done: Vec<(String, Decision, Option<u64>, Option<String>)> = Vec::new();
         let mut touched = std::collections::HashSet::new();
         for ((fact, speaker), vector) in facts.into_iter().zip(vectors) {
-            // Candidates: stored vectors, plus memories whose vector this call makes.
-            let mut scored: Vec<(f32, u64)> = match &space {
-                Some(space) => space
-                    .search(&vector, options.candidates_per_fact, &scope)?
-                    .into_iter()
-                    .map(|hit| (hit.score, hit.key))
-                    .collect(),
+            let ids = match &space {
+                Some(space) => similar_memories(
+                    &snapshot,
+                    space,
+                    &vector,
+                    options.candidates_per_fact,
+                    &mut texts_of,
+                )?,
                 None => Vec::new(),
             };
-            for (id, v) in missing.iter().zip(&missing_vectors) {
-                scored.push((dot(&vector, v), *id));
-            }
-            scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-            scored.dedup_by_key(|s| s.1);
-            scored.truncate(options.candidates_per_fact);
-            let ids: Vec<u64> = scored.iter().map(|s| s.1).collect();
             let candidates: Vec<Candidate> = ids
                 .iter()
                 .map(|id| Candidate {
-                    text: memories.get(id).map(|m| m.0.clone()).unwrap_or_default(),
+                    text: texts_of.get(id).cloned().flatten().unwrap_or_default(),
                 })
                 .collect();
             let mut decision = options.decider.decide(&fact, &candidates)?;
@@ -263,7 +233,7 @@ impl Store {
                 actor: options.actor.clone().or_else(|| speaker.clone()),
                 role: options.role.clone(),
             };
-            let target_text = target.and_then(|id| memories.get(&id).map(|m| m.0.clone()));
+            let target_text = target.and_then(|id| texts_of.get(&id).cloned().flatten());
             let op = match (decision.op, target) {
                 (Operation::Update, Some(id)) => MemoryOp::Update {
                     id,
@@ -289,10 +259,6 @@ impl Store {
             done.push((fact, decision, target, target_text));
         }
         let mut batch = self.batch();
-        for (id, vector) in missing.iter().zip(missing_vectors) {
-            let time_ms = memories.get(id).map_or(i64::MIN, |m| m.1);
-            batch.put_vector(ITEM_VECTORS, *id, time_ms, Source::Note.code(), vector);
-        }
         for (op, vector) in ops.into_iter().zip(vectors_of_ops) {
             batch.memory_with_vector(op, vector);
         }
@@ -323,8 +289,45 @@ fn memory_fields(fact: &str, speaker: Option<&str>, time: EventTime) -> ItemFiel
     fields
 }
 
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
+/// The current memories most similar to `vector`, most similar first, at most `k`: a search
+/// over the note vectors, widened until it holds `k` memories or has seen every note. Texts
+/// read are kept in `texts_of` for the rest of the call.
+fn similar_memories(
+    snapshot: &Snapshot,
+    space: &StoredVectors,
+    vector: &[f32],
+    k: usize,
+    texts_of: &mut HashMap<u64, Option<String>>,
+) -> Result<Vec<u64>> {
+    let scope = VectorScope::all().with_source(Source::Note.code());
+    let mut want = k.max(1).saturating_mul(4);
+    loop {
+        let hits = space.search(vector, want, &scope)?;
+        let mut found = Vec::new();
+        for hit in &hits {
+            let text = match texts_of.get(&hit.key) {
+                Some(text) => text.clone(),
+                None => {
+                    let text = snapshot
+                        .get(hit.key)?
+                        .filter(|r| r.fields.tags.iter().any(|t| t == MEMORY_TAG))
+                        .map(|r| r.fields.body.unwrap_or_default());
+                    texts_of.insert(hit.key, text.clone());
+                    text
+                }
+            };
+            if text.is_some() {
+                found.push(hit.key);
+                if found.len() == k {
+                    return Ok(found);
+                }
+            }
+        }
+        if hits.len() < want {
+            return Ok(found);
+        }
+        want = want.saturating_mul(4);
+    }
 }
 
 #[cfg(test)]

@@ -817,10 +817,6 @@ fn compare(new: &Reading, old: &Reading, periods: &BTreeSet<String>) -> Comparis
     c
 }
 
-fn cosine(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
-}
-
 fn list(set: &BTreeSet<&String>) -> String {
     set.iter()
         .map(|s| s.as_str())
@@ -889,7 +885,7 @@ impl<E: Embedder> RuleDecider<E> {
             .collect();
 
         let (best, score) = (0..candidates.len())
-            .map(|i| (i, cosine(vector(0), vector(2 + 2 * i))))
+            .map(|i| (i, memdb_vectors::dot_f32(vector(0), vector(2 + 2 * i))))
             .max_by(|a, b| a.1.total_cmp(&b.1))
             .unwrap_or((0, 0.0));
         let c = &compared[best];
@@ -915,7 +911,7 @@ impl<E: Embedder> RuleDecider<E> {
         //    retraction again ("I don't smoke" after "Quit smoking") is nothing new.
         if new.retracts && !new.replaces {
             let (closest, closest_similarity) = (0..candidates.len())
-                .map(|i| (i, cosine(vector(1), vector(3 + 2 * i))))
+                .map(|i| (i, memdb_vectors::dot_f32(vector(1), vector(3 + 2 * i))))
                 .max_by(|a, b| a.1.total_cmp(&b.1))
                 .unwrap_or((0, 0.0));
             if old[closest].retracts && closest_similarity >= t.refinement {
@@ -934,7 +930,7 @@ impl<E: Embedder> RuleDecider<E> {
                         && c.new_values.is_empty()
                         && c.shared >= 1
                 })
-                .map(|i| (i, cosine(vector(1), vector(3 + 2 * i))))
+                .map(|i| (i, memdb_vectors::dot_f32(vector(1), vector(3 + 2 * i))))
                 .max_by(|a, b| a.1.total_cmp(&b.1));
             if let Some((i, similarity)) = repeated.filter(|(_, s)| *s >= t.weak) {
                 return Ok(Decision::on(
@@ -952,7 +948,7 @@ impl<E: Embedder> RuleDecider<E> {
             }
             let target = (0..candidates.len())
                 .filter(|&i| !old[i].retracts)
-                .map(|i| (i, cosine(vector(1), vector(3 + 2 * i))))
+                .map(|i| (i, memdb_vectors::dot_f32(vector(1), vector(3 + 2 * i))))
                 .max_by(|a, b| a.1.total_cmp(&b.1));
             if let Some((i, similarity)) = target {
                 let overlap = compared[i].shared + compared[i].shared_values;
@@ -1023,7 +1019,10 @@ impl<E: Embedder> RuleDecider<E> {
             )));
         }
         // A stored retraction taken back ("doesn't drink coffee" → "drinks coffee again").
-        if o.retracts && !new.retracts && cosine(vector(0), vector(3 + 2 * best)) >= t.retract {
+        if o.retracts
+            && !new.retracts
+            && memdb_vectors::dot_f32(vector(0), vector(3 + 2 * best)) >= t.retract
+        {
             return Ok(Decision::on(
                 Operation::Update,
                 best,

@@ -412,19 +412,13 @@ impl Snapshot {
         };
         let mut versions = Vec::new();
         for earlier in self.versions(id)? {
-            let (from, to, written) = valid_row((id, earlier.seq))?.unwrap_or((
-                earlier.record.fields.time.unix_ms,
+            let valid = valid_row((id, earlier.seq))?;
+            versions.push(earlier_version(
+                earlier.record,
+                earlier.seq,
                 earlier.replaced_ms,
-                i64::MAX,
+                valid,
             ));
-            versions.push(MemoryVersion {
-                record: earlier.record,
-                system_to_ms: Some(earlier.replaced_ms),
-                closed_by: Some(earlier.seq),
-                valid_from_ms: bound(from),
-                valid_to_ms: bound(to),
-                valid_to_written_ms: bound(written),
-            });
         }
         if let Some(record) = self.get(id)? {
             versions.push(current_version(record, valid_row((id, 0))?));
@@ -462,29 +456,16 @@ impl Snapshot {
                 let (id, seq) = key.value();
                 let (loc, replaced_ms) = catalog::version_loc(value.value());
                 let record = read_record(self.segment_set(), &loc)?;
-                let (from, to, written) = valid_rows.get(&(id, seq)).copied().unwrap_or((
-                    record.fields.time.unix_ms,
-                    replaced_ms,
-                    i64::MAX,
-                ));
-                let version = MemoryVersion {
-                    record,
-                    system_to_ms: Some(replaced_ms),
-                    closed_by: Some(seq),
-                    valid_from_ms: bound(from),
-                    valid_to_ms: bound(to),
-                    valid_to_written_ms: bound(written),
-                };
+                let valid = valid_rows.get(&(id, seq)).copied();
+                let version = earlier_version(record, seq, replaced_ms, valid);
                 if at.sees(&version) {
                     out.push(version);
                 }
             }
         }
-        for id in self.item_ids()? {
-            let Some(record) = self.get(id)? else {
-                continue;
-            };
-            let version = current_version(record, valid_rows.get(&(id, 0)).copied());
+        for record in self.scan(&super::ScanFilter::default())? {
+            let valid = valid_rows.get(&(record.id, 0)).copied();
+            let version = current_version(record, valid);
             if at.sees(&version) {
                 out.push(version);
             }
@@ -528,6 +509,26 @@ impl Snapshot {
     }
 }
 
+/// An earlier version, closed by op `seq` at `replaced_ms`, with its `valid_time` row (absent:
+/// from its event time to when it was replaced).
+fn earlier_version(
+    record: ItemRecord,
+    seq: u64,
+    replaced_ms: i64,
+    valid: Option<(i64, i64, i64)>,
+) -> MemoryVersion {
+    let (from, to, written) = valid.unwrap_or((record.fields.time.unix_ms, replaced_ms, i64::MAX));
+    MemoryVersion {
+        record,
+        system_to_ms: Some(replaced_ms),
+        closed_by: Some(seq),
+        valid_from_ms: bound(from),
+        valid_to_ms: bound(to),
+        valid_to_written_ms: bound(written),
+    }
+}
+
+/// The current version, with its `valid_time` row (absent: from its event time on).
 fn current_version(record: ItemRecord, valid: Option<(i64, i64, i64)>) -> MemoryVersion {
     let (from, to, written) = valid.unwrap_or((record.fields.time.unix_ms, i64::MAX, i64::MAX));
     MemoryVersion {
