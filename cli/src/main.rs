@@ -848,6 +848,7 @@ fn run(command: Command, out: &Out) -> Result<ExitCode> {
             let recall = memdb_query::Recall {
                 text: question,
                 filters: window.filters()?,
+                at: memdb_query::TimeTravel::default(),
                 top: Some(k as u64),
             };
             let encoder = embed::encoder_for(&store, !out.json, model::Download::Ask)?;

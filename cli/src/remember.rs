@@ -217,6 +217,7 @@ pub(crate) fn ask(
         memdb_query::Recall {
             text: question.to_owned(),
             filters: Vec::new(),
+            at: memdb_query::TimeTravel::default(),
             top: Some(k as u64),
         },
     )?;

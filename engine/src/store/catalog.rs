@@ -99,15 +99,18 @@ pub(crate) const DROPPED_BLOBS: TableDefinition<(u64, u64), (u8, u64, i64, &str)
 /// version 6.
 pub(crate) const STALE_PAGES: TableDefinition<(&str, u64), u64> =
     TableDefinition::new("stale_pages");
-/// (item id, op sequence) → (op code, system time ms, valid time ms or `i64::MIN`, reason,
-/// actor, role): every op on a memory, by memory, with what the caller said about it (the
-/// columns of Mem0's history table). The op's valid time is the new version's `valid_from`
-/// (add, update) or the retired version's `valid_to` (delete). Format version 8; an older
-/// store's `oplog` is copied in at its first write, with empty reasons.
-pub(crate) const MEMORY_OPS: TableDefinition<(u64, u64), MemoryOpValue<'static>> =
+/// (item id, op sequence) → (op code, system time ms, valid time ms or `i64::MIN`, note blob
+/// id or 0): every op on a memory, by memory. The op's valid time is the new version's
+/// `valid_from` (add, update) or the retired version's `valid_to` (delete). What the caller
+/// said about the op (reason, actor, role: the columns of Mem0's history table that are not
+/// the memory) is a blob of kind [`BlobKind::OpNote`] owned by the memory, never text in this
+/// table: free text in a catalog row would outlive a purge in a freed catalog page, while a
+/// segment entry goes with segment compaction. Format version 8; an older store's `oplog` is
+/// copied in at its first write, without notes.
+pub(crate) const MEMORY_OPS: TableDefinition<(u64, u64), MemoryOpValue> =
     TableDefinition::new("memory_ops");
-/// A `MEMORY_OPS` row: (op code, system time ms, valid time ms, reason, actor, role).
-pub(crate) type MemoryOpValue<'a> = (u8, i64, i64, &'a str, &'a str, &'a str);
+/// A `MEMORY_OPS` row: (op code, system time ms, valid time ms, note blob id or 0).
+pub(crate) type MemoryOpValue = (u8, i64, i64, u64);
 /// (item id, version) → (valid from ms, valid to ms, valid to ms as first written): when a
 /// version of a memory was true in the world, `[from, to)`, `i64::MIN` and `i64::MAX` standing
 /// for unbounded. Version 0 is the current version; an earlier one is keyed like its `history`
@@ -260,16 +263,21 @@ pub enum BlobKind {
     /// A block of a vector space (the `memdb-vectors` layout); owned by the store, never offered
     /// to compaction hooks.
     Vectors = 4,
+    /// What the caller said about a memory operation (its reason, actor and role), owned by
+    /// the memory and referenced from its `memory_ops` row; owned by the store, never offered
+    /// to compaction hooks. Format version 8.
+    OpNote = 5,
 }
 
 impl BlobKind {
     /// Every kind, in code order.
-    pub const ALL: [BlobKind; 5] = [
+    pub const ALL: [BlobKind; 6] = [
         BlobKind::Other,
         BlobKind::Original,
         BlobKind::Page,
         BlobKind::Attachment,
         BlobKind::Vectors,
+        BlobKind::OpNote,
     ];
 
     pub(crate) fn from_code(code: u8) -> Option<BlobKind> {
@@ -284,7 +292,14 @@ impl BlobKind {
             BlobKind::Page => "page",
             BlobKind::Attachment => "attachment",
             BlobKind::Vectors => "vectors",
+            BlobKind::OpNote => "op note",
         }
+    }
+
+    /// Blobs the store owns: written and read only by the engine, never by a put, never
+    /// offered to compaction hooks.
+    pub(crate) fn is_reserved(self) -> bool {
+        matches!(self, BlobKind::Vectors | BlobKind::OpNote)
     }
 }
 
@@ -409,7 +424,7 @@ pub(crate) fn create_later_tables(txn: &redb::WriteTransaction) -> Result<()> {
             let (seq, value) = row.ctx("scan oplog")?;
             let (op, item, at) = value.value();
             memory_ops
-                .insert((item, seq.value()), (op, at, i64::MIN, "", "", ""))
+                .insert((item, seq.value()), (op, at, i64::MIN, 0))
                 .ctx("copy oplog to memory_ops")?;
         }
     }

@@ -459,7 +459,7 @@ fn shrink_catalog_returns_freed_pages_and_refuses_while_shared() {
     }
     let mut batch = store.batch();
     for id in &ids[..9_800] {
-        batch.delete(*id);
+        batch.purge(*id);
     }
     batch.commit().unwrap();
 

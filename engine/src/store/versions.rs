@@ -38,6 +38,13 @@ pub struct OpNote {
     pub role: Option<String>,
 }
 
+impl OpNote {
+    /// Nothing was said (no note is stored).
+    pub fn is_empty(&self) -> bool {
+        self.reason.is_empty() && self.actor.is_none() && self.role.is_none()
+    }
+}
+
 /// When a new version is true in the world, `[from, to)`. A `from` of `None` is the item's
 /// event time (the commit's time when undated); a `to` of `None` is unbounded.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -308,13 +315,14 @@ pub(super) fn new_version_start(valid: Option<(i64, i64)>, fields: &ItemFields, 
     }
 }
 
-/// Records what the caller said about op `seq` on memory `id` (its row was written by the log).
+/// Names the note of op `seq` on memory `id` (its row was written by the log) and the op's
+/// valid time.
 pub(super) fn annotate(
     t: &mut Tables<'_>,
     id: u64,
     seq: u64,
     valid_ms: Option<i64>,
-    note: &OpNote,
+    note_blob: u64,
 ) -> Result<()> {
     let row = t
         .memory_ops
@@ -324,31 +332,19 @@ pub(super) fn annotate(
             let value = v.value();
             (value.0, value.1)
         });
-    let (op, at) = match row {
-        Some(pair) => pair,
-        None => {
-            return Err(Error::Inconsistent(format!(
-                "op {seq} of memory {id} is not logged"
-            )));
-        }
+    let Some((op, at)) = row else {
+        return Err(Error::Inconsistent(format!(
+            "op {seq} of memory {id} is not logged"
+        )));
     };
     t.memory_ops
-        .insert(
-            (id, seq),
-            (
-                op,
-                at,
-                valid_ms.unwrap_or(i64::MIN),
-                note.reason.as_str(),
-                note.actor.as_deref().unwrap_or(""),
-                note.role.as_deref().unwrap_or(""),
-            ),
-        )
+        .insert((id, seq), (op, at, valid_ms.unwrap_or(i64::MIN), note_blob))
         .ctx("write memory_ops")?;
     Ok(())
 }
 
-/// Removes every `memory_ops` and `valid_time` row of memory `id` (a purge).
+/// Removes every `memory_ops` and `valid_time` row of memory `id` and the notes its ops name
+/// (a purge); true if it had any op.
 pub(super) fn remove_memory_rows(t: &mut Tables<'_>, id: u64) -> Result<bool> {
     let mut ops = Vec::new();
     for row in t
@@ -356,7 +352,8 @@ pub(super) fn remove_memory_rows(t: &mut Tables<'_>, id: u64) -> Result<bool> {
         .range((id, 0)..=(id, u64::MAX))
         .ctx("scan memory_ops")?
     {
-        ops.push(row.ctx("scan memory_ops")?.0.value());
+        let (key, value) = row.ctx("scan memory_ops")?;
+        ops.push((key.value(), value.value().3));
     }
     let mut valid = Vec::new();
     for row in t
@@ -367,8 +364,11 @@ pub(super) fn remove_memory_rows(t: &mut Tables<'_>, id: u64) -> Result<bool> {
         valid.push(row.ctx("scan valid_time")?.0.value());
     }
     let found = !ops.is_empty();
-    for key in ops {
+    for (key, note_blob) in ops {
         t.memory_ops.remove(key).ctx("remove memory_ops")?;
+        if note_blob != 0 {
+            t.remove_blob(note_blob)?;
+        }
     }
     for key in valid {
         t.valid_time.remove(key).ctx("remove valid_time")?;
@@ -376,8 +376,79 @@ pub(super) fn remove_memory_rows(t: &mut Tables<'_>, id: u64) -> Result<bool> {
     Ok(found)
 }
 
-fn op_row(id: u64, seq: u64, value: MemoryOpValue<'_>) -> Result<MemoryOpRow> {
-    let (code, system_ms, valid_ms, reason, actor, role) = value;
+/// Version byte of an op note blob.
+const NOTE_FORMAT: u8 = 1;
+
+/// An op note as a blob: a format byte, then reason, actor and role, each a little-endian
+/// `u32` length and UTF-8 bytes (an absent actor or role is empty).
+pub(super) fn encode_note(note: &OpNote) -> Vec<u8> {
+    let parts = [
+        note.reason.as_str(),
+        note.actor.as_deref().unwrap_or(""),
+        note.role.as_deref().unwrap_or(""),
+    ];
+    let mut out = Vec::with_capacity(1 + parts.iter().map(|p| 4 + p.len()).sum::<usize>());
+    out.push(NOTE_FORMAT);
+    for part in parts {
+        // A note longer than 4 GiB cannot be staged: a batch's segment append refuses it first.
+        let len = u32::try_from(part.len()).unwrap_or(u32::MAX);
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(&part.as_bytes()[..len as usize]);
+    }
+    out
+}
+
+/// Reads an op note blob back (bytes from disk: checked, never trusted).
+pub(super) fn decode_note(bytes: &[u8]) -> std::result::Result<OpNote, String> {
+    let (&format, mut rest) = bytes.split_first().ok_or("an empty note")?;
+    if format != NOTE_FORMAT {
+        return Err(format!("note format {format}, expected {NOTE_FORMAT}"));
+    }
+    let mut part = || -> std::result::Result<String, String> {
+        let (len, tail) = rest.split_first_chunk::<4>().ok_or("a note cut short")?;
+        let len = u32::from_le_bytes(*len) as usize;
+        if tail.len() < len {
+            return Err("a note cut short".into());
+        }
+        let (text, tail) = tail.split_at(len);
+        rest = tail;
+        String::from_utf8(text.to_vec()).map_err(|_| "a note that is not UTF-8".to_owned())
+    };
+    let (reason, actor, role) = (part()?, part()?, part()?);
+    if !rest.is_empty() {
+        return Err(format!("{} bytes after the note", rest.len()));
+    }
+    let text = |s: String| (!s.is_empty()).then_some(s);
+    Ok(OpNote {
+        reason,
+        actor: text(actor),
+        role: text(role),
+    })
+}
+
+/// The note op rows name, read through the snapshot's blobs. A note that cannot be read (a
+/// repair or compaction dropped it as damaged) reads as a reason saying so: the op itself
+/// stays logged.
+fn read_note(snap: &Snapshot, note_blob: u64) -> Result<OpNote> {
+    if note_blob == 0 {
+        return Ok(OpNote::default());
+    }
+    let lost = |why: String| OpNote {
+        reason: format!("(note lost: {why})"),
+        ..OpNote::default()
+    };
+    match snap.blob(note_blob) {
+        Ok(Some(blob)) => Ok(decode_note(&blob).unwrap_or_else(lost)),
+        Ok(None) => Ok(lost("its blob is gone".into())),
+        Err(e @ (Error::Corruption { .. } | Error::SegmentUnavailable { .. })) => {
+            Ok(lost(e.to_string()))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn op_row(snap: &Snapshot, id: u64, seq: u64, value: MemoryOpValue) -> Result<MemoryOpRow> {
+    let (code, system_ms, valid_ms, note_blob) = value;
     let kind = MemoryOpKind::from_code(code).ok_or_else(|| {
         Error::bad_row(
             "memory_ops",
@@ -385,16 +456,16 @@ fn op_row(id: u64, seq: u64, value: MemoryOpValue<'_>) -> Result<MemoryOpRow> {
             format!("unknown op {code}"),
         )
     })?;
-    let text = |s: &str| (!s.is_empty()).then(|| s.to_owned());
+    let note = read_note(snap, note_blob)?;
     Ok(MemoryOpRow {
         seq,
         memory_id: id,
         kind,
         system_ms,
         valid_ms: bound(valid_ms),
-        reason: reason.to_owned(),
-        actor: text(actor),
-        role: text(role),
+        reason: note.reason,
+        actor: note.actor,
+        role: note.role,
     })
 }
 
@@ -430,7 +501,7 @@ impl Snapshot {
                 .ctx("scan memory_ops")?
             {
                 let (key, value) = row.ctx("scan memory_ops")?;
-                ops.push(op_row(id, key.value().1, value.value())?);
+                ops.push(op_row(self, id, key.value().1, value.value())?);
             }
         }
         Ok(MemoryHistory { versions, ops })
@@ -494,7 +565,7 @@ impl Snapshot {
             }
             let noted = match &memory_ops {
                 Some(table) => match table.get((id, seq)).ctx("read memory_ops")? {
-                    Some(value) => Some(op_row(id, seq, value.value())?),
+                    Some(value) => Some(op_row(self, id, seq, value.value())?),
                     None => None,
                 },
                 None => None,
@@ -502,7 +573,7 @@ impl Snapshot {
             // Purged (or older than format 8 and not yet upgraded): the bare log row.
             out.push(match noted {
                 Some(row) => row,
-                None => op_row(id, seq, (code, at, i64::MIN, "", "", ""))?,
+                None => op_row(self, id, seq, (code, at, i64::MIN, 0))?,
             });
         }
         Ok(out)

@@ -21,7 +21,7 @@ use super::catalog::{self, BlobKind, BlobLoc, ItemLoc, OpCode, SegmentRow, Segme
 use super::derived::{DerivedCommit, DerivedWrite};
 use super::read::read_record;
 use super::vector_space::{self, ITEM_VECTORS, StagedVector, StagedVectors};
-use super::versions::{self, AppliedOp, MemoryOp, MemoryOpKind};
+use super::versions::{self, AppliedOp, MemoryOp, MemoryOpKind, OpNote};
 use super::{OpenSegment, Store, Writer, now_ms};
 use crate::error::{CatalogResult, Error, Result};
 
@@ -412,7 +412,7 @@ pub(crate) struct Tables<'t> {
     pub(super) history: redb::Table<'t, (u64, u64), (u64, u64, u32, i64)>,
     pub(super) dropped_blobs: redb::Table<'t, (u64, u64), (u8, u64, i64, &'static str)>,
     pub(super) stale_pages: redb::Table<'t, (&'static str, u64), u64>,
-    pub(super) memory_ops: redb::Table<'t, (u64, u64), catalog::MemoryOpValue<'static>>,
+    pub(super) memory_ops: redb::Table<'t, (u64, u64), catalog::MemoryOpValue>,
     pub(super) valid_time: redb::Table<'t, (u64, u64), (i64, i64, i64)>,
     /// Counters read once per transaction and written back by `flush_counters`.
     counters: HashMap<&'static str, u64>,
@@ -534,7 +534,7 @@ impl<'t> Tables<'t> {
             .insert(seq, (op as u8, item, now))
             .ctx("append oplog")?;
         self.memory_ops
-            .insert((item, seq), (op as u8, now, i64::MIN, "", "", ""))
+            .insert((item, seq), (op as u8, now, i64::MIN, 0))
             .ctx("append memory_ops")?;
         Ok(seq)
     }
@@ -744,7 +744,9 @@ impl<'t> Tables<'t> {
                 let mut owned = Vec::new();
                 for row in self.blobs.iter().ctx("scan blobs")? {
                     let (k, v) = row.ctx("scan blobs")?;
-                    if v.value().4 == id {
+                    // An op note outlives a retire (it is history); only a purge drops it.
+                    let (owner, kind) = (v.value().4, v.value().3);
+                    if owner == id && kind != BlobKind::OpNote as u8 {
                         owned.push(k.value());
                     }
                 }
@@ -1037,6 +1039,31 @@ fn stage_retire(
     Ok(Some(seq))
 }
 
+/// Records what the caller said about op `seq` on memory `id` (its row was written by the
+/// log): the note goes to a segment as a blob owned by the memory, the row names it.
+fn annotate(
+    t: &mut Tables<'_>,
+    staged: &mut Staged,
+    id: u64,
+    seq: u64,
+    valid_ms: Option<i64>,
+    note: &OpNote,
+) -> Result<()> {
+    let note_blob = if note.is_empty() {
+        0
+    } else {
+        let blob = t.take(catalog::KEY_NEXT_BLOB, 1)?;
+        staged.blobs.push(Some(StagedBlob {
+            id: blob,
+            kind: BlobKind::OpNote,
+            bytes: versions::encode_note(note),
+            owner: id,
+        }));
+        blob
+    };
+    versions::annotate(t, id, seq, valid_ms, note_blob)
+}
+
 /// Stages memory operation `op`, operation `index` of the batch (see `Store::apply`).
 fn stage_memory(
     t: &mut Tables<'_>,
@@ -1081,7 +1108,7 @@ fn stage_memory(
                 now,
             )?;
             let seq = seq.ok_or_else(|| Error::Inconsistent("an add logged no op".into()))?;
-            versions::annotate(t, outcome.id, seq, Some(start), &note)?;
+            annotate(t, &mut batch.staged, outcome.id, seq, Some(start), &note)?;
             (MemoryOpKind::Add, outcome.id, seq)
         }
         MemoryOp::Update {
@@ -1131,13 +1158,13 @@ fn stage_memory(
             )?;
             match seq {
                 Some(seq) => {
-                    versions::annotate(t, id, seq, Some(start), &note)?;
+                    annotate(t, &mut batch.staged, id, seq, Some(start), &note)?;
                     (MemoryOpKind::Update, outcome.id, seq)
                 }
                 // The memory already reads so: logged as NONE.
                 None => {
                     let seq = t.log(OpCode::Keep, id, now)?;
-                    versions::annotate(t, id, seq, None, &note)?;
+                    annotate(t, &mut batch.staged, id, seq, None, &note)?;
                     (MemoryOpKind::None, id, seq)
                 }
             }
@@ -1152,7 +1179,14 @@ fn stage_memory(
                 op: name,
                 id,
             })?;
-            versions::annotate(t, id, seq, Some(valid_to_ms.unwrap_or(now)), &note)?;
+            annotate(
+                t,
+                &mut batch.staged,
+                id,
+                seq,
+                Some(valid_to_ms.unwrap_or(now)),
+                &note,
+            )?;
             (MemoryOpKind::Delete, id, seq)
         }
         MemoryOp::None { id, note } => {
@@ -1164,7 +1198,7 @@ fn stage_memory(
                 });
             }
             let seq = t.log(OpCode::Keep, id, now)?;
-            versions::annotate(t, id, seq, None, &note)?;
+            annotate(t, &mut batch.staged, id, seq, None, &note)?;
             (MemoryOpKind::None, id, seq)
         }
     };
@@ -1422,12 +1456,15 @@ pub(crate) fn check_put(
         .map_err(|reason| Error::InvalidItem { index, reason })
 }
 
-/// Blobs of kind [`BlobKind::Vectors`] are the store's own vector blocks.
+/// Blobs of kinds [`BlobKind::Vectors`] and [`BlobKind::OpNote`] are the store's own.
 fn refuse_reserved_kinds(index: usize, kinds: impl IntoIterator<Item = BlobKind>) -> Result<()> {
-    if kinds.into_iter().any(|k| k == BlobKind::Vectors) {
+    if let Some(kind) = kinds.into_iter().find(|k| k.is_reserved()) {
         return Err(Error::InvalidItem {
             index,
-            reason: "blob kind `vectors` is reserved for the store's vector blocks".into(),
+            reason: format!(
+                "blob kind `{}` is reserved for the store's own blobs",
+                kind.name()
+            ),
         });
     }
     Ok(())
