@@ -307,6 +307,15 @@ fn every_spec_example_returns_the_right_rows() {
             assert_eq!(doc["rows"][0]["id"], 7);
         }),
     );
+    // plan-v2 (25 April) supersedes plan-v1 and plan-v3 (28 April) supersedes it: read as
+    // updates, on 26 April only plan-v2 was the plan.
+    checks.insert(
+        "ITEMS WHERE tag = 'plans' VALID AT 2022-04-26",
+        Box::new(|doc| {
+            assert_eq!(ext_ids(doc), ["plan-v2"]);
+            assert_eq!(doc["rows"][0]["valid_to"], "2022-04-28T08:00:00+00:00");
+        }),
+    );
     // memdb learned everything in this run: in 2020 it knew nothing.
     checks.insert(
         "ITEMS WHERE tag = 'memory' AS OF 2020-01-01",

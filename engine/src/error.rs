@@ -182,9 +182,9 @@ pub enum Error {
     /// The node extractor (a local model server) failed or answered something unusable.
     #[error("node extractor: {0}")]
     Extractor(String),
-    /// A memory-operation decider (a local model server) failed or answered something
-    /// unusable: nothing was applied.
-    #[error("memory-operation decider: {0}")]
+    /// A memory-operation model (extract, update or generate, on a local model server) failed
+    /// or answered something unusable: nothing was applied or shown.
+    #[error("memory-operation model: {0}")]
     Decider(#[from] crate::ops::DeciderError),
     /// The offline geocoder refused a question (its embedded gazetteer unreadable: a build
     /// error, never an input's).

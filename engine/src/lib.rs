@@ -65,7 +65,7 @@ pub use roaring::RoaringTreemap;
 pub use store::io::{OpenMode, OsIo, StorageIo};
 pub use store::{
     AppliedOp, MemoryHistory, MemoryOp, MemoryOpKind, MemoryOpRow, MemoryVersion, OpNote,
-    TimeTravel, Validity,
+    TimeTravel, Validity, close_superseded,
 };
 pub use store::{
     Blob, BlobInfo, BlobKind, BlobRewrite, CatalogShrink, CheckReport, CommitReceipt,

@@ -798,49 +798,49 @@ impl Run<'_> {
         let started = Clock::now();
         let id = query.id;
         let mut chain = Vec::new();
-        match self.snapshot.get(id).map_err(self.err())? {
-            Some(item) => {
-                let newer = self.superseded_by()?;
-                chain.push(item);
-                // Older items: follow `supersedes` back (a cycle cannot form, but stop on one).
-                while let Some(old) = chain.last().and_then(|i| i.supersedes) {
-                    if chain.iter().any(|i| i.id == old) {
-                        break;
-                    }
-                    match self.snapshot.get(old).map_err(self.err())? {
-                        Some(item) => chain.push(item),
-                        None => break,
-                    }
+        if let Some(item) = self.snapshot.get(id).map_err(self.err())? {
+            let newer = self.superseded_by()?;
+            chain.push(item);
+            // Older items: follow `supersedes` back (a cycle cannot form, but stop on one).
+            while let Some(old) = chain.last().and_then(|i| i.supersedes) {
+                if chain.iter().any(|i| i.id == old) {
+                    break;
                 }
-                chain.reverse();
-                let mut at = id;
-                while let Some(&next) = newer.get(&at) {
-                    if chain.iter().any(|i| i.id == next) {
-                        break;
-                    }
-                    chain.push(self.item(next)?);
-                    at = next;
+                match self.snapshot.get(old).map_err(self.err())? {
+                    Some(item) => chain.push(item),
+                    None => break,
                 }
             }
-            None => {}
+            chain.reverse();
+            let mut at = id;
+            while let Some(&next) = newer.get(&at) {
+                if chain.iter().any(|i| i.id == next) {
+                    break;
+                }
+                chain.push(self.item(next)?);
+                at = next;
+            }
         }
         let mut ids: Vec<u64> = chain.iter().map(|i| i.id).collect();
         if ids.is_empty() {
             ids.push(id);
         }
         let travel = engine_travel(&query.at);
-        let mut rows = Vec::new();
+        let mut versions = Vec::new();
         for item in ids {
-            let history = self.snapshot.history(item).map_err(self.err())?;
-            for version in history.versions {
-                let keep = match (query.at.valid_at, travel.as_of_ms) {
-                    (None, None) => true,
-                    (None, Some(s)) => version.system_from_ms() <= s,
-                    (Some(_), _) => travel.sees(&version),
-                };
-                if keep {
-                    rows.push(ItemRow::version(version));
-                }
+            versions.extend(self.snapshot.history(item).map_err(self.err())?.versions);
+        }
+        // Along the chain a supersedes link is an UPDATE in both times.
+        memdb::close_superseded(&mut versions);
+        let mut rows = Vec::new();
+        for version in versions {
+            let keep = match (query.at.valid_at, travel.as_of_ms) {
+                (None, None) => true,
+                (None, Some(s)) => version.system_from_ms() <= s,
+                (Some(_), _) => travel.sees(&version),
+            };
+            if keep {
+                rows.push(ItemRow::version(version));
             }
         }
         if rows.is_empty() && query.at.is_now() {

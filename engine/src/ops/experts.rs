@@ -46,6 +46,7 @@ impl ModelExtractor {
 /// The facts in a model's extraction answer.
 pub fn parse_facts_reply(content: &str) -> std::result::Result<Vec<String>, DeciderError> {
     let malformed = |why: String| DeciderError::Malformed {
+        expected: "a list of facts",
         why,
         snippet: snippet(content),
     };
@@ -83,7 +84,11 @@ impl FactExtractor for ModelExtractor {
             "model": self.model,
             "temperature": 0.0,
             "max_tokens": 512,
-            "response_format": {"type": "json_object"},
+            "response_format": {"type": "json_object", "schema": {
+                "type": "object",
+                "properties": {"facts": {"type": "array", "items": {"type": "string", "minLength": 1}}},
+                "required": ["facts"]
+            }},
             "messages": [
                 {"role": "system", "content": EXTRACT_SYSTEM},
                 {"role": "user", "content": format!("Input:\n{}", conversation.join("\n"))},
@@ -129,7 +134,14 @@ impl ModelAnswerer {
             "model": self.model,
             "temperature": 0.0,
             "max_tokens": 512,
-            "response_format": {"type": "json_object"},
+            "response_format": {"type": "json_object", "schema": {
+                "type": "object",
+                "properties": {
+                    "answer": {"type": "string", "minLength": 1},
+                    "cited": {"type": "array", "items": {"type": "integer"}}
+                },
+                "required": ["answer", "cited"]
+            }},
             "messages": [
                 {"role": "system", "content": ANSWER_SYSTEM},
                 {"role": "user", "content": format!("Memories: {}\nQuestion: {question}", Value::Array(memories))},
@@ -147,6 +159,7 @@ pub fn parse_answer_reply(
     given: &[u64],
 ) -> std::result::Result<Answer, DeciderError> {
     let malformed = |why: String| DeciderError::Malformed {
+        expected: "an answer with citations",
         why,
         snippet: snippet(content),
     };

@@ -38,9 +38,12 @@ pub enum DeciderError {
     /// The model server could not be reached, timed out, or did not answer a chat completion.
     #[error(transparent)]
     Endpoint(#[from] crate::EndpointError),
-    /// The answer is not the update JSON (Mem0's `{"memory": [{"id", "text", "event"}]}`).
-    #[error("the answer is not a memory update ({why}): {snippet:?}")]
+    /// The answer is not the JSON its operation asks for (update: Mem0's `{"memory": [{"id",
+    /// "text", "event"}]}`; extract: `{"facts": [...]}`; generate: `{"answer", "cited"}`).
+    #[error("the answer is not {expected} ({why}): {snippet:?}")]
     Malformed {
+        /// What the operation asked for.
+        expected: &'static str,
         /// What is wrong.
         why: String,
         /// The start of the answer.

@@ -42,12 +42,32 @@ impl ModelDecider {
     }
 }
 
+/// The JSON Schema of an update reply (Mem0's `{"memory": [{"id", "text", "event",
+/// "old_memory"}]}`).
+fn update_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {"memory": {"type": "array", "minItems": 1, "items": {
+            "type": "object",
+            "properties": {
+                "id": {"type": "string"},
+                "text": {"type": "string"},
+                "event": {"type": "string", "enum": ["ADD", "UPDATE", "DELETE", "NONE"]},
+                "old_memory": {"type": "string"}
+            },
+            "required": ["id", "text", "event"]
+        }}},
+        "required": ["memory"]
+    })
+}
+
 /// The decision in a model's `content`, for `candidates` memories shown with ids "0", "1", ….
 pub fn parse_update_reply(
     content: &str,
     candidates: usize,
 ) -> std::result::Result<Decision, DeciderError> {
     let malformed = |why: String| DeciderError::Malformed {
+        expected: "a memory update",
         why,
         snippet: snippet(content),
     };
@@ -128,9 +148,10 @@ impl Decider for ModelDecider {
             "model": self.update_model,
             "temperature": 0.0,
             "max_tokens": 512,
-            // JSON mode (llama.cpp, Ollama, vLLM constrain decoding to a JSON object): a small
-            // model otherwise answers with prose or code. The strict parse still checks it.
-            "response_format": {"type": "json_object"},
+            // JSON mode with the reply's schema (llama.cpp and llama-cpp-python constrain
+            // decoding to it, others to a JSON object): a small model otherwise answers with
+            // prose, code or another shape. The strict parse still checks every reply.
+            "response_format": {"type": "json_object", "schema": update_schema()},
             "messages": [
                 {"role": "system", "content": SYSTEM},
                 {"role": "user", "content": user},

@@ -63,7 +63,7 @@ pub use stats::{SegmentStats, Stats};
 pub use vector_space::{ITEM_VECTORS, StoredVectors, VectorHit, VectorScope};
 pub use versions::{
     AppliedOp, MemoryHistory, MemoryOp, MemoryOpKind, MemoryOpRow, MemoryVersion, OpNote,
-    TimeTravel, Validity,
+    TimeTravel, Validity, close_superseded,
 };
 pub(crate) use write::check_put;
 pub use write::{CommitReceipt, PutOutcome, PutStatus, WriteBatch};

@@ -196,6 +196,48 @@ impl MemoryVersion {
     }
 }
 
+/// Reads `supersedes` links as UPDATEs in both times (SPEC.md §5.6): an open version of item
+/// `n` that another item's version names as superseded is closed in system time when memdb
+/// first held a version naming it (the earliest such `system_from`), and in valid time at that
+/// version's `valid_from` (never later than it was; the end as written is kept). Only links
+/// among `versions` count. The stored rows do not change: the current view still lists a
+/// superseded item (`CURRENT` hides it).
+pub fn close_superseded(versions: &mut [MemoryVersion]) {
+    let mut closing: std::collections::HashMap<u64, (i64, Option<i64>)> =
+        std::collections::HashMap::new();
+    for v in versions.iter() {
+        let Some(old) = v.record.supersedes else {
+            continue;
+        };
+        if old == v.record.id {
+            continue;
+        }
+        let at = (v.system_from_ms(), v.valid_from_ms);
+        closing
+            .entry(old)
+            .and_modify(|e| {
+                if at.0 < e.0 {
+                    *e = at;
+                }
+            })
+            .or_insert(at);
+    }
+    for v in versions.iter_mut() {
+        let Some(&(system, valid)) = closing.get(&v.record.id) else {
+            continue;
+        };
+        if v.system_to_ms.is_some() || system < v.system_from_ms() {
+            continue;
+        }
+        v.system_to_ms = Some(system);
+        // Unbounded start: the superseding version does not say when; its valid time is not
+        // cut short.
+        if let Some(from) = valid {
+            v.valid_to_ms = Some(v.valid_to_ms.map_or(from, |to| to.min(from)));
+        }
+    }
+}
+
 /// Every version and op of one memory.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct MemoryHistory {
@@ -507,9 +549,9 @@ impl Snapshot {
         Ok(MemoryHistory { versions, ops })
     }
 
-    /// Every version seen at `at` (see [`TimeTravel::sees`]), by memory id, then oldest first.
-    /// Reads every version of every memory: time travel is a scan, the current view (`at` is
-    /// now) is the indexes'.
+    /// Every version seen at `at` (see [`TimeTravel::sees`]), by memory id, then oldest first,
+    /// with `supersedes` links read as UPDATEs ([`close_superseded`]). Reads every version of
+    /// every memory: time travel is a scan, the current view (`at` is now) is the indexes'.
     pub fn versions_at(&self, at: TimeTravel) -> Result<Vec<MemoryVersion>> {
         let txn = self.txn();
         let valid = catalog::open_optional(txn, catalog::VALID_TIME)?;
@@ -528,19 +570,15 @@ impl Snapshot {
                 let (loc, replaced_ms) = catalog::version_loc(value.value());
                 let record = read_record(self.segment_set(), &loc)?;
                 let valid = valid_rows.get(&(id, seq)).copied();
-                let version = earlier_version(record, seq, replaced_ms, valid);
-                if at.sees(&version) {
-                    out.push(version);
-                }
+                out.push(earlier_version(record, seq, replaced_ms, valid));
             }
         }
         for record in self.scan(&super::ScanFilter::default())? {
             let valid = valid_rows.get(&(record.id, 0)).copied();
-            let version = current_version(record, valid);
-            if at.sees(&version) {
-                out.push(version);
-            }
+            out.push(current_version(record, valid));
         }
+        close_superseded(&mut out);
+        out.retain(|v| at.sees(v));
         out.sort_by_key(|v| {
             (
                 v.record.id,
