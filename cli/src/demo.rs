@@ -140,6 +140,7 @@ fn semantic_lookups(store: &Store, out: &Out, step: &dyn Fn(&str, String)) -> Re
         memdb_query::Recall {
             text: question.to_owned(),
             filters: Vec::new(),
+            at: memdb_query::TimeTravel::default(),
             top: Some(3),
         },
     )?;

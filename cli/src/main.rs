@@ -12,9 +12,11 @@ mod error;
 mod export;
 mod import;
 mod model;
+mod ops;
 mod output;
 mod pages;
 mod progress;
+mod remember;
 mod shell;
 
 use crate::error::{CliError, Result};
@@ -31,6 +33,29 @@ use memdb_query::{Filter, item_json, item_row_json};
 use output::{Out, stats_json, stats_table};
 
 /// memdb: an embedded, on-device memory store.
+/// `memdb ops …`.
+#[derive(Subcommand)]
+enum OpsCommand {
+    /// Score the deterministic decider on labelled scenarios: one JSON object per line,
+    /// `{"existing": [{"id", "text", "time"}], "new", "time", "expected": ADD|UPDATE|DELETE|NONE,
+    /// "target"}`. Prints accuracy overall and per operation, and the confusion matrix.
+    Eval {
+        /// The scenarios (JSONL).
+        #[arg(long)]
+        scenarios: PathBuf,
+        /// Decide with a model served on loopback under this name (the update operation's model
+        /// or LoRA adapter) instead of the deterministic rules.
+        #[arg(long)]
+        model: Option<String>,
+        /// The model server's base URL (loopback only).
+        #[arg(long, default_value = "http://127.0.0.1:8080")]
+        endpoint: String,
+        /// Seconds one decision may take.
+        #[arg(long, default_value_t = 60)]
+        timeout: u64,
+    },
+}
+
 #[derive(Parser)]
 #[command(name = "memdb", version, about)]
 struct Cli {
@@ -126,6 +151,70 @@ enum Command {
     Embed {
         /// Store directory.
         dir: PathBuf,
+    },
+    /// Memory operations (ADD / UPDATE / DELETE / NONE): `memdb ops eval` scores the decider
+    /// on labelled scenarios.
+    Ops {
+        #[command(subcommand)]
+        command: OpsCommand,
+    },
+    /// Remember what was said: extract its facts, compare each with the most similar stored
+    /// memories, and ADD, UPDATE, DELETE or keep (NONE) them in one commit, printing what was
+    /// done and why. Deterministic on the device unless --extract-model/--update-model name
+    /// models served on loopback.
+    Remember {
+        /// Store directory.
+        dir: PathBuf,
+        /// What was said.
+        text: String,
+        /// Who said it.
+        #[arg(long)]
+        speaker: Option<String>,
+        /// When it was said (`YYYY-MM-DD` or RFC 3339; default now): the facts' time and the
+        /// start of their validity.
+        #[arg(long)]
+        time: Option<String>,
+        /// Extract facts with this model (or LoRA adapter) at --endpoint.
+        #[arg(long)]
+        extract_model: Option<String>,
+        /// Decide the operations with this model (or LoRA adapter) at --endpoint.
+        #[arg(long)]
+        update_model: Option<String>,
+        /// The model server's base URL (loopback only).
+        #[arg(long, default_value = "http://127.0.0.1:8080")]
+        endpoint: String,
+        /// Seconds one model call may take.
+        #[arg(long, default_value_t = 60)]
+        timeout: u64,
+    },
+    /// The operation log: every ADD, UPDATE, DELETE, NONE and PURGE, oldest first, with the old
+    /// and new memory, reason, actor and role (Mem0's history columns).
+    Log {
+        /// Store directory.
+        dir: PathBuf,
+        /// Only operations committed at or after this time (`YYYY-MM-DD` or RFC 3339).
+        #[arg(long)]
+        since: Option<String>,
+    },
+    /// Answer a question from the store: recall's evidence, and with --model an answer from a
+    /// generation model on loopback citing the memory ids it used.
+    Ask {
+        /// Store directory.
+        dir: PathBuf,
+        /// The question.
+        question: String,
+        /// How many memories to retrieve.
+        #[arg(short, default_value_t = 10)]
+        k: usize,
+        /// Generate the answer with this model (or LoRA adapter) at --endpoint.
+        #[arg(long)]
+        model: Option<String>,
+        /// The model server's base URL (loopback only).
+        #[arg(long, default_value = "http://127.0.0.1:8080")]
+        endpoint: String,
+        /// Seconds the model may take.
+        #[arg(long, default_value_t = 120)]
+        timeout: u64,
     },
     /// Describe the store's photos with a local vision model (ATM-Bench's caption, short
     /// caption, OCR text, tags and entities), through an OpenAI-compatible server on this
@@ -631,6 +720,56 @@ fn run(command: Command, out: &Out) -> Result<ExitCode> {
                 text
             });
         }
+        Command::Ops {
+            command:
+                OpsCommand::Eval {
+                    scenarios,
+                    model,
+                    endpoint,
+                    timeout,
+                },
+        } => {
+            let decider = match model {
+                Some(model) => ops::DeciderChoice::Model {
+                    endpoint,
+                    model,
+                    timeout,
+                },
+                None => ops::DeciderChoice::Rules,
+            };
+            let summary = ops::eval(&scenarios, decider, !out.json)?;
+            out.emit(summary.json(), || summary.text());
+        }
+        Command::Remember {
+            dir,
+            text,
+            speaker,
+            time,
+            extract_model,
+            update_model,
+            endpoint,
+            timeout,
+        } => {
+            let experts = remember::Experts {
+                endpoint,
+                extract_model,
+                update_model,
+                timeout,
+            };
+            remember::remember(&dir, &text, speaker, time.as_deref(), &experts, out)?;
+        }
+        Command::Log { dir, since } => remember::log(&dir, since.as_deref(), out)?,
+        Command::Ask {
+            dir,
+            question,
+            k,
+            model,
+            endpoint,
+            timeout,
+        } => {
+            let generate = model.as_deref().map(|m| (endpoint.as_str(), m, timeout));
+            remember::ask(&dir, &question, k, generate, out)?;
+        }
         Command::Caption {
             dir,
             endpoint,
@@ -709,6 +848,7 @@ fn run(command: Command, out: &Out) -> Result<ExitCode> {
             let recall = memdb_query::Recall {
                 text: question,
                 filters: window.filters()?,
+                at: memdb_query::TimeTravel::default(),
                 top: Some(k as u64),
             };
             let encoder = embed::encoder_for(&store, !out.json, model::Download::Ask)?;

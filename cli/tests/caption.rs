@@ -5,61 +5,34 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 
 use common::{json, memdb};
 use memdb_it::shared_data;
 
-/// A server answering every chat completion with the same caption; counts the requests and
-/// keeps the image URLs it was sent.
+/// A server answering every chat completion with the same caption; keeps the image URLs it
+/// was sent.
 fn stub_server() -> (String, Arc<Mutex<Vec<String>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
+    let content = serde_json::json!({
+        "caption": "A test chart photographed in landscape.",
+        "short_caption": "orientation test chart",
+        "ocr_text": "",
+        "tags": ["chart", "test"],
+        "entities": [],
+    })
+    .to_string();
+    let (url, requests) = common::stub_chat_server(move |_| content.clone());
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let log = Arc::clone(&seen);
+    let images = Arc::clone(&seen);
+    // The image URLs of the requests, as they arrive.
     std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut length = 0;
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                    break;
-                }
-                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    length = v.trim().parse().unwrap();
-                }
-                if line == "\r\n" {
-                    break;
-                }
-            }
-            let mut body = vec![0; length];
-            reader.read_exact(&mut body).unwrap();
-            let request: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        for request in requests {
             let image = request["messages"][0]["content"][1]["image_url"]["url"]
                 .as_str()
                 .unwrap_or("")
                 .to_owned();
-            log.lock().unwrap().push(image);
-            let content = serde_json::json!({
-                "caption": "A test chart photographed in landscape.",
-                "short_caption": "orientation test chart",
-                "ocr_text": "",
-                "tags": ["chart", "test"],
-                "entities": [],
-            })
-            .to_string();
-            let reply =
-                serde_json::json!({"choices": [{"message": {"content": content}}]}).to_string();
-            write!(
-                stream,
-                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{reply}",
-                reply.len()
-            )
-            .unwrap();
+            images.lock().unwrap().push(image);
         }
     });
     (url, seen)

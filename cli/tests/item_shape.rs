@@ -90,8 +90,17 @@ fn get_ls_similar_recall_and_query_rows_print_one_item_shape() {
     assert_eq!(all["rows"].as_array().unwrap(), listed);
     let shown = query(&format!("SHOW ITEM {id}"));
     assert_eq!(shown["item"], hotel);
+    // A history row is the item with its valid time beside it (SPEC.md §9.5).
     let history = query(&format!("HISTORY OF {id}"));
-    assert_eq!(history["rows"][0], hotel);
+    assert_eq!(
+        without(&history["rows"][0], &["valid_from", "valid_to"]),
+        hotel
+    );
+    assert_eq!(
+        history["rows"][0]["valid_from"],
+        "2024-03-05T08:30:00+00:00"
+    );
+    assert_eq!(history["rows"][0]["valid_to"], Value::Null);
 
     if !model_installed() {
         return;

@@ -131,6 +131,32 @@ fn every_spec_example_returns_the_right_rows() {
         fixture.to_str().unwrap(),
         "--json",
     ]);
+    // Memory 7: where I live, changed (an UPDATE: two versions, valid 2021-01-10 to
+    // 2022-03-01 and from 2022-03-01).
+    let first = memdb(&[
+        "remember",
+        store,
+        "I live in Lisbon.",
+        "--time",
+        "2021-01-10",
+        "--json",
+    ]);
+    let second = memdb(&[
+        "remember",
+        store,
+        "I live in Porto.",
+        "--time",
+        "2022-03-01",
+        "--json",
+    ]);
+    assert_eq!(
+        (
+            first.to_string().contains("ADD"),
+            second.to_string().contains("UPDATE")
+        ),
+        (true, true),
+        "{first} then {second}"
+    );
     memdb(&[
         "import",
         "--create",
@@ -232,17 +258,92 @@ fn every_spec_example_returns_the_right_rows() {
         "HISTORY OF 2",
         Box::new(|doc| assert_eq!(ext_ids(doc), ["plan-v1", "plan-v2", "plan-v3"])),
     );
+    // A memory's body is the fact as extracted (a sentence without its full stop).
+    let texts = |doc: &Value| -> Vec<String> {
+        doc["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["body"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    };
+    checks.insert(
+        "HISTORY OF 7",
+        Box::new(move |doc| {
+            assert_eq!(texts(doc), ["I live in Lisbon", "I live in Porto"]);
+            let rows = doc["rows"].as_array().unwrap();
+            // The first version: valid from the day it was said until the move, replaced by
+            // the update; the second: valid from the move on, current.
+            assert!(
+                rows[0]["valid_from"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("2021-01-10")
+            );
+            assert!(
+                rows[0]["valid_to"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("2022-03-01")
+            );
+            assert!(rows[0]["replaced"].is_string());
+            assert!(
+                rows[1]["valid_from"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("2022-03-01")
+            );
+            assert!(rows[1]["valid_to"].is_null() && rows[1]["replaced"].is_null());
+        }),
+    );
+    checks.insert(
+        "HISTORY OF 7 VALID AT 2021-06-01",
+        Box::new(move |doc| assert_eq!(texts(doc), ["I live in Lisbon"])),
+    );
+    checks.insert(
+        "ITEMS WHERE tag = 'memory' VALID AT 2021-06-01",
+        Box::new(move |doc| {
+            assert_eq!(texts(doc), ["I live in Lisbon"]);
+            assert_eq!(doc["rows"][0]["id"], 7);
+        }),
+    );
+    // plan-v2 (25 April) supersedes plan-v1 and plan-v3 (28 April) supersedes it: read as
+    // updates, on 26 April only plan-v2 was the plan.
+    checks.insert(
+        "ITEMS WHERE tag = 'plans' VALID AT 2022-04-26",
+        Box::new(|doc| {
+            assert_eq!(ext_ids(doc), ["plan-v2"]);
+            assert_eq!(doc["rows"][0]["valid_to"], "2022-04-28T08:00:00+00:00");
+        }),
+    );
+    // memdb learned everything in this run: in 2020 it knew nothing.
+    checks.insert(
+        "ITEMS WHERE tag = 'memory' AS OF 2020-01-01",
+        Box::new(move |doc| assert_eq!(texts(doc), Vec::<String>::new())),
+    );
+    checks.insert(
+        "RECALL 'Where do I live?' WHERE tag = 'memory' VALID AT 2021-06-01 TOP 1",
+        Box::new(move |doc| {
+            // The earlier version, ranked by a fresh embedding of its text (the store holds the
+            // current version's vector only) and BM25 over it.
+            assert_eq!(texts(doc), ["I live in Lisbon"]);
+            assert_eq!(doc["rows"][0]["id"], 7);
+            assert!(doc["rows"][0]["replaced"].is_string());
+            assert_eq!(doc["rows"][0]["why"]["dense_rank"], 1);
+        }),
+    );
     let chat_turns = turns.len() as u64;
     checks.insert(
         "SHOW STATS",
         Box::new(move |doc| {
-            assert_eq!(doc["items"], 6 + chat_turns);
+            // The fixture's 6 items, memory 7 and the turns.
+            assert_eq!(doc["items"], 7 + chat_turns);
             let by = &doc["items_by_source"];
             assert_eq!(
                 (&by["chat"], &by["image"], &by["email"], &by["note"]),
-                (&chat_turns.into(), &2.into(), &1.into(), &3.into())
+                (&chat_turns.into(), &2.into(), &1.into(), &4.into())
             );
-            assert_eq!(doc["vectors"]["items"], 6 + chat_turns);
+            assert_eq!(doc["vectors"]["items"], 7 + chat_turns);
             assert!(doc["graph_paths"].as_u64().unwrap() > 0);
         }),
     );

@@ -142,6 +142,17 @@ pub enum Error {
     /// A forgetting policy does not hold together.
     #[error(transparent)]
     Policy(#[from] PolicyError),
+    /// A memory operation named a memory that is not current: it does not exist, or it was
+    /// deleted or purged. Nothing of its call was applied.
+    #[error("memory operation #{index} ({op}) names memory {id}, which is not a current memory")]
+    NoMemory {
+        /// Its position in the call.
+        index: usize,
+        /// `update`, `delete` or `none`.
+        op: &'static str,
+        /// The id it named.
+        id: u64,
+    },
     /// An item given to a write batch is not acceptable.
     #[error("item #{index} of the batch is invalid: {reason}")]
     InvalidItem {
@@ -171,6 +182,10 @@ pub enum Error {
     /// The node extractor (a local model server) failed or answered something unusable.
     #[error("node extractor: {0}")]
     Extractor(String),
+    /// A memory-operation model (extract, update or generate, on a local model server) failed
+    /// or answered something unusable: nothing was applied or shown.
+    #[error("memory-operation model: {0}")]
+    Decider(#[from] crate::ops::DeciderError),
     /// The offline geocoder refused a question (its embedded gazetteer unreadable: a build
     /// error, never an input's).
     #[error("geocoder: {0}")]

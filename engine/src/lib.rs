@@ -32,6 +32,7 @@ pub mod forget;
 pub mod graph;
 mod ingest;
 mod open;
+pub mod ops;
 mod place;
 pub mod recall;
 #[cfg(feature = "render")]
@@ -62,6 +63,10 @@ pub use recall::{
 };
 pub use roaring::RoaringTreemap;
 pub use store::io::{OpenMode, OsIo, StorageIo};
+pub use store::{
+    AppliedOp, MemoryHistory, MemoryOp, MemoryOpKind, MemoryOpRow, MemoryVersion, OpNote,
+    TimeTravel, Validity, close_superseded,
+};
 pub use store::{
     Blob, BlobInfo, BlobKind, BlobRewrite, CatalogShrink, CheckReport, CommitReceipt,
     CompactOptions, CompactReport, CompactionHook, Damage, DroppedBlob, ITEM_VECTORS, ItemRewrite,

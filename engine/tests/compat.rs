@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 /// The format version this build writes (`STORE_FORMAT_VERSION`).
-const CURRENT_FORMAT_VERSION: u64 = 7;
+const CURRENT_FORMAT_VERSION: u64 = 8;
 
 fn golden(version: u64) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -451,6 +451,68 @@ fn a_version_5_store_opens_and_upgrades() {
 #[test]
 fn a_version_6_store_opens_and_upgrades() {
     open_and_upgrade(6);
+}
+
+#[test]
+fn a_version_7_store_opens_and_upgrades() {
+    open_and_upgrade(7);
+}
+
+/// The version-7 store after its upgrade takes memory operations: its op log (copied into
+/// `memory_ops` by the upgrade) lists the old deletes, and an UPDATE keeps the old version
+/// with both times and its reason.
+#[test]
+fn a_version_7_store_takes_memory_operations_after_its_upgrade() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    copy_dir(&golden(7).join("store"), &path);
+    let store = Store::open(&path, Options::default()).unwrap();
+    let before = store.snapshot().unwrap().op_log(None).unwrap();
+    assert!(
+        before
+            .iter()
+            .any(|op| op.kind == memdb::MemoryOpKind::Delete),
+        "the v7 deletes are logged"
+    );
+    let snap = store.snapshot().unwrap();
+    let note = snap
+        .scan(&ScanFilter::default())
+        .unwrap()
+        .into_iter()
+        .find(|i| i.fields.source == Source::Note)
+        .unwrap();
+    drop(snap);
+    let mut fields = note.fields.clone();
+    fields.body = Some("Changed by a memory operation".into());
+    store
+        .apply(vec![memdb::MemoryOp::Update {
+            id: note.id,
+            fields,
+            valid: memdb::Validity::default(),
+            note: memdb::OpNote {
+                reason: "it changed".into(),
+                ..memdb::OpNote::default()
+            },
+        }])
+        .unwrap();
+    let history = store.snapshot().unwrap().history(note.id).unwrap();
+    let last = history.versions.last().unwrap();
+    assert!(last.is_current());
+    assert_eq!(
+        last.record.fields.body.as_deref(),
+        Some("Changed by a memory operation")
+    );
+    let replaced = &history.versions[history.versions.len() - 2];
+    assert_eq!(replaced.record.fields.body, note.fields.body);
+    assert!(replaced.system_to_ms.is_some());
+    assert_eq!(history.ops.last().unwrap().reason, "it changed");
+    assert!(store.check().unwrap().is_clean());
+    assert_eq!(
+        store.snapshot().unwrap().op_log(None).unwrap().len(),
+        before.len() + 1
+    );
+    drop(store);
+    assert_eq!(format_version(&path), CURRENT_FORMAT_VERSION);
 }
 
 /// A store of format 6 holds items with positions and no places (records of version 1). The

@@ -16,8 +16,9 @@ use memdb_formats::segment::{
 };
 use memdb_vectors::{FlatIndexWriter, HnswIndex, HnswParams, Precision, VectorIndex};
 
-const TARGETS: [&str; 13] = [
+const TARGETS: [&str; 14] = [
     "caption_reply",
+    "memory_reply",
     "segment_entry",
     "segment_salvage",
     "item_record",

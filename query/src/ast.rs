@@ -42,14 +42,45 @@ pub struct Forget {
 /// A statement that returns rows through a plan.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Query {
-    /// `RECALL 'question' [WHERE …] [TOP n]`: dense + lexical + path-overlap recall.
+    /// `RECALL 'question' [WHERE …] [AS OF t] [VALID AT t] [TOP n]`: dense + lexical +
+    /// path-overlap recall.
     Recall(Recall),
     /// `PATHS MATCHING ('a', 'b') [MIN OVERLAP n] [TOP n]`: EM-Paths by node overlap.
     Paths(Paths),
-    /// `ITEMS [WHERE …] [ORDER BY time ASC|DESC] [TOP n]`: items by filters.
+    /// `ITEMS [WHERE …] [AS OF t] [VALID AT t] [ORDER BY time ASC|DESC] [TOP n]`: items by
+    /// filters.
     Items(Items),
-    /// `HISTORY OF n`: the versions of item `n` (what it supersedes, and what supersedes it).
-    History(u64),
+    /// `HISTORY OF n [AS OF t] [VALID AT t]`: the versions of item `n` (what it supersedes, and
+    /// what supersedes it) in both times.
+    History(History),
+}
+
+/// `AS OF t` and `VALID AT t`: which versions of the memories a statement reads (SPEC.md §5.6
+/// and §9). Neither: the current memories. A date stands for the last millisecond of that UTC
+/// day (what memdb knew, or what was true, by the end of it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TimeTravel {
+    /// `AS OF t`: what memdb knew then (system time).
+    pub as_of: Option<Instant>,
+    /// `VALID AT t`: what was true then (valid time).
+    pub valid_at: Option<Instant>,
+}
+
+impl TimeTravel {
+    /// Neither clause.
+    pub fn is_now(&self) -> bool {
+        self.as_of.is_none() && self.valid_at.is_none()
+    }
+}
+
+/// `HISTORY OF`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct History {
+    /// The item.
+    pub id: u64,
+    /// Which versions: all of them, those memdb had written by `AS OF`, those true at
+    /// `VALID AT`.
+    pub at: TimeTravel,
 }
 
 /// `RECALL`.
@@ -59,6 +90,8 @@ pub struct Recall {
     pub text: String,
     /// Filters every signal's scan honours.
     pub filters: Vec<Filter>,
+    /// Which versions it ranks.
+    pub at: TimeTravel,
     /// Items to return (default 10).
     pub top: Option<u64>,
 }
@@ -79,6 +112,8 @@ pub struct Paths {
 pub struct Items {
     /// All must hold.
     pub filters: Vec<Filter>,
+    /// Which versions it reads.
+    pub at: TimeTravel,
     /// Event-time order (default ascending).
     pub order: Option<Order>,
     /// Items to return (default: all).
@@ -295,6 +330,7 @@ impl fmt::Display for Query {
             Query::Recall(r) => {
                 write!(f, "RECALL {}", quote(&r.text))?;
                 write_filters(f, &r.filters)?;
+                write!(f, "{}", r.at)?;
                 write_top(f, r.top)
             }
             Query::Paths(p) => {
@@ -308,6 +344,7 @@ impl fmt::Display for Query {
             Query::Items(i) => {
                 f.write_str("ITEMS")?;
                 write_filters(f, &i.filters)?;
+                write!(f, "{}", i.at)?;
                 match i.order {
                     Some(Order::Asc) => f.write_str(" ORDER BY time ASC")?,
                     Some(Order::Desc) => f.write_str(" ORDER BY time DESC")?,
@@ -315,7 +352,7 @@ impl fmt::Display for Query {
                 }
                 write_top(f, i.top)
             }
-            Query::History(id) => write!(f, "HISTORY OF {id}"),
+            Query::History(h) => write!(f, "HISTORY OF {}{}", h.id, h.at),
         }
     }
 }
@@ -365,6 +402,19 @@ impl fmt::Display for TimeFilter {
             TimeFilter::On(d) => write!(f, "ON {d}"),
             TimeFilter::Last(n, unit) => write!(f, "IN LAST {n} {}", unit.keyword()),
         }
+    }
+}
+
+/// Each clause with a leading space (nothing for neither).
+impl fmt::Display for TimeTravel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(t) = self.as_of {
+            write!(f, " AS OF {t}")?;
+        }
+        if let Some(t) = self.valid_at {
+            write!(f, " VALID AT {t}")?;
+        }
+        Ok(())
     }
 }
 

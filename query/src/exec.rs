@@ -18,7 +18,8 @@ use memdb::{
 };
 
 use crate::ast::{
-    Filter, Instant, Items, Order, Paths, Query, Recall, Show, Statement, TimeFilter, Unit,
+    Filter, History, Instant, Items, Order, Paths, Query, Recall, Show, Statement, TimeFilter,
+    TimeTravel, Unit,
 };
 use crate::error::{QueryError, engine};
 
@@ -54,8 +55,12 @@ pub struct ItemRow {
     pub score: Option<f64>,
     /// Why it was recalled (`RECALL` only).
     pub why: Option<Explanation>,
-    /// For an earlier version of an item (`HISTORY`): when an update replaced it, UTC ms.
+    /// For an earlier version of an item (`HISTORY`, `AS OF`, `VALID AT`): when an update
+    /// replaced it or a delete retired it, UTC ms.
     pub replaced_ms: Option<i64>,
+    /// The version's valid time (`HISTORY`, `AS OF`, `VALID AT`): from, until (exclusive),
+    /// UTC ms; `None` is unbounded.
+    pub valid: Option<(Option<i64>, Option<i64>)>,
 }
 
 impl ItemRow {
@@ -66,6 +71,16 @@ impl ItemRow {
             score: None,
             why: None,
             replaced_ms: None,
+            valid: None,
+        }
+    }
+
+    /// A version of a memory, with both its times.
+    pub fn version(version: memdb::MemoryVersion) -> ItemRow {
+        ItemRow {
+            replaced_ms: version.system_to_ms,
+            valid: Some((version.valid_from_ms, version.valid_to_ms)),
+            ..ItemRow::plain(version.record)
         }
     }
 }
@@ -315,8 +330,27 @@ impl Run<'_> {
             Query::Items(items) => self.items(items),
             Query::Recall(recall) => self.recall(recall),
             Query::Paths(paths) => self.paths(paths),
-            Query::History(id) => self.history(*id),
+            Query::History(history) => self.history(history),
         }
+    }
+
+    /// The versions seen at `at` (one per memory: the newest of those seen), by memory id.
+    fn versions_at(&mut self, at: &TimeTravel) -> Result<Vec<memdb::MemoryVersion>> {
+        let started = Clock::now();
+        let travel = engine_travel(at);
+        let mut versions = self.snapshot.versions_at(travel).map_err(self.err())?;
+        // Sorted by memory, oldest first: keep each memory's last.
+        versions.reverse();
+        versions.dedup_by_key(|v| v.record.id);
+        versions.reverse();
+        self.stage(
+            "versions",
+            format!("every version of every memory, seen{at}"),
+            None,
+            versions.len() as u64,
+            started,
+        );
+        Ok(versions)
     }
 
     /// Splits `filters` into the index scan (time window and one source) and residual checks.
@@ -473,14 +507,63 @@ impl Run<'_> {
     fn items(&mut self, query: &Items) -> Result<Rows> {
         let top = query.top.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
         let ascending = query.order != Some(Order::Desc);
-        let mut items = self.select(&query.filters, if ascending { top } else { None })?;
+        let mut rows: Vec<ItemRow> = if query.at.is_now() {
+            let items = self.select(&query.filters, if ascending { top } else { None })?;
+            items.into_iter().map(ItemRow::plain).collect()
+        } else {
+            let versions = self.select_versions(&query.filters, &query.at)?;
+            versions.into_iter().map(ItemRow::version).collect()
+        };
         if !ascending {
-            items.reverse();
-            if let Some(top) = top {
-                items.truncate(top);
-            }
+            rows.reverse();
         }
-        Ok(Rows::Items(items.into_iter().map(ItemRow::plain).collect()))
+        if let Some(top) = top {
+            rows.truncate(top);
+        }
+        Ok(Rows::Items(rows))
+    }
+
+    /// The versions seen at `at` that pass `filters`, in event-time order (time travel reads
+    /// every version; no index applies).
+    fn select_versions(
+        &mut self,
+        filters: &[Filter],
+        at: &TimeTravel,
+    ) -> Result<Vec<memdb::MemoryVersion>> {
+        let push = self.push_down(filters)?;
+        let mut versions = if push.empty {
+            Vec::new()
+        } else {
+            self.versions_at(at)?
+        };
+        let started = Clock::now();
+        // Supersession among the versions seen, as `CURRENT` reads it now among items.
+        let superseded: HashMap<u64, u64> = versions
+            .iter()
+            .filter_map(|v| v.record.supersedes.map(|old| (old, v.record.id)))
+            .collect();
+        versions.retain(|v| {
+            let f = &v.record.fields;
+            push.scan.time.contains(f.time)
+                && push.scan.source.is_none_or(|s| s == f.source)
+                && push
+                    .residual
+                    .iter()
+                    .all(|filter| passes(&v.record, filter, &superseded))
+        });
+        versions.sort_by_key(|v| (v.record.fields.time.unix_ms, v.record.id));
+        self.stage(
+            "filter",
+            filters
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(" AND "),
+            None,
+            versions.len() as u64,
+            started,
+        );
+        Ok(versions)
     }
 
     fn recall(&mut self, query: &Recall) -> Result<Rows> {
@@ -508,15 +591,25 @@ impl Run<'_> {
         }
         options.time = push.scan.time;
         options.source = push.scan.source.map(Source::code);
-        if !push.residual.is_empty() {
-            // Residual filters become the set of items every signal may return.
-            let allowed = self.select(&query.filters, None)?;
-            options.items = Some(allowed.iter().map(|i| i.id).collect::<RoaringTreemap>());
+        let mut seen: HashMap<u64, memdb::MemoryVersion> = HashMap::new();
+        let recall = if query.at.is_now() {
+            if !push.residual.is_empty() {
+                // Residual filters become the set of items every signal may return.
+                let allowed = self.select(&query.filters, None)?;
+                options.items = Some(allowed.iter().map(|i| i.id).collect::<RoaringTreemap>());
+            }
+            self.store.recall(&query.text, &options, embedder)
+        } else {
+            // The versions seen then, filtered, are what every signal ranks.
+            let versions = self.select_versions(&query.filters, &query.at)?;
+            options.items = Some(versions.iter().map(|v| v.record.id).collect());
+            let recall = self
+                .snapshot
+                .recall_versions(&query.text, &options, embedder, &versions);
+            seen = versions.into_iter().map(|v| (v.record.id, v)).collect();
+            recall
         }
-        let recall = self
-            .store
-            .recall(&query.text, &options, embedder)
-            .map_err(self.err())?;
+        .map_err(self.err())?;
         let (c, t) = (recall.counts, recall.timings);
         let depth = options.depth.max(options.k) as u64;
         let pool = c.allowed.unwrap_or(c.items);
@@ -591,12 +684,14 @@ impl Run<'_> {
         let started = Clock::now();
         let mut rows = Vec::with_capacity(recall.hits.len());
         for hit in recall.hits {
-            let item = self.item(hit.item)?;
+            let row = match seen.remove(&hit.item) {
+                Some(version) => ItemRow::version(version),
+                None => ItemRow::plain(self.item(hit.item)?),
+            };
             rows.push(ItemRow {
-                item,
                 score: Some(hit.score),
                 why: Some(hit.explanation),
-                replaced_ms: None,
+                ..row
             });
         }
         self.stage(
@@ -696,43 +791,67 @@ impl Run<'_> {
         })
     }
 
-    fn history(&mut self, id: u64) -> Result<Rows> {
+    /// The versions of item `id`'s chain (what it supersedes and what supersedes it, or a
+    /// retired memory alone), each with both times; with `AS OF`, those memdb had written by
+    /// then; with `VALID AT`, those true then (as known at `AS OF`, or now).
+    fn history(&mut self, query: &History) -> Result<Rows> {
         let started = Clock::now();
-        let newer = self.superseded_by()?;
-        let mut chain = vec![self.item(id)?];
-        // Older versions: follow `supersedes` back (a cycle cannot form, but stop on one).
-        while let Some(old) = chain.last().and_then(|i| i.supersedes) {
-            if chain.iter().any(|i| i.id == old) {
-                break;
+        let id = query.id;
+        let mut chain = Vec::new();
+        if let Some(item) = self.snapshot.get(id).map_err(self.err())? {
+            let newer = self.superseded_by()?;
+            chain.push(item);
+            // Older items: follow `supersedes` back (a cycle cannot form, but stop on one).
+            while let Some(old) = chain.last().and_then(|i| i.supersedes) {
+                if chain.iter().any(|i| i.id == old) {
+                    break;
+                }
+                match self.snapshot.get(old).map_err(self.err())? {
+                    Some(item) => chain.push(item),
+                    None => break,
+                }
             }
-            match self.snapshot.get(old).map_err(self.err())? {
-                Some(item) => chain.push(item),
-                None => break,
+            chain.reverse();
+            let mut at = id;
+            while let Some(&next) = newer.get(&at) {
+                if chain.iter().any(|i| i.id == next) {
+                    break;
+                }
+                chain.push(self.item(next)?);
+                at = next;
             }
         }
-        chain.reverse();
-        let mut at = id;
-        while let Some(&next) = newer.get(&at) {
-            if chain.iter().any(|i| i.id == next) {
-                break;
-            }
-            chain.push(self.item(next)?);
-            at = next;
+        let mut ids: Vec<u64> = chain.iter().map(|i| i.id).collect();
+        if ids.is_empty() {
+            ids.push(id);
         }
-        // Each item's own earlier versions (updates by external id) come before it.
+        let travel = engine_travel(&query.at);
+        let mut versions = Vec::new();
+        for item in ids {
+            versions.extend(self.snapshot.history(item).map_err(self.err())?.versions);
+        }
+        // Along the chain a supersedes link is an UPDATE in both times.
+        memdb::close_superseded(&mut versions);
         let mut rows = Vec::new();
-        for item in chain {
-            for version in self.snapshot.versions(item.id).map_err(self.err())? {
-                rows.push(ItemRow {
-                    replaced_ms: Some(version.replaced_ms),
-                    ..ItemRow::plain(version.record)
-                });
+        for version in versions {
+            let keep = match (query.at.valid_at, travel.as_of_ms) {
+                (None, None) => true,
+                (None, Some(s)) => version.system_from_ms() <= s,
+                (Some(_), _) => travel.sees(&version),
+            };
+            if keep {
+                rows.push(ItemRow::version(version));
             }
-            rows.push(ItemRow::plain(item));
+        }
+        if rows.is_empty() && query.at.is_now() {
+            return Err(QueryError::NotFound(format!("no item {id}")));
         }
         self.stage(
             "history",
-            "supersedes links both ways, and each item's earlier versions".into(),
+            format!(
+                "supersedes links both ways, each item's versions{}",
+                query.at
+            ),
             None,
             rows.len() as u64,
             started,
@@ -854,6 +973,25 @@ impl Run<'_> {
 
 /// The window of a time condition (SPEC.md §9.3): dates are the items' local days, instants
 /// UTC; ranges include both ends.
+/// The engine's point in the two times for a statement's clauses.
+fn engine_travel(at: &TimeTravel) -> memdb::TimeTravel {
+    memdb::TimeTravel {
+        as_of_ms: at.as_of.map(instant_ms),
+        valid_at_ms: at.valid_at.map(instant_ms),
+    }
+}
+
+/// An instant in UTC ms; a date is the last millisecond of that UTC day.
+fn instant_ms(at: Instant) -> i64 {
+    match at {
+        Instant::At(t) => t.as_millisecond(),
+        Instant::Day(d) => d
+            .to_zoned(TimeZone::UTC)
+            .map_or(i64::MAX, |z| z.timestamp().as_millisecond())
+            .saturating_add(86_400_000 - 1),
+    }
+}
+
 pub(crate) fn time_window(
     filter: &TimeFilter,
     now_ms: i64,

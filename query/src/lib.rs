@@ -29,8 +29,8 @@ mod render;
 use std::time::Instant as Clock;
 
 pub use ast::{
-    Distance, DistanceUnit, Filter, Forget, Instant, Items, Order, Paths, Query, Recall, Show,
-    Statement, TimeFilter, Unit,
+    Distance, DistanceUnit, Filter, Forget, History, Instant, Items, Order, Paths, Query, Recall,
+    Show, Statement, TimeFilter, TimeTravel, Unit,
 };
 pub use error::{ParseError, QueryError};
 pub use exec::{

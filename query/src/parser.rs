@@ -13,8 +13,8 @@ use jiff::tz::TimeZone;
 use memdb::Source;
 
 use crate::ast::{
-    Distance, DistanceUnit, Filter, Forget, Instant, Items, Order, Paths, Query, Recall, Show,
-    Statement, TimeFilter, Unit,
+    Distance, DistanceUnit, Filter, Forget, History, Instant, Items, Order, Paths, Query, Recall,
+    Show, Statement, TimeFilter, TimeTravel, Unit,
 };
 use crate::error::ParseError;
 use crate::lexer::{Tok, Token, tokenize};
@@ -24,6 +24,7 @@ pub const KEYWORDS: &[&str] = &[
     "AND",
     "AS",
     "ASC",
+    "AT",
     "BETWEEN",
     "BY",
     "CURRENT",
@@ -59,6 +60,7 @@ pub const KEYWORDS: &[&str] = &[
     "TAG",
     "TIME",
     "TOP",
+    "VALID",
     "WHERE",
     "HOURS",
     "DAYS",
@@ -244,8 +246,14 @@ impl<'t> Parser<'t> {
         if self.keyword("RECALL") {
             let text = self.string()?;
             let filters = self.filters()?;
+            let at = self.time_travel()?;
             let top = self.top()?;
-            return Ok(Query::Recall(Recall { text, filters, top }));
+            return Ok(Query::Recall(Recall {
+                text,
+                filters,
+                at,
+                top,
+            }));
         }
         if self.keyword("PATHS") {
             self.require("MATCHING")?;
@@ -274,6 +282,7 @@ impl<'t> Parser<'t> {
         }
         if self.keyword("ITEMS") {
             let filters = self.filters()?;
+            let at = self.time_travel()?;
             let order = if self.keyword("ORDER") {
                 self.require("BY")?;
                 self.require("TIME")?;
@@ -290,13 +299,16 @@ impl<'t> Parser<'t> {
             let top = self.top()?;
             return Ok(Query::Items(Items {
                 filters,
+                at,
                 order,
                 top,
             }));
         }
         if self.keyword("HISTORY") {
             self.require("OF")?;
-            return Ok(Query::History(self.integer()?));
+            let id = self.integer()?;
+            let at = self.time_travel()?;
+            return Ok(Query::History(History { id, at }));
         }
         Err(self.error())
     }
@@ -318,6 +330,20 @@ impl<'t> Parser<'t> {
             return Ok(Show::Page(self.date()?));
         }
         Err(self.error())
+    }
+
+    /// `[AS OF t] [VALID AT t]`, in that order.
+    fn time_travel(&mut self) -> Result<TimeTravel> {
+        let mut at = TimeTravel::default();
+        if self.keyword("AS") {
+            self.require("OF")?;
+            at.as_of = Some(self.instant()?);
+        }
+        if self.keyword("VALID") {
+            self.require("AT")?;
+            at.valid_at = Some(self.instant()?);
+        }
+        Ok(at)
     }
 
     fn top(&mut self) -> Result<Option<u64>> {

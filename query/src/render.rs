@@ -44,6 +44,7 @@ fn clip(text: &str) -> String {
 #[derive(Clone, Copy)]
 struct ItemColumns {
     version: bool,
+    valid: bool,
     score: bool,
     why: bool,
 }
@@ -61,6 +62,17 @@ fn item_cells(row: &ItemRow, columns: ItemColumns) -> Vec<String> {
             || "current".to_owned(),
             |ms| format!("replaced {}", memdb::EventTime::utc(ms)),
         ));
+    }
+    if columns.valid {
+        cells.push(row.valid.map_or_else(String::new, |(from, to)| {
+            let end = |ms: Option<i64>| {
+                ms.map_or_else(
+                    || "…".to_owned(),
+                    |ms| memdb::EventTime::utc(ms).to_string(),
+                )
+            };
+            format!("{} – {}", end(from), end(to))
+        }));
     }
     if columns.score {
         cells.push(row.score.map_or_else(String::new, |s| format!("{s:.4}")));
@@ -99,12 +111,16 @@ fn why(e: &memdb::Explanation) -> String {
 pub fn items_block(title: Option<&str>, rows: &[ItemRow]) -> Block {
     let columns = ItemColumns {
         version: rows.iter().any(|r| r.replaced_ms.is_some()),
+        valid: rows.iter().any(|r| r.valid.is_some()),
         score: rows.iter().any(|r| r.score.is_some()),
         why: rows.iter().any(|r| r.why.is_some()),
     };
     let mut header = vec!["id", "time", "source", "external id"];
     if columns.version {
         header.push("version");
+    }
+    if columns.valid {
+        header.push("valid");
     }
     if columns.score {
         header.push("score");
@@ -383,7 +399,8 @@ pub fn item_json(item: &Item) -> Value {
 }
 
 /// A row of items as JSON: [`item_json`] with what the result adds about the item beside its
-/// fields: `score` (ranked results), `why` (`RECALL`) and `replaced` (an earlier version).
+/// fields: `score` (ranked results), `why` (`RECALL`), `replaced` (an earlier version) and
+/// `valid_from` / `valid_to` (a version's valid time; `null` is unbounded).
 pub fn item_row_json(row: &ItemRow) -> Value {
     let mut v = item_json(&row.item);
     if let Some(score) = row.score {
@@ -391,6 +408,11 @@ pub fn item_row_json(row: &ItemRow) -> Value {
     }
     if let Some(ms) = row.replaced_ms {
         v["replaced"] = json!(memdb::EventTime::utc(ms).to_rfc3339());
+    }
+    if let Some((from, to)) = row.valid {
+        let end = |ms: Option<i64>| ms.map(|ms| memdb::EventTime::utc(ms).to_rfc3339());
+        v["valid_from"] = json!(end(from));
+        v["valid_to"] = json!(end(to));
     }
     if let Some(e) = &row.why {
         v["why"] = json!({

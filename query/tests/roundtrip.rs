@@ -6,8 +6,8 @@ use jiff::Timestamp;
 use jiff::civil::Date;
 use memdb::Source;
 use memdb_query::{
-    Distance, DistanceUnit, Filter, Forget, Instant, Items, Order, Paths, Query, Recall, Show,
-    Statement, TimeFilter, Unit, parse, parse_script,
+    Distance, DistanceUnit, Filter, Forget, History, Instant, Items, Order, Paths, Query, Recall,
+    Show, Statement, TimeFilter, TimeTravel, Unit, parse, parse_script,
 };
 use proptest::prelude::*;
 
@@ -22,6 +22,11 @@ fn text() -> impl Strategy<Value = String> {
 
 fn date() -> impl Strategy<Value = Date> {
     (1900i16..2100, 1i8..=12, 1i8..=28).prop_map(|(y, m, d)| Date::new(y, m, d).unwrap())
+}
+
+fn time_travel() -> impl Strategy<Value = TimeTravel> {
+    (prop::option::of(instant()), prop::option::of(instant()))
+        .prop_map(|(as_of, valid_at)| TimeTravel { as_of, valid_at })
 }
 
 fn instant() -> impl Strategy<Value = Instant> {
@@ -93,11 +98,14 @@ fn query() -> impl Strategy<Value = Query> {
     let filters = || prop::collection::vec(filter(), 0..4);
     let top = || prop::option::of(any::<u64>());
     prop_oneof![
-        (text(), filters(), top()).prop_map(|(text, filters, top)| Query::Recall(Recall {
-            text,
-            filters,
-            top
-        })),
+        (text(), filters(), time_travel(), top()).prop_map(|(text, filters, at, top)| {
+            Query::Recall(Recall {
+                text,
+                filters,
+                at,
+                top,
+            })
+        }),
         (
             prop::collection::vec(text(), 1..4),
             prop::option::of(any::<u32>()),
@@ -111,14 +119,16 @@ fn query() -> impl Strategy<Value = Query> {
         (
             filters(),
             prop::option::of(prop::sample::select(vec![Order::Asc, Order::Desc])),
+            time_travel(),
             top()
         )
-            .prop_map(|(filters, order, top)| Query::Items(Items {
+            .prop_map(|(filters, order, at, top)| Query::Items(Items {
                 filters,
+                at,
                 order,
                 top
             })),
-        any::<u64>().prop_map(Query::History),
+        (any::<u64>(), time_travel()).prop_map(|(id, at)| Query::History(History { id, at })),
     ]
 }
 

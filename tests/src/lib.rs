@@ -119,6 +119,7 @@ pub fn compact_everything(store: &memdb::Store) -> memdb::CompactReport {
 }
 
 /// Bag of words hashed into 16 dimensions (the graph needs an embedder, not a model).
+#[derive(Debug, Clone, Copy)]
 pub struct HashEmbedder;
 
 impl memdb::Embedder for HashEmbedder {
@@ -401,4 +402,28 @@ pub fn locomo_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
         .collect();
     files.sort();
     files
+}
+
+/// The message a `remember` crash-test child says in call `n`: one to three statements, each
+/// naming `n` so no two calls' facts are equal, on subjects that recur so later calls update,
+/// delete and restate earlier ones.
+pub fn remember_message(n: u64) -> String {
+    const SUBJECTS: [&str; 4] = ["I live in", "I work at", "My dog is called", "I drive a"];
+    const VALUES: [&str; 5] = ["Lisbon", "Porto", "Acme", "Rex", "Kia"];
+    let mut rng = Rng::new(n.wrapping_mul(0x9e37_79b9) | 1);
+    let mut sentences = Vec::new();
+    for _ in 0..rng.range(1, 4) {
+        let subject = SUBJECTS[(rng.next_u64() % 4) as usize];
+        let value = VALUES[(rng.next_u64() % 5) as usize];
+        let sentence = if rng.next_u64().is_multiple_of(5) {
+            format!("{subject} {value} no longer since call {n}.")
+        } else {
+            format!("{subject} {value} as of call {n}.")
+        };
+        // `remember` drops a fact repeated within one input; the writer counts distinct ones.
+        if !sentences.contains(&sentence) {
+            sentences.push(sentence);
+        }
+    }
+    sentences.join(" ")
 }

@@ -1,11 +1,16 @@
 //! Reliability R12, the forgetting half: an item holding a random 32-byte canary (in its text
-//! and as a blob) is deleted and the store compacted; from the delete on no read returns it, and
-//! after the compaction not one byte under the store directory still holds the canary.
+//! and as a blob) is updated and deleted as a memory (the canary in its versions and in the
+//! operations' reasons and actor), then purged and the store compacted; from the purge on no
+//! read returns it, and after the compaction not one byte under the store directory still
+//! holds the canary.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::path::Path;
 
-use memdb::{BlobKind, EventTime, ItemDraft, ItemFields, Options, ScanFilter, Source, Store};
+use memdb::{
+    BlobKind, EventTime, ItemDraft, ItemFields, MemoryOp, OpNote, Options, ScanFilter, Source,
+    Store, Validity,
+};
 
 fn canary(seed: u64) -> [u8; 32] {
     let mut x = seed | 1;
@@ -76,10 +81,45 @@ fn a_deleted_item_leaves_no_byte_behind_after_compaction() {
         );
         assert!(!hits(&path, text.as_bytes()).is_empty());
 
-        let mut batch = store.batch();
-        batch.delete(secret_id);
-        batch.commit().unwrap();
+        // The memory changes (the canary in its new text and in the op's reason), then is
+        // deleted: a delete keeps its versions, so the canary is still readable in its history.
+        let mut changed = note("secret", 6, &format!("my new bank PIN list {text}")).fields;
+        changed.tags = vec![format!("pin-{text}")];
+        store
+            .apply(vec![MemoryOp::Update {
+                id: secret_id,
+                fields: changed,
+                valid: Validity::default(),
+                note: OpNote {
+                    reason: format!("the PIN list changed to {text}"),
+                    actor: Some(format!("actor-{text}")),
+                    role: None,
+                },
+            }])
+            .unwrap();
+        store
+            .apply(vec![MemoryOp::Delete {
+                id: secret_id,
+                valid_to_ms: None,
+                note: OpNote {
+                    reason: format!("no longer {text}"),
+                    ..OpNote::default()
+                },
+            }])
+            .unwrap();
+        let history = store.snapshot().unwrap().history(secret_id).unwrap();
+        assert_eq!(history.versions.len(), 2);
+        assert!(history.ops.iter().any(|op| op.reason.contains(&text)));
+        // Purged: every version and every op's words go.
+        assert!(store.purge(secret_id).unwrap());
         let snap = store.snapshot().unwrap();
+        assert!(snap.history(secret_id).unwrap().versions.is_empty());
+        assert!(
+            snap.op_log(None)
+                .unwrap()
+                .iter()
+                .all(|op| !op.reason.contains(&text))
+        );
         assert!(snap.get(secret_id).unwrap().is_none());
         assert!(snap.get_by_external_id("secret").unwrap().is_none());
         let all = snap.scan(&ScanFilter::default()).unwrap();
@@ -91,6 +131,10 @@ fn a_deleted_item_leaves_no_byte_behind_after_compaction() {
         drop(snap);
 
         memdb_it::compact_everything(&store);
+        // The op rows' words were catalog rows: the catalog's pages that held them are freed,
+        // not overwritten, until the catalog is compacted too (`memdb compact` does both).
+        let mut store = store;
+        store.shrink_catalog().unwrap();
         drop(store);
         let left: Vec<String> = hits(&path, &secret)
             .into_iter()
@@ -177,7 +221,7 @@ fn graph_case(seed: u64) {
     );
 
     let mut batch = store.batch();
-    batch.delete(secret_id);
+    batch.purge(secret_id);
     batch.delete_vector(memdb::ITEM_VECTORS, secret_id);
     batch.commit().unwrap();
     memdb_it::compact_everything(&store);

@@ -54,6 +54,13 @@ pub trait Embedder {
     fn embed(&self, texts: &[&str]) -> std::result::Result<Vec<Vec<f32>>, crate::EmbedError>;
 }
 
+/// A borrowed embedder embeds (one loaded model serves recall and a decider at once).
+impl<E: Embedder + ?Sized> Embedder for &E {
+    fn embed(&self, texts: &[&str]) -> std::result::Result<Vec<Vec<f32>>, crate::EmbedError> {
+        (**self).embed(texts)
+    }
+}
+
 /// Turns items and questions into graph nodes. [`RuleExtractor`] is the default; an
 /// `LlmExtractor` (feature `llm`) asks a local model server.
 pub trait NodeExtractor: Send + Sync + std::fmt::Debug {

@@ -686,9 +686,13 @@ fn a_correction_invalidates_what_was_derived_and_keeps_the_old_version() {
         .unwrap();
     assert_eq!(store.snapshot().unwrap().versions(id).unwrap().len(), 1);
     assert!(store.check().unwrap().is_clean());
+    // A delete retires the item and keeps both versions; a purge removes them.
     let mut b = store.batch();
     b.delete(id);
     b.commit().unwrap();
+    assert_eq!(store.snapshot().unwrap().versions(id).unwrap().len(), 2);
+    assert!(store.check().unwrap().is_clean());
+    assert!(store.purge(id).unwrap());
     assert!(store.snapshot().unwrap().versions(id).unwrap().is_empty());
     assert!(store.check().unwrap().is_clean());
 }

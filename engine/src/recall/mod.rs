@@ -221,6 +221,80 @@ pub(crate) struct ItemIndex {
     rows: HashMap<u64, usize>,
 }
 
+impl ItemIndex {
+    fn build(op_seq: u64, items: &[memdb_formats::item::ItemRecord]) -> ItemIndex {
+        let texts: Vec<(u64, String)> = items.iter().map(|i| (i.id, item_text(i))).collect();
+        ItemIndex {
+            op_seq,
+            bm25: Bm25::build(texts.iter().map(|(id, t)| (*id, t.as_str()))),
+            time_source: items
+                .iter()
+                .map(|i| (i.fields.time, i.fields.source.code()))
+                .collect(),
+            places: items
+                .iter()
+                .map(|i| place::ItemPlace::of(&i.fields))
+                .collect(),
+            rows: items
+                .iter()
+                .enumerate()
+                .map(|(row, i)| (i.id, row))
+                .collect(),
+        }
+    }
+}
+
+/// A recall over versions seen at another time (`AS OF` / `VALID AT`): which of them are the
+/// memories' current versions (their stored vector, graph nodes and path are theirs), and
+/// fresh embeddings of the earlier ones (the store keeps vectors of current versions only).
+struct Travel {
+    current: RoaringTreemap,
+    earlier: Vec<(u64, Vec<f32>)>,
+}
+
+impl Snapshot {
+    /// [`Store::recall`] over `versions` (from [`Snapshot::versions_at`]) instead of the
+    /// current items: one version per memory (the newest of those given). Current versions
+    /// rank by their stored vectors, earlier ones by fresh embeddings of their text (one
+    /// encoder call); BM25 and places over the versions' own text and fields; the graph and
+    /// the conversation context (derived from current text only) count for current versions.
+    pub fn recall_versions(
+        &self,
+        question: &str,
+        options: &RecallOptions,
+        embedder: &dyn Embedder,
+        versions: &[crate::store::MemoryVersion],
+    ) -> Result<Recall> {
+        let mut newest: BTreeMap<u64, &crate::store::MemoryVersion> = BTreeMap::new();
+        for version in versions {
+            newest.insert(version.record.id, version);
+        }
+        let items: Vec<memdb_formats::item::ItemRecord> =
+            newest.values().map(|v| v.record.clone()).collect();
+        let index = ItemIndex::build(self.op_seq()?, &items);
+        let current = newest
+            .values()
+            .filter(|v| v.is_current())
+            .map(|v| v.record.id)
+            .collect();
+        let earlier: Vec<&crate::store::MemoryVersion> = newest
+            .values()
+            .filter(|v| !v.is_current())
+            .copied()
+            .collect();
+        let earlier = if options.signals.dense {
+            let texts: Vec<String> = earlier.iter().map(|v| item_text(&v.record)).collect();
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let vectors = embed_checked(embedder, &refs)?;
+            earlier.iter().map(|v| v.record.id).zip(vectors).collect()
+        } else {
+            Vec::new()
+        };
+        let travel = Travel { current, earlier };
+        recall_in(self, &index, question, options, embedder, Some(&travel))
+    }
+}
+
 /// The cache of the newest [`ItemIndex`], shared by clones of a store.
 #[derive(Default)]
 pub(crate) struct RecallCache {
@@ -242,7 +316,7 @@ impl Store {
     ) -> Result<Recall> {
         let snapshot = self.snapshot()?;
         let index = self.item_index(&snapshot)?;
-        recall_in(&snapshot, &index, question, options, embedder)
+        recall_in(&snapshot, &index, question, options, embedder, None)
     }
 
     fn item_index(&self, snapshot: &Snapshot) -> Result<Arc<ItemIndex>> {
@@ -255,24 +329,7 @@ impl Store {
             return Ok(Arc::clone(index));
         }
         let items = snapshot.scan(&ScanFilter::default())?;
-        let texts: Vec<(u64, String)> = items.iter().map(|i| (i.id, item_text(i))).collect();
-        let index = Arc::new(ItemIndex {
-            op_seq,
-            bm25: Bm25::build(texts.iter().map(|(id, t)| (*id, t.as_str()))),
-            time_source: items
-                .iter()
-                .map(|i| (i.fields.time, i.fields.source.code()))
-                .collect(),
-            places: items
-                .iter()
-                .map(|i| place::ItemPlace::of(&i.fields))
-                .collect(),
-            rows: items
-                .iter()
-                .enumerate()
-                .map(|(row, i)| (i.id, row))
-                .collect(),
-        });
+        let index = Arc::new(ItemIndex::build(op_seq, &items));
         if let Ok(mut guard) = cache.newest.lock() {
             *guard = Some(Arc::clone(&index));
         }
@@ -286,6 +343,7 @@ fn recall_in(
     question: &str,
     options: &RecallOptions,
     embedder: &dyn Embedder,
+    travel: Option<&Travel>,
 ) -> Result<Recall> {
     let mut timings = RecallTimings::default();
     let depth = options.depth.max(options.k);
@@ -328,6 +386,15 @@ fn recall_in(
     let allowed_keys: Option<RoaringTreemap> = allowed_rows
         .as_ref()
         .map(|rows| rows.iter().map(|r| index.bm25.key(r)).collect());
+    // What the stored vectors, the graph and the paths may return: in time travel, only the
+    // versions seen that are current (what is stored for a memory is its current version's).
+    let stored_keys: Option<RoaringTreemap> = match travel {
+        None => allowed_keys.clone(),
+        Some(t) => Some(match &allowed_keys {
+            Some(keys) => keys & &t.current,
+            None => t.current.clone(),
+        }),
+    };
 
     let mut ranked: [Vec<u64>; 4] = Default::default();
 
@@ -336,14 +403,26 @@ fn recall_in(
         && let Some(space) = snapshot.vectors(&options.dense_space)?
     {
         let mut scope = VectorScope::all();
-        if let Some(keys) = &allowed_keys {
+        if let Some(keys) = &stored_keys {
             scope = scope.with_keys(keys.clone());
         }
-        ranked[0] = space
+        let mut hits: Vec<(u64, f32)> = space
             .search(&vectors[0], depth, &scope)?
             .into_iter()
-            .map(|h| h.key)
+            .map(|h| (h.key, h.score))
             .collect();
+        if let Some(travel) = travel {
+            // Earlier versions by their fresh embeddings, on the same scale (unit vectors of
+            // the same encoder), merged by score.
+            for (key, vector) in &travel.earlier {
+                if allowed_keys.as_ref().is_none_or(|k| k.contains(*key)) {
+                    hits.push((*key, memdb_vectors::dot_f32(&vectors[0], vector)));
+                }
+            }
+            hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            hits.truncate(depth);
+        }
+        ranked[0] = hits.into_iter().map(|(key, _)| key).collect();
     }
     timings.dense_us = micros(started);
 
@@ -361,7 +440,7 @@ fn recall_in(
     let started = Instant::now();
     let mut matched_nodes: HashMap<u64, (f64, String)> = HashMap::new();
     if options.signals.graph {
-        let graph = path_overlap(snapshot, &nodes, &vectors[1..], options, &allowed_keys)?;
+        let graph = path_overlap(snapshot, &nodes, &vectors[1..], options, &stored_keys)?;
         ranked[2] = graph.items;
         matched_nodes = graph.node_weights;
     }
@@ -445,10 +524,7 @@ fn recall_in(
                 let Some(&neighbour) = order.get(next) else {
                     continue;
                 };
-                if !chat(neighbour)
-                    || allowed_keys
-                        .as_ref()
-                        .is_some_and(|k| !k.contains(neighbour))
+                if !chat(neighbour) || stored_keys.as_ref().is_some_and(|k| !k.contains(neighbour))
                 {
                     continue;
                 }

@@ -10,7 +10,7 @@
 //! `by_time`, `by_source` and `external_ids` hold exactly one row per item (the last only for
 //! items with an external id).
 
-use redb::{ReadableTable, TableDefinition};
+use redb::{ReadableTable, ReadableTableMetadata, TableDefinition};
 
 use crate::error::{CatalogResult, Result};
 
@@ -99,6 +99,26 @@ pub(crate) const DROPPED_BLOBS: TableDefinition<(u64, u64), (u8, u64, i64, &str)
 /// version 6.
 pub(crate) const STALE_PAGES: TableDefinition<(&str, u64), u64> =
     TableDefinition::new("stale_pages");
+/// (item id, op sequence) → (op code, system time ms, valid time ms or `i64::MIN`, note blob
+/// id or 0): every op on a memory, by memory. The op's valid time is the new version's
+/// `valid_from` (add, update) or the retired version's `valid_to` (delete). What the caller
+/// said about the op (reason, actor, role: the columns of Mem0's history table that are not
+/// the memory) is a blob of kind [`BlobKind::OpNote`] owned by the memory, never text in this
+/// table: free text in a catalog row would outlive a purge in a freed catalog page, while a
+/// segment entry goes with segment compaction. Format version 8; an older store's `oplog` is
+/// copied in at its first write, without notes.
+pub(crate) const MEMORY_OPS: TableDefinition<(u64, u64), MemoryOpValue> =
+    TableDefinition::new("memory_ops");
+/// A `MEMORY_OPS` row: (op code, system time ms, valid time ms, note blob id or 0).
+pub(crate) type MemoryOpValue = (u8, i64, i64, u64);
+/// (item id, version) → (valid from ms, valid to ms, valid to ms as first written): when a
+/// version of a memory was true in the world, `[from, to)`, `i64::MIN` and `i64::MAX` standing
+/// for unbounded. Version 0 is the current version; an earlier one is keyed like its `history`
+/// row (the sequence of the op that replaced it). Absent: from the version's event time
+/// (unbounded when undated) to unbounded, or for an earlier version to the time it was
+/// replaced (SPEC.md §5.6). Format version 8.
+pub(crate) const VALID_TIME: TableDefinition<(u64, u64), (i64, i64, i64)> =
+    TableDefinition::new("valid_time");
 
 pub(crate) const KEY_FORMAT_VERSION: &str = "format_version";
 pub(crate) const KEY_NEXT_ITEM: &str = "next_item_id";
@@ -122,8 +142,12 @@ pub(crate) const KEY_NEXT_PATH: &str = "next_graph_path_id";
 /// provenance) and the settings `item_text` and `places`; a version-6 store is read as it is
 /// (its records are version 1, which still read) and becomes version 7 at its first write, so
 /// a build that knows only version-1 records refuses the store instead of failing on its
-/// newer records one by one.
-pub(crate) const STORE_FORMAT_VERSION: u64 = 7;
+/// newer records one by one. Version 8 added `memory_ops` and `valid_time` (memory operations,
+/// bi-temporal versions) and made a delete keep the item's versions (op 3 retires; op 5
+/// purges); a version-7 store is read as one whose ops have no reasons and whose versions have
+/// default valid times, and becomes version 8 at its first write, which copies `oplog` into
+/// `memory_ops`.
+pub(crate) const STORE_FORMAT_VERSION: u64 = 8;
 /// The oldest version this build opens.
 pub(crate) const OLDEST_FORMAT_VERSION: u64 = 1;
 
@@ -239,16 +263,21 @@ pub enum BlobKind {
     /// A block of a vector space (the `memdb-vectors` layout); owned by the store, never offered
     /// to compaction hooks.
     Vectors = 4,
+    /// What the caller said about a memory operation (its reason, actor and role), owned by
+    /// the memory and referenced from its `memory_ops` row; owned by the store, never offered
+    /// to compaction hooks. Format version 8.
+    OpNote = 5,
 }
 
 impl BlobKind {
     /// Every kind, in code order.
-    pub const ALL: [BlobKind; 5] = [
+    pub const ALL: [BlobKind; 6] = [
         BlobKind::Other,
         BlobKind::Original,
         BlobKind::Page,
         BlobKind::Attachment,
         BlobKind::Vectors,
+        BlobKind::OpNote,
     ];
 
     pub(crate) fn from_code(code: u8) -> Option<BlobKind> {
@@ -263,7 +292,14 @@ impl BlobKind {
             BlobKind::Page => "page",
             BlobKind::Attachment => "attachment",
             BlobKind::Vectors => "vectors",
+            BlobKind::OpNote => "op note",
         }
+    }
+
+    /// Blobs the store owns: written and read only by the engine, never by a put, never
+    /// offered to compaction hooks.
+    pub(crate) fn is_reserved(self) -> bool {
+        matches!(self, BlobKind::Vectors | BlobKind::OpNote)
     }
 }
 
@@ -311,7 +347,25 @@ impl BlobLoc {
 pub(crate) enum OpCode {
     Add = 1,
     Update = 2,
+    /// Format 8 on: the item is retired, its versions kept; before: removed with its history.
     Delete = 3,
+    /// A memory operation that changed nothing (NONE: the fact was already known).
+    Keep = 4,
+    /// The item and every version of it removed physically (format 8).
+    Purge = 5,
+}
+
+impl OpCode {
+    pub(crate) fn from_code(code: u8) -> Option<OpCode> {
+        Some(match code {
+            1 => OpCode::Add,
+            2 => OpCode::Update,
+            3 => OpCode::Delete,
+            4 => OpCode::Keep,
+            5 => OpCode::Purge,
+            _ => return None,
+        })
+    }
 }
 
 /// Creates every table so readers never see a missing one, and writes the initial counters.
@@ -360,6 +414,20 @@ pub(crate) fn create_later_tables(txn: &redb::WriteTransaction) -> Result<()> {
     txn.open_table(HISTORY).ctx("create history")?;
     txn.open_table(DROPPED_BLOBS).ctx("create dropped_blobs")?;
     txn.open_table(STALE_PAGES).ctx("create stale_pages")?;
+    txn.open_table(VALID_TIME).ctx("create valid_time")?;
+    let mut memory_ops = txn.open_table(MEMORY_OPS).ctx("create memory_ops")?;
+    if memory_ops.is_empty().ctx("read memory_ops")? {
+        // A store from before version 8: its op log becomes the memories' op index (a new
+        // store's log is empty, so this copies nothing).
+        let oplog = txn.open_table(OPLOG).ctx("open oplog")?;
+        for row in oplog.iter().ctx("scan oplog")? {
+            let (seq, value) = row.ctx("scan oplog")?;
+            let (op, item, at) = value.value();
+            memory_ops
+                .insert((item, seq.value()), (op, at, i64::MIN, 0))
+                .ctx("copy oplog to memory_ops")?;
+        }
+    }
     Ok(())
 }
 

@@ -15,7 +15,7 @@ use memdb_formats::segment::{
 use redb::{ReadableTable, ReadableTableMetadata};
 
 use super::Store;
-use super::catalog::{self, BlobLoc, ItemLoc, SegmentRow, SegmentState};
+use super::catalog::{self, BlobKind, BlobLoc, ItemLoc, SegmentRow, SegmentState};
 use super::read::{BlobInfo, read_blob, read_record};
 use super::segment_file::SegmentFile;
 use crate::error::{CatalogResult, Error, Result};
@@ -777,6 +777,8 @@ impl Store {
 
         let blobs = txn.open_table(catalog::BLOBS).ctx("open blobs")?;
         let mut owners = BTreeSet::new();
+        // Op notes outlive their memory's retirement: they belong to its ops, not its record.
+        let mut notes = BTreeMap::new();
         for row in blobs.iter().ctx("scan blobs")? {
             let (id, raw) = row.ctx("scan blobs")?;
             let id = id.value();
@@ -788,7 +790,9 @@ impl Store {
                     continue;
                 }
             };
-            if loc.owner != 0 {
+            if loc.kind == BlobKind::OpNote {
+                notes.insert(id, loc.owner);
+            } else if loc.owner != 0 {
                 owners.insert((loc.owner, id));
             }
             if walked.contains_key(&loc.segment)
@@ -817,6 +821,7 @@ impl Store {
         }
         check_history(&mut report, txn, segments, &rows, &walked)?;
         damage_of_lost_blobs(&mut report.damage, &snapshot)?;
+        check_op_notes(&mut report, txn, notes)?;
         for (owner, blob) in owners {
             if items.get(owner).ctx("read items")?.is_none() {
                 report.problem(
@@ -845,4 +850,40 @@ impl Store {
         }
         Ok(report)
     }
+}
+
+/// Every op note is named by one op of the memory that owns it.
+fn check_op_notes(
+    report: &mut CheckReport,
+    txn: &redb::ReadTransaction,
+    mut notes: BTreeMap<u64, u64>,
+) -> Result<()> {
+    if let Some(ops) = catalog::open_optional(txn, catalog::MEMORY_OPS)? {
+        for row in ops.iter().ctx("scan memory_ops")? {
+            let (key, value) = row.ctx("scan memory_ops")?;
+            let ((memory, seq), note) = (key.value(), value.value().3);
+            if note == 0 {
+                continue;
+            }
+            match notes.remove(&note) {
+                Some(owner) if owner == memory => {}
+                Some(owner) => report.problem(
+                    None,
+                    None,
+                    format!("op {seq} of memory {memory} names note blob {note} of memory {owner}"),
+                ),
+                // Dropped as damaged by a repair (which reported it): the op reads as having
+                // lost its note.
+                None => {}
+            }
+        }
+    }
+    for (blob, owner) in notes {
+        report.problem(
+            None,
+            None,
+            format!("op note blob {blob} of memory {owner} is named by no op"),
+        );
+    }
+    Ok(())
 }

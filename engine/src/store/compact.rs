@@ -529,14 +529,17 @@ fn copy_blobs(
         pass.advance(loc.entry_bytes());
         let info = blob_info(id, &loc);
         let (bytes, rewrite) = match read_blob(pass.segments, id, &loc) {
-            // Vector blocks belong to the store (their rows are reclaimed by
-            // `compact_vectors`), so hooks never see them.
-            Ok(bytes) if loc.kind == BlobKind::Vectors => (Some(bytes), BlobRewrite::Keep),
+            // Vector blocks and op notes belong to the store (vector rows are reclaimed by
+            // `compact_vectors`, notes go with their memory's purge), so hooks never see them.
+            Ok(bytes) if loc.kind.is_reserved() => (Some(bytes), BlobRewrite::Keep),
             Ok(bytes) => {
                 let rewrite = hook.rewrite_blob(&info, &bytes)?;
                 (Some(bytes), rewrite)
             }
             Err(e) if loc.kind == BlobKind::Vectors => return Err(e),
+            // A damaged note is dropped: its op stays logged, read back as having lost its
+            // note (`memory_ops` keeps the id).
+            Err(_) if loc.kind == BlobKind::OpNote => (None, BlobRewrite::Drop),
             Err(e) => match hook.unreadable_blob(&info, e)? {
                 BlobRewrite::Keep => {
                     return Err(Error::Hook(format!(
@@ -567,7 +570,7 @@ fn copy_blobs(
             BlobRewrite::Replace(_) => report.blobs_replaced += 1,
             BlobRewrite::Drop => {
                 t.blobs.remove(id).ctx("remove blob")?;
-                if loc.owner != 0 {
+                if loc.owner != 0 && loc.kind != BlobKind::OpNote {
                     dropped_by_owner.entry(loc.owner).or_default().push(id);
                 }
                 report.blobs_dropped += 1;
@@ -617,7 +620,9 @@ fn copy_items(
                         // Its rows, owned blobs and history go (the record's
                         // bytes count as dead where they stay).
                         t.remove_item(id, pass.segments)?;
-                        t.log(catalog::OpCode::Delete, id, now_ms())?;
+                        super::versions::remove_memory_rows(t, id)?;
+                        let seq = t.log(catalog::OpCode::Purge, id, now_ms())?;
+                        t.memory_ops.remove((id, seq)).ctx("remove memory_ops")?;
                         report.items_dropped += 1;
                         continue;
                     }
@@ -825,6 +830,8 @@ fn drop_item(t: &mut Tables<'_>, id: u64, record: &ItemRecord) -> Result<()> {
         t.remove_blob(*blob)?;
     }
     t.remove_history(id)?;
-    t.log(catalog::OpCode::Delete, id, now_ms())?;
+    super::versions::remove_memory_rows(t, id)?;
+    let seq = t.log(catalog::OpCode::Purge, id, now_ms())?;
+    t.memory_ops.remove((id, seq)).ctx("remove memory_ops")?;
     Ok(())
 }

@@ -29,6 +29,7 @@ mod repair;
 mod segment_file;
 mod stats;
 pub(crate) mod vector_space;
+mod versions;
 mod write;
 
 #[cfg(test)]
@@ -60,6 +61,10 @@ pub use rebuild::{RebuildReport, SalvagedSegment, salvage_segment};
 pub use repair::RepairReport;
 pub use stats::{SegmentStats, Stats};
 pub use vector_space::{ITEM_VECTORS, StoredVectors, VectorHit, VectorScope};
+pub use versions::{
+    AppliedOp, MemoryHistory, MemoryOp, MemoryOpKind, MemoryOpRow, MemoryVersion, OpNote,
+    TimeTravel, Validity, close_superseded,
+};
 pub(crate) use write::check_put;
 pub use write::{CommitReceipt, PutOutcome, PutStatus, WriteBatch};
 

@@ -128,6 +128,10 @@ impl Snapshot {
         }
     }
 
+    pub(super) fn segment_set(&self) -> &SegmentSet {
+        &self.segments
+    }
+
     pub(crate) fn graphs(&self) -> &super::vector_space::GraphCache {
         &self.graphs
     }

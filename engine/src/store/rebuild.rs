@@ -303,9 +303,12 @@ impl Store {
         report.forgotten_pages_lost =
             pages.rows.values().filter(|stage| **stage > 0).count() as u64;
         // The last op of each item: deleted ones must not come back from their old bytes.
+        // A NONE (op 4) changes nothing, so it does not count as the last word.
         let mut last_op: HashMap<u64, u8> = HashMap::new();
         for (op, item, _) in oplog.rows.values() {
-            last_op.insert(*item, *op);
+            if *op != OpCode::Keep as u8 {
+                last_op.insert(*item, *op);
+            }
         }
 
         let scan = scan_segments(&paths)?;
@@ -331,7 +334,9 @@ impl Store {
             let mut newest: BTreeMap<u64, usize> = BTreeMap::new();
             for (i, found) in scan.records.iter().enumerate() {
                 let id = found.record.id;
-                if items.rows.contains_key(&id) || last_op.get(&id) == Some(&(OpCode::Delete as u8))
+                let gone = [OpCode::Delete as u8, OpCode::Purge as u8];
+                if items.rows.contains_key(&id)
+                    || last_op.get(&id).is_some_and(|op| gone.contains(op))
                 {
                     continue;
                 }

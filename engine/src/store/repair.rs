@@ -240,6 +240,8 @@ impl Store {
                 for info in lost_blobs.values() {
                     match info.kind {
                         BlobKind::Vectors => drop_vector_block(t, info.id)?,
+                        // Its op stays logged and reads as having lost its note.
+                        BlobKind::OpNote => {}
                         _ => {
                             if let Some(owner) = info.owner {
                                 t.record_dropped_blob(

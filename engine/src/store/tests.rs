@@ -127,9 +127,28 @@ fn put_get_update_delete_and_scan() {
         snap.scan_ids(&ScanFilter::default()).unwrap(),
         vec![ids[2], ids[0]]
     );
+    // A delete retires the item: its record stays as its last version (format 8).
+    let retired = snap.history(ids[1]).unwrap();
+    assert_eq!(retired.versions.len(), 1);
+    assert_eq!(
+        retired.versions[0].system_to_ms,
+        Some(retired.ops[1].system_ms)
+    );
     let stats = store.stats().unwrap();
     assert_eq!(stats.items, 2);
-    assert!(stats.dead_bytes > 0);
+    assert!(store.check().unwrap().is_clean());
+    // A purge removes it physically: its bytes are dead.
+    assert!(store.purge(ids[1]).unwrap());
+    assert!(
+        store
+            .snapshot()
+            .unwrap()
+            .history(ids[1])
+            .unwrap()
+            .versions
+            .is_empty()
+    );
+    assert!(store.stats().unwrap().dead_bytes > 0);
     assert!(store.check().unwrap().is_clean());
 }
 
@@ -440,7 +459,7 @@ fn shrink_catalog_returns_freed_pages_and_refuses_while_shared() {
     }
     let mut batch = store.batch();
     for id in &ids[..9_800] {
-        batch.delete(*id);
+        batch.purge(*id);
     }
     batch.commit().unwrap();
 

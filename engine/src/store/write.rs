@@ -21,6 +21,7 @@ use super::catalog::{self, BlobKind, BlobLoc, ItemLoc, OpCode, SegmentRow, Segme
 use super::derived::{DerivedCommit, DerivedWrite};
 use super::read::read_record;
 use super::vector_space::{self, ITEM_VECTORS, StagedVector, StagedVectors};
+use super::versions::{self, AppliedOp, MemoryOp, MemoryOpKind, OpNote};
 use super::{OpenSegment, Store, Writer, now_ms};
 use crate::error::{CatalogResult, Error, Result};
 
@@ -58,6 +59,8 @@ pub struct CommitReceipt {
     /// Things the batch asked for that could not be done and were skipped (deleting an item
     /// that does not exist, a `supersedes` naming an unknown external id).
     pub warnings: Vec<String>,
+    /// One per memory operation ([`WriteBatch::memory`]), in order.
+    pub memory_ops: Vec<AppliedOp>,
 }
 
 enum BatchOp {
@@ -90,6 +93,15 @@ enum BatchOp {
     },
     Delete {
         id: u64,
+    },
+    Purge {
+        id: u64,
+    },
+    /// A typed memory operation (`Store::apply`).
+    Memory {
+        op: Box<MemoryOp>,
+        /// The vector of the op's new version (ADD, UPDATE) in the item space.
+        vector: Option<Vec<f32>>,
     },
     DeleteExternal {
         external_id: String,
@@ -234,14 +246,42 @@ impl<'s> WriteBatch<'s> {
         self
     }
 
-    /// Deletes item `id` and the blobs it owns. Its bytes stay in the segment (dead) until
-    /// compaction rewrites it; the item is invisible from this commit on.
+    /// Stages memory operation `op` (see [`Store::apply`](super::Store::apply)).
+    pub fn memory(&mut self, op: MemoryOp) -> &mut Self {
+        self.memory_with_vector(op, None)
+    }
+
+    /// Stages memory operation `op` with the vector of its new version (ignored for DELETE and
+    /// NONE), so the memory is searchable from the same commit.
+    pub(crate) fn memory_with_vector(
+        &mut self,
+        op: MemoryOp,
+        vector: Option<Vec<f32>>,
+    ) -> &mut Self {
+        self.ops.push(BatchOp::Memory {
+            op: Box::new(op),
+            vector,
+        });
+        self
+    }
+
+    /// Removes item `id` physically with every earlier version and its op rows (see
+    /// [`Store::purge`](super::Store::purge)).
+    pub fn purge(&mut self, id: u64) -> &mut Self {
+        self.ops.push(BatchOp::Purge { id });
+        self
+    }
+
+    /// Deletes (retires) item `id`: it leaves the current view — its indexes, vector, graph
+    /// rows, external id and blobs go — and its last version is kept in its history, closed at
+    /// this commit in system and valid time (format 8; [`purge`](Self::purge) removes it
+    /// physically). An item whose record cannot be read is removed.
     pub fn delete(&mut self, id: u64) -> &mut Self {
         self.ops.push(BatchOp::Delete { id });
         self
     }
 
-    /// Deletes the item with external id `external_id`.
+    /// Deletes (retires, as [`delete`](Self::delete)) the item with external id `external_id`.
     pub fn delete_external(&mut self, external_id: impl Into<String>) -> &mut Self {
         self.ops.push(BatchOp::DeleteExternal {
             external_id: external_id.into(),
@@ -372,6 +412,8 @@ pub(crate) struct Tables<'t> {
     pub(super) history: redb::Table<'t, (u64, u64), (u64, u64, u32, i64)>,
     pub(super) dropped_blobs: redb::Table<'t, (u64, u64), (u8, u64, i64, &'static str)>,
     pub(super) stale_pages: redb::Table<'t, (&'static str, u64), u64>,
+    pub(super) memory_ops: redb::Table<'t, (u64, u64), catalog::MemoryOpValue>,
+    pub(super) valid_time: redb::Table<'t, (u64, u64), (i64, i64, i64)>,
     /// Counters read once per transaction and written back by `flush_counters`.
     counters: HashMap<&'static str, u64>,
 }
@@ -418,6 +460,8 @@ impl<'t> Tables<'t> {
             stale_pages: txn
                 .open_table(catalog::STALE_PAGES)
                 .ctx("open stale_pages")?,
+            memory_ops: txn.open_table(catalog::MEMORY_OPS).ctx("open memory_ops")?,
+            valid_time: txn.open_table(catalog::VALID_TIME).ctx("open valid_time")?,
             counters: HashMap::new(),
         })
     }
@@ -482,12 +526,16 @@ impl<'t> Tables<'t> {
         Ok(())
     }
 
-    /// Appends an op to the log; returns its sequence number.
+    /// Appends an op to the log and to its memory's ops (with no reason; a memory operation
+    /// annotates it); returns its sequence number.
     pub(super) fn log(&mut self, op: OpCode, item: u64, now: i64) -> Result<u64> {
         let seq = self.take(catalog::KEY_NEXT_OP, 1)?;
         self.oplog
             .insert(seq, (op as u8, item, now))
             .ctx("append oplog")?;
+        self.memory_ops
+            .insert((item, seq), (op as u8, now, i64::MIN, 0))
+            .ctx("append memory_ops")?;
         Ok(seq)
     }
 
@@ -551,7 +599,7 @@ impl<'t> Tables<'t> {
 
     /// Removes the earlier versions of item `id` (its history) and its dropped-blob records:
     /// what a delete takes with the item. Their frames become dead bytes.
-    pub(super) fn remove_history(&mut self, id: u64) -> Result<()> {
+    pub(super) fn remove_history(&mut self, id: u64) -> Result<bool> {
         let mut versions = Vec::new();
         for row in self
             .history
@@ -561,6 +609,7 @@ impl<'t> Tables<'t> {
             let (key, value) = row.ctx("scan history")?;
             versions.push((key.value(), value.value()));
         }
+        let found = !versions.is_empty();
         for (key, (segment, _, frame_len, _)) in versions {
             self.history.remove(key).ctx("remove history")?;
             self.add_dead(segment, u64::from(frame_len))?;
@@ -576,7 +625,7 @@ impl<'t> Tables<'t> {
         for key in dropped {
             self.dropped_blobs.remove(key).ctx("remove dropped_blobs")?;
         }
-        Ok(())
+        Ok(found)
     }
 
     /// Sets the state and committed length of `segment`, keeping its dead-byte count.
@@ -632,8 +681,25 @@ impl<'t> Tables<'t> {
         Ok(Some(loc))
     }
 
-    /// Removes every catalog row of committed item `id`; returns its record (when readable).
+    /// Removes every catalog row of committed item `id` and its history; returns its record
+    /// (when readable).
     pub(super) fn remove_item(
+        &mut self,
+        id: u64,
+        segments: &super::segment_file::SegmentSet,
+    ) -> Result<Option<(ItemLoc, Option<ItemRecord>)>> {
+        let taken = self.take_current(id, segments)?;
+        if let Some((loc, _)) = &taken {
+            self.add_dead(loc.segment, u64::from(loc.frame_len))?;
+            self.remove_history(id)?;
+        }
+        Ok(taken)
+    }
+
+    /// Takes committed item `id` out of the current view: its row, indexes, external id and
+    /// blobs go; its frame is left to the caller (dead, or kept as a version). Returns its
+    /// location and record (when readable).
+    pub(super) fn take_current(
         &mut self,
         id: u64,
         segments: &super::segment_file::SegmentSet,
@@ -648,8 +714,6 @@ impl<'t> Tables<'t> {
         self.by_source
             .remove((loc.source, loc.time_ms, id))
             .ctx("remove by_source")?;
-        self.add_dead(loc.segment, u64::from(loc.frame_len))?;
-        self.remove_history(id)?;
         // The record names the external id and the owned blobs. If it cannot be read the
         // delete still goes through, finding them by scanning instead.
         let record = read_record(segments, &loc).ok();
@@ -680,7 +744,9 @@ impl<'t> Tables<'t> {
                 let mut owned = Vec::new();
                 for row in self.blobs.iter().ctx("scan blobs")? {
                     let (k, v) = row.ctx("scan blobs")?;
-                    if v.value().4 == id {
+                    // An op note outlives a retire (it is history); only a purge drops it.
+                    let (owner, kind) = (v.value().4, v.value().3);
+                    if owner == id && kind != BlobKind::OpNote as u8 {
                         owned.push(k.value());
                     }
                 }
@@ -790,10 +856,16 @@ fn stage_op<'t>(
         }
         BatchOp::PutBlob { kind, bytes } => stage_blob_put(t, batch, index, kind, bytes)?,
         BatchOp::Delete { id } => {
-            if !stage_item_delete(t, batch, id)? {
+            if stage_retire(t, batch, id, None)?.is_none() {
                 batch.receipt.warnings.push(format!("delete: no item {id}"));
             }
         }
+        BatchOp::Purge { id } => {
+            if !stage_purge(t, batch, id)? {
+                batch.receipt.warnings.push(format!("purge: no item {id}"));
+            }
+        }
+        BatchOp::Memory { op, vector } => stage_memory(t, batch, index, *op, vector)?,
         BatchOp::DeleteExternal { external_id } => stage_external_delete(t, batch, &external_id)?,
         BatchOp::DeleteBlob { id } => stage_blob_delete(t, batch, id)?,
         BatchOp::Derived(write) => write.apply(&mut DerivedCommit {
@@ -841,19 +913,7 @@ fn stage_amend(
     now: i64,
 ) -> Result<std::result::Result<PutOutcome, String>> {
     let invalid = |reason: String| Error::InvalidItem { index, reason };
-    let read = match staged.pending_items.get(&id).copied() {
-        Some(slot) => staged
-            .records
-            .get(slot)
-            .and_then(Option::as_ref)
-            .map(|record| {
-                memdb_formats::item::decode_record(&record.bytes).map_err(|e| e.to_string())
-            }),
-        None => t.items.get(id).ctx("read items")?.map(|raw| {
-            read_record(segments, &ItemLoc::decode(raw.value())).map_err(|e| e.to_string())
-        }),
-    };
-    let current = match read {
+    let current = match current_record(t, segments, staged, id)? {
         None => return Ok(Err(format!("amend: no item {id}"))),
         Some(Err(e)) => return Ok(Err(format!("amend: item {id} skipped: {e}"))),
         Some(Ok(current)) => current,
@@ -876,16 +936,10 @@ fn stage_amend(
         segments,
         staged,
         index,
-        Staging {
-            fields,
-            supersedes: current.supersedes,
-            existing: Some(id),
-            new_blobs: Vec::new(),
-            vector: None,
-        },
+        Staging::new(fields, current.supersedes, Some(id), None),
         now,
     )
-    .map(Ok)
+    .map(|(outcome, _)| Ok(outcome))
 }
 
 /// Stages the vector of `key` in `space`.
@@ -930,14 +984,253 @@ fn stage_blob_put(
     Ok(())
 }
 
-/// Deletes item `id` and counts it; false if there is no such item.
-fn stage_item_delete(t: &mut Tables<'_>, batch: &mut BatchState<'_>, id: u64) -> Result<bool> {
-    if !stage_delete(t, batch.segments, &mut batch.staged, id, batch.now)? {
+/// Purges item `id` (current or retired) and counts it; false if there is nothing of it.
+fn stage_purge(t: &mut Tables<'_>, batch: &mut BatchState<'_>, id: u64) -> Result<bool> {
+    let mut found = stage_remove(t, batch.segments, &mut batch.staged, id)?;
+    // A retired item has no current row, only versions.
+    found |= t.remove_history(id)?;
+    found |= versions::remove_memory_rows(t, id)?;
+    if !found {
         return Ok(false);
     }
+    // Only `oplog` says it was purged: nothing of the memory is left to list by memory.
+    let seq = t.log(OpCode::Purge, id, batch.now)?;
+    t.memory_ops.remove((id, seq)).ctx("remove memory_ops")?;
     batch.deleted_items.push(id);
     batch.receipt.deleted += 1;
     Ok(true)
+}
+
+/// Retires item `id` (committed or staged in this batch): it leaves the current view, and its
+/// committed version stays as history, closed now in system time and at `valid_to` (default:
+/// now) in valid time. Returns the op's sequence, or `None` when there is no current item.
+fn stage_retire(
+    t: &mut Tables<'_>,
+    batch: &mut BatchState<'_>,
+    id: u64,
+    valid_to: Option<i64>,
+) -> Result<Option<u64>> {
+    let now = batch.now;
+    // Staged by this batch and not committed: there is no version of that to keep.
+    let found = unstage(t, &mut batch.staged, id)?;
+    let taken = t.take_current(id, batch.segments)?;
+    if taken.is_none() && !found {
+        return Ok(None);
+    }
+    let seq = t.log(OpCode::Delete, id, now)?;
+    match taken {
+        Some((loc, Some(record))) => {
+            t.history
+                .insert((id, seq), (loc.segment, loc.offset, loc.frame_len, now))
+                .ctx("write history")?;
+            versions::close_version(t, id, seq, loc.time_ms, valid_to.unwrap_or(now))?;
+            t.mark_page_stale(record.fields.time, id, seq)?;
+        }
+        Some((loc, None)) => {
+            // An unreadable record is not kept as a version.
+            t.add_dead(loc.segment, u64::from(loc.frame_len))?;
+            versions::set_current_validity(t, id, None)?;
+        }
+        None => versions::set_current_validity(t, id, None)?,
+    }
+    vector_space::changes(&mut batch.staged.vectors, ITEM_VECTORS).remove(id);
+    batch.deleted_items.push(id);
+    batch.receipt.deleted += 1;
+    Ok(Some(seq))
+}
+
+/// Records what the caller said about op `seq` on memory `id` (its row was written by the
+/// log): the note goes to a segment as a blob owned by the memory, the row names it.
+fn annotate(
+    t: &mut Tables<'_>,
+    staged: &mut Staged,
+    id: u64,
+    seq: u64,
+    valid_ms: Option<i64>,
+    note: &OpNote,
+) -> Result<()> {
+    let note_blob = if note.is_empty() {
+        0
+    } else {
+        let blob = t.take(catalog::KEY_NEXT_BLOB, 1)?;
+        staged.blobs.push(Some(StagedBlob {
+            id: blob,
+            kind: BlobKind::OpNote,
+            bytes: versions::encode_note(note),
+            owner: id,
+        }));
+        blob
+    };
+    versions::annotate(t, id, seq, valid_ms, note_blob)
+}
+
+/// Stages memory operation `op`, operation `index` of the batch (see `Store::apply`).
+fn stage_memory(
+    t: &mut Tables<'_>,
+    batch: &mut BatchState<'_>,
+    index: usize,
+    op: MemoryOp,
+    vector: Option<Vec<f32>>,
+) -> Result<()> {
+    let now = batch.now;
+    let name = op.name();
+    let (kind, id, seq) = match op {
+        MemoryOp::Add {
+            fields,
+            valid,
+            note,
+        } => {
+            fields
+                .validate()
+                .map_err(|reason| Error::InvalidItem { index, reason })?;
+            if let Some(ext) = &fields.external_id
+                && let Some(owner) = t.external.get(ext.as_str()).ctx("read external_ids")?
+            {
+                return Err(Error::InvalidItem {
+                    index,
+                    reason: format!(
+                        "external id `{ext}` already names memory {}: update it instead",
+                        owner.value()
+                    ),
+                });
+            }
+            let stored = versions::memory_validity(&valid, &fields, now);
+            let start = stored.0;
+            let (outcome, seq) = stage_fields(
+                t,
+                batch.segments,
+                &mut batch.staged,
+                index,
+                Staging {
+                    vector,
+                    ..Staging::new(fields, None, None, Some(stored))
+                },
+                now,
+            )?;
+            let seq = seq.ok_or_else(|| Error::Inconsistent("an add logged no op".into()))?;
+            annotate(t, &mut batch.staged, outcome.id, seq, Some(start), &note)?;
+            (MemoryOpKind::Add, outcome.id, seq)
+        }
+        MemoryOp::Update {
+            id,
+            mut fields,
+            valid,
+            note,
+        } => {
+            let current = current_record(t, batch.segments, &batch.staged, id)?
+                .ok_or(Error::NoMemory {
+                    index,
+                    op: name,
+                    id,
+                })?
+                .map_err(|reason| Error::InvalidItem { index, reason })?;
+            match (&fields.external_id, &current.fields.external_id) {
+                (None, Some(own)) => fields.external_id = Some(own.clone()),
+                (Some(given), own) if own.as_ref() != Some(given) => {
+                    return Err(Error::InvalidItem {
+                        index,
+                        reason: format!("an update of memory {id} may not change its external id"),
+                    });
+                }
+                _ => {}
+            }
+            fields
+                .validate()
+                .map_err(|reason| Error::InvalidItem { index, reason })?;
+            let stored = versions::memory_validity(&valid, &fields, now);
+            let start = stored.0;
+            // The memory already reads so (a vector would otherwise force a new version).
+            let vector = if current.fields == fields {
+                None
+            } else {
+                vector
+            };
+            let (outcome, seq) = stage_fields(
+                t,
+                batch.segments,
+                &mut batch.staged,
+                index,
+                Staging {
+                    vector,
+                    ..Staging::new(fields, current.supersedes, Some(id), Some(stored))
+                },
+                now,
+            )?;
+            match seq {
+                Some(seq) => {
+                    annotate(t, &mut batch.staged, id, seq, Some(start), &note)?;
+                    (MemoryOpKind::Update, outcome.id, seq)
+                }
+                // The memory already reads so: logged as NONE.
+                None => {
+                    let seq = t.log(OpCode::Keep, id, now)?;
+                    annotate(t, &mut batch.staged, id, seq, None, &note)?;
+                    (MemoryOpKind::None, id, seq)
+                }
+            }
+        }
+        MemoryOp::Delete {
+            id,
+            valid_to_ms,
+            note,
+        } => {
+            let seq = stage_retire(t, batch, id, valid_to_ms)?.ok_or(Error::NoMemory {
+                index,
+                op: name,
+                id,
+            })?;
+            annotate(
+                t,
+                &mut batch.staged,
+                id,
+                seq,
+                Some(valid_to_ms.unwrap_or(now)),
+                &note,
+            )?;
+            (MemoryOpKind::Delete, id, seq)
+        }
+        MemoryOp::None { id, note } => {
+            if current_record(t, batch.segments, &batch.staged, id)?.is_none() {
+                return Err(Error::NoMemory {
+                    index,
+                    op: name,
+                    id,
+                });
+            }
+            let seq = t.log(OpCode::Keep, id, now)?;
+            annotate(t, &mut batch.staged, id, seq, None, &note)?;
+            (MemoryOpKind::None, id, seq)
+        }
+    };
+    batch.receipt.memory_ops.push(AppliedOp {
+        kind,
+        id,
+        seq,
+        system_ms: now,
+    });
+    Ok(())
+}
+
+/// Item `id`'s current record: staged earlier in this batch, else committed. `None`: there is
+/// no such item; `Some(Err(why))`: its record cannot be read.
+fn current_record(
+    t: &Tables<'_>,
+    segments: &super::segment_file::SegmentSet,
+    staged: &Staged,
+    id: u64,
+) -> Result<Option<std::result::Result<ItemRecord, String>>> {
+    Ok(match staged.pending_items.get(&id).copied() {
+        Some(slot) => staged
+            .records
+            .get(slot)
+            .and_then(Option::as_ref)
+            .map(|record| {
+                memdb_formats::item::decode_record(&record.bytes).map_err(|e| e.to_string())
+            }),
+        None => t.items.get(id).ctx("read items")?.map(|raw| {
+            read_record(segments, &ItemLoc::decode(raw.value())).map_err(|e| e.to_string())
+        }),
+    })
 }
 
 /// Deletes the item with `external_id`, or warns that there is none.
@@ -952,7 +1245,7 @@ fn stage_external_delete(
         .ctx("read external_ids")?
         .map(|v| v.value());
     let deleted = match id {
-        Some(id) => stage_item_delete(t, batch, id)?,
+        Some(id) => stage_retire(t, batch, id, None)?.is_some(),
         None => false,
     };
     if !deleted {
@@ -1163,12 +1456,15 @@ pub(crate) fn check_put(
         .map_err(|reason| Error::InvalidItem { index, reason })
 }
 
-/// Blobs of kind [`BlobKind::Vectors`] are the store's own vector blocks.
+/// Blobs of kinds [`BlobKind::Vectors`] and [`BlobKind::OpNote`] are the store's own.
 fn refuse_reserved_kinds(index: usize, kinds: impl IntoIterator<Item = BlobKind>) -> Result<()> {
-    if kinds.into_iter().any(|k| k == BlobKind::Vectors) {
+    if let Some(kind) = kinds.into_iter().find(|k| k.is_reserved()) {
         return Err(Error::InvalidItem {
             index,
-            reason: "blob kind `vectors` is reserved for the store's vector blocks".into(),
+            reason: format!(
+                "blob kind `{}` is reserved for the store's own blobs",
+                kind.name()
+            ),
         });
     }
     Ok(())
@@ -1231,14 +1527,13 @@ fn stage_put(
         staged,
         index,
         Staging {
-            fields,
-            supersedes,
-            existing,
             new_blobs,
             vector,
+            ..Staging::new(fields, supersedes, existing, None)
         },
         now,
     )
+    .map(|(outcome, _)| outcome)
 }
 
 /// What [`stage_fields`] stages: an item's new fields, resolved.
@@ -1250,11 +1545,33 @@ struct Staging {
     existing: Option<u64>,
     new_blobs: Vec<(BlobKind, Vec<u8>)>,
     vector: Option<Vec<f32>>,
+    /// The new version's valid time as stored (`None`: the current version's, else the
+    /// default).
+    valid: Option<(i64, i64)>,
+}
+
+impl Staging {
+    fn new(
+        fields: ItemFields,
+        supersedes: Option<u64>,
+        existing: Option<u64>,
+        valid: Option<(i64, i64)>,
+    ) -> Staging {
+        Staging {
+            fields,
+            supersedes,
+            existing,
+            new_blobs: Vec::new(),
+            vector: None,
+            valid,
+        }
+    }
 }
 
 /// Stages the new version of an item (or a new item): unchanged when its fields, supersedes,
-/// blobs and vector are what is stored; else the old record goes to history, what was derived
-/// from it goes stale, and the new record is staged.
+/// blobs and vector are what is stored; else the old record goes to history (closed in system
+/// and valid time), what was derived from it goes stale, and the new record is staged. Returns
+/// the op's sequence too (`None`: unchanged, nothing logged).
 fn stage_fields(
     t: &mut Tables<'_>,
     segments: &super::segment_file::SegmentSet,
@@ -1262,13 +1579,14 @@ fn stage_fields(
     index: usize,
     staging: Staging,
     now: i64,
-) -> Result<PutOutcome> {
+) -> Result<(PutOutcome, Option<u64>)> {
     let Staging {
         fields,
         supersedes,
         existing,
         new_blobs,
         vector,
+        valid,
     } = staging;
     let mut kept_blobs = Vec::new();
     // The committed version this put replaces, kept as history (when its record is readable).
@@ -1308,11 +1626,14 @@ fn stage_fields(
                     && old.fields == fields
                     && old.supersedes == supersedes
                 {
-                    return Ok(PutOutcome {
-                        id,
-                        status: PutStatus::Unchanged,
-                        blob_ids: old.blobs.clone(),
-                    });
+                    return Ok((
+                        PutOutcome {
+                            id,
+                            status: PutStatus::Unchanged,
+                            blob_ids: old.blobs.clone(),
+                        },
+                        None,
+                    ));
                 }
                 // The committed row goes now; the new location is written at append time. The
                 // old record stays readable as history (an unreadable one is dead bytes).
@@ -1355,11 +1676,24 @@ fn stage_fields(
         id,
         now,
     )?;
+    // Without a valid time of its own, a new version keeps the current one's (an enrichment,
+    // an import's correction); the default otherwise.
+    let valid = match (valid, existing) {
+        (None, Some(id)) => t
+            .valid_time
+            .get((id, 0))
+            .ctx("read valid_time")?
+            .map(|v| (v.value().0, v.value().1)),
+        (valid, _) => valid,
+    };
     if let Some(loc) = replaced {
         t.history
             .insert((id, seq), (loc.segment, loc.offset, loc.frame_len, now))
             .ctx("write history")?;
+        let start = versions::new_version_start(valid, &fields, now);
+        versions::close_version(t, id, seq, loc.time_ms, start)?;
     }
+    versions::set_current_validity(t, id, valid)?;
     if status == PutStatus::Updated {
         if let Some(time) = old_time {
             t.mark_page_stale(time, id, seq)?;
@@ -1426,11 +1760,14 @@ fn stage_fields(
         external_id,
         blobs: blob_ids.clone(),
     }));
-    Ok(PutOutcome {
-        id,
-        status,
-        blob_ids,
-    })
+    Ok((
+        PutOutcome {
+            id,
+            status,
+            blob_ids,
+        },
+        Some(seq),
+    ))
 }
 
 /// Stages a restored item under its own id and blob ids, moving the id counters past them.
@@ -1492,33 +1829,39 @@ fn stage_restore(
     Ok(())
 }
 
-/// Deletes item `id` (committed or staged in this batch); false if there is no such item.
-fn stage_delete(
+/// Removes item `id` (committed or staged in this batch) with its history, unlogged; false if
+/// there is no such item.
+fn stage_remove(
     t: &mut Tables<'_>,
     segments: &super::segment_file::SegmentSet,
     staged: &mut Staged,
     id: u64,
-    now: i64,
 ) -> Result<bool> {
-    let mut found = false;
-    if let Some(slot) = staged.pending_items.remove(&id)
-        && let Some(rec) = staged.records[slot].take()
-    {
-        t.unindex_time(id, rec.time_ms, rec.source)?;
-        if let Some(ext) = &rec.external_id {
-            t.external.remove(ext.as_str()).ctx("remove external id")?;
-        }
-        drop_blobs(t, staged, &rec.blobs)?;
-        found = true;
-    }
+    let mut found = unstage(t, staged, id)?;
     if t.remove_item(id, segments)?.is_some() {
         found = true;
     }
     if found {
         vector_space::changes(&mut staged.vectors, ITEM_VECTORS).remove(id);
-        t.log(OpCode::Delete, id, now)?;
     }
     Ok(found)
+}
+
+/// Takes item `id` out of this batch when it staged it (its record, index rows, external id
+/// and blobs); false when it did not.
+fn unstage(t: &mut Tables<'_>, staged: &mut Staged, id: u64) -> Result<bool> {
+    let Some(slot) = staged.pending_items.remove(&id) else {
+        return Ok(false);
+    };
+    let Some(rec) = staged.records[slot].take() else {
+        return Ok(false);
+    };
+    t.unindex_time(id, rec.time_ms, rec.source)?;
+    if let Some(ext) = &rec.external_id {
+        t.external.remove(ext.as_str()).ctx("remove external id")?;
+    }
+    drop_blobs(t, staged, &rec.blobs)?;
+    Ok(true)
 }
 
 /// Drops blobs `ids`: staged ones are unstaged, committed ones removed from the catalog.

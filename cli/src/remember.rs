@@ -1,0 +1,262 @@
+//! `memdb remember`, `memdb log` and `memdb ask`: the memory operations of `memdb::ops` from
+//! the command line (Mem0's write path, the operation log, and an answer from recall).
+
+use std::path::Path;
+use std::time::Duration;
+
+use memdb::ops::{
+    Decider, FactExtractor, Message, ModelAnswerer, ModelDecider, ModelExtractor, RememberOptions,
+    Remembered, RuleDecider, RuleThresholds, SentenceExtractor,
+};
+use memdb::{EventTime, MemoryOpRow, Store};
+use serde_json::{Value, json};
+
+use crate::error::{CliError, Result};
+use crate::output::Out;
+
+/// The loopback models of the three operations (each its own model or LoRA adapter).
+pub(crate) struct Experts {
+    pub(crate) endpoint: String,
+    pub(crate) extract_model: Option<String>,
+    pub(crate) update_model: Option<String>,
+    pub(crate) timeout: u64,
+}
+
+/// `memdb remember STORE TEXT`.
+pub(crate) fn remember(
+    dir: &Path,
+    text: &str,
+    speaker: Option<String>,
+    time: Option<&str>,
+    experts: &Experts,
+    out: &Out,
+) -> Result<()> {
+    let time = time
+        .map(EventTime::parse)
+        .transpose()
+        .map_err(|reason| CliError::flag("--time", reason))?;
+    let store = Store::open(dir, memdb::Options::default()).map_err(|e| CliError::store(dir, e))?;
+    let encoder = crate::embed::encoder_for(&store, !out.json, crate::model::Download::Ask)?;
+    let timeout = Duration::from_secs(experts.timeout.max(1));
+    let extractor: Box<dyn FactExtractor + '_> = match &experts.extract_model {
+        Some(model) => Box::new(
+            ModelExtractor::new(&experts.endpoint, model, timeout)
+                .map_err(|e| CliError::flag("--endpoint", e))?,
+        ),
+        None => Box::new(SentenceExtractor),
+    };
+    let decider: Box<dyn Decider + '_> = match &experts.update_model {
+        Some(model) => Box::new(
+            ModelDecider::new(&experts.endpoint, model, timeout)
+                .map_err(|e| CliError::flag("--endpoint", e))?,
+        ),
+        None => Box::new(RuleDecider::new(&encoder, RuleThresholds::default())),
+    };
+    let options = RememberOptions {
+        extractor: extractor.as_ref(),
+        decider: decider.as_ref(),
+        embedder: &encoder,
+        candidates_per_fact: 5,
+        time,
+        actor: speaker.clone(),
+        role: Some("user".to_owned()),
+    };
+    let done = store.remember(
+        &[Message {
+            speaker,
+            text: text.to_owned(),
+        }],
+        &options,
+    )?;
+    out.emit(
+        Value::Array(done.iter().map(remembered_json).collect()),
+        || {
+            if done.is_empty() {
+                return "no fact to remember in that text".to_owned();
+            }
+            done.iter()
+                .map(|r| {
+                    let target = match (r.target, &r.target_text) {
+                        (Some(id), Some(text)) => format!(" memory {id} ({text:?})"),
+                        _ => String::new(),
+                    };
+                    format!(
+                        "{} {:?} → {}{target} as memory {}: {}",
+                        r.applied.kind.name(),
+                        r.fact,
+                        r.decision.op,
+                        r.applied.id,
+                        r.decision.reason
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        },
+    );
+    Ok(())
+}
+
+fn remembered_json(r: &Remembered) -> Value {
+    json!({
+        "fact": r.fact,
+        "event": r.applied.kind.name(),
+        "decided": r.decision.op.name(),
+        "memory_id": r.applied.id,
+        "target": r.target,
+        "old_memory": r.target_text,
+        "reason": r.decision.reason,
+        "seq": r.applied.seq,
+        "created_at": rfc3339(r.applied.system_ms),
+    })
+}
+
+fn rfc3339(ms: i64) -> Value {
+    match jiff::Timestamp::from_millisecond(ms) {
+        Ok(t) => json!(t.to_string()),
+        Err(_) => Value::Null,
+    }
+}
+
+/// `memdb log STORE [--since T]`: the operation log, oldest first, in Mem0's history columns.
+pub(crate) fn log(dir: &Path, since: Option<&str>, out: &Out) -> Result<()> {
+    let since_ms = since
+        .map(|s| EventTime::parse(s).map(|t| t.unix_ms))
+        .transpose()
+        .map_err(|reason| CliError::flag("--since", reason))?;
+    let store = crate::open_for_reading(dir)?;
+    let snapshot = store.snapshot()?;
+    let rows = snapshot.op_log(since_ms)?;
+    let mut json_rows = Vec::new();
+    let mut lines = Vec::new();
+    // Each memory's versions, read once however many of its ops the log lists.
+    let mut histories: std::collections::HashMap<u64, memdb::MemoryHistory> =
+        std::collections::HashMap::new();
+    for row in &rows {
+        let history = match histories.entry(row.memory_id) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(snapshot.history(row.memory_id)?)
+            }
+        };
+        let (old, new) = texts_of(history, row);
+        json_rows.push(json!({
+            "id": row.seq,
+            "memory_id": row.memory_id,
+            "old_memory": old,
+            "new_memory": new,
+            "event": row.kind.name(),
+            "created_at": rfc3339(row.system_ms),
+            "valid_time": row.valid_ms.map(rfc3339),
+            "is_deleted": matches!(row.kind, memdb::MemoryOpKind::Delete | memdb::MemoryOpKind::Purge),
+            "actor_id": row.actor,
+            "role": row.role,
+            "reason": row.reason,
+        }));
+        lines.push(format!(
+            "{:>6}  {}  {:<6} memory {:<6} {}{}",
+            row.seq,
+            rfc3339(row.system_ms).as_str().unwrap_or("?"),
+            row.kind.name(),
+            row.memory_id,
+            match (&old, &new) {
+                (Some(o), Some(n)) => format!("{o:?} → {n:?}"),
+                (None, Some(n)) => format!("{n:?}"),
+                (Some(o), None) => format!("{o:?}"),
+                (None, None) => String::new(),
+            },
+            if row.reason.is_empty() {
+                String::new()
+            } else {
+                format!("  ({})", row.reason)
+            }
+        ));
+    }
+    out.emit(Value::Array(json_rows), || {
+        if lines.is_empty() {
+            "no operations".to_owned()
+        } else {
+            lines.join("\n")
+        }
+    });
+    Ok(())
+}
+
+/// The text of the version op `row` closed and of the one it wrote (when still stored), from
+/// its memory's `history`.
+fn texts_of(history: &memdb::MemoryHistory, row: &MemoryOpRow) -> (Option<String>, Option<String>) {
+    let text = |v: &memdb::MemoryVersion| memdb::recall::item_text(&v.record);
+    let old = history
+        .versions
+        .iter()
+        .find(|v| v.closed_by == Some(row.seq))
+        .map(text);
+    let new = match row.kind {
+        memdb::MemoryOpKind::Add | memdb::MemoryOpKind::Update => history
+            .versions
+            .iter()
+            .find(|v| v.system_from_ms() == row.system_ms)
+            .map(text),
+        _ => None,
+    };
+    (old, new)
+}
+
+/// `memdb ask STORE QUESTION`: recall's evidence, and with `--model` an answer citing it.
+pub(crate) fn ask(
+    dir: &Path,
+    question: &str,
+    k: usize,
+    generate: Option<(&str, &str, u64)>,
+    out: &Out,
+) -> Result<()> {
+    let store = crate::open_for_reading(dir)?;
+    let encoder = crate::embed::encoder_for(&store, !out.json, crate::model::Download::Ask)?;
+    let answer = crate::embed::recall(
+        &store,
+        &encoder,
+        memdb_query::Recall {
+            text: question.to_owned(),
+            filters: Vec::new(),
+            at: memdb_query::TimeTravel::default(),
+            top: Some(k as u64),
+        },
+    )?;
+    let evidence: Vec<(u64, String)> = answer
+        .rows
+        .iter()
+        .map(|row| (row.item.id, memdb::recall::item_text(&row.item)))
+        .collect();
+    let generated = match generate {
+        Some((endpoint, model, timeout)) => {
+            let answerer = ModelAnswerer::new(endpoint, model, Duration::from_secs(timeout.max(1)))
+                .map_err(|e| CliError::flag("--endpoint", e))?;
+            Some(answerer.answer(question, &evidence)?)
+        }
+        None => None,
+    };
+    let json = json!({
+        "question": question,
+        "answer": generated.as_ref().map(|a| a.text.clone()),
+        "cited": generated.as_ref().map(|a| a.cited.clone()),
+        "evidence": evidence.iter().map(|(id, text)| json!({"id": id, "text": text})).collect::<Vec<_>>(),
+    });
+    out.emit(json, || {
+        let mut text = match &generated {
+            Some(a) => format!(
+                "{}\n(cites {})\n\nevidence:\n",
+                a.text,
+                a.cited
+                    .iter()
+                    .map(|id| format!("[{id}]"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ),
+            None => "no generation model given (--model): the evidence recall found:\n".to_owned(),
+        };
+        for (id, line) in &evidence {
+            text.push_str(&format!("[{id}] {line}\n"));
+        }
+        text
+    });
+    Ok(())
+}

@@ -1,0 +1,155 @@
+//! Memory operations (Mem0's update step, MemLoRA's "update" expert): given a new fact and the
+//! stored memories most similar to it, decide whether the fact is new (ADD), changes one of
+//! them (UPDATE), retracts one (DELETE) or is already known (NONE).
+//!
+//! This module owns the decision, not the write: a [`Decider`] looks at texts and returns a
+//! [`Decision`] naming its target by position in the candidates it was given, so it can never
+//! name a memory it was not shown (the hallucinated-id failure of model deciders is a typed
+//! error at their parse, never a write). [`RuleDecider`] is the deterministic on-device
+//! default; [`eval`] scores any decider on labelled scenarios (`memdb ops eval`).
+//!
+//! Invariant: a decision for UPDATE, DELETE or NONE always has a target within the candidates;
+//! an ADD never has one.
+
+pub mod eval;
+#[cfg(feature = "llm")]
+mod experts;
+mod lexicon;
+#[cfg(feature = "llm")]
+mod model;
+mod remember;
+mod rules;
+
+#[cfg(feature = "llm")]
+pub use experts::{
+    Answer, MAX_FACT_CHARS, MAX_FACTS, ModelAnswerer, ModelExtractor, parse_answer_reply,
+    parse_facts_reply,
+};
+#[cfg(feature = "llm")]
+pub use model::{ModelDecider, parse_update_reply};
+pub use remember::{
+    FactExtractor, MEMORY_TAG, Message, RememberOptions, Remembered, SentenceExtractor,
+};
+pub use rules::{RuleDecider, RuleThresholds};
+
+/// Why a model-backed decider's answer was not used (nothing is applied).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DeciderError {
+    /// The model server could not be reached, timed out, or did not answer a chat completion.
+    #[error(transparent)]
+    Endpoint(#[from] crate::EndpointError),
+    /// The answer is not the JSON its operation asks for (update: Mem0's `{"memory": [{"id",
+    /// "text", "event"}]}`; extract: `{"facts": [...]}`; generate: `{"answer", "cited"}`).
+    #[error("the answer is not {expected} ({why}): {snippet:?}")]
+    Malformed {
+        /// What the operation asked for.
+        expected: &'static str,
+        /// What is wrong.
+        why: String,
+        /// The start of the answer.
+        snippet: String,
+    },
+    /// The answer updates, deletes or keeps a memory id it was not given.
+    #[error("the answer names memory id {id:?}, which it was not given")]
+    UnknownId {
+        /// The id.
+        id: String,
+    },
+}
+
+use crate::error::Result;
+
+/// What to do with a new fact.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Operation {
+    /// A memory of its own.
+    Add,
+    /// Replaces (changes or refines) the target memory.
+    Update,
+    /// Retracts the target memory.
+    Delete,
+    /// Already known as the target memory: nothing is written.
+    None,
+}
+
+impl Operation {
+    /// Every operation, in the order reports list them.
+    pub const ALL: [Operation; 4] = [
+        Operation::Add,
+        Operation::Update,
+        Operation::Delete,
+        Operation::None,
+    ];
+
+    /// The name Mem0 and the scenario files use: `ADD`, `UPDATE`, `DELETE`, `NONE`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Operation::Add => "ADD",
+            Operation::Update => "UPDATE",
+            Operation::Delete => "DELETE",
+            Operation::None => "NONE",
+        }
+    }
+
+    /// The operation named `name` (case-insensitive).
+    pub fn from_name(name: &str) -> Option<Operation> {
+        Operation::ALL
+            .into_iter()
+            .find(|op| op.name().eq_ignore_ascii_case(name.trim()))
+    }
+
+    /// Whether the operation refers to a stored memory.
+    pub fn has_target(self) -> bool {
+        self != Operation::Add
+    }
+}
+
+impl std::fmt::Display for Operation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A stored memory shown to a decider.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Candidate {
+    /// Its text.
+    pub text: String,
+}
+
+/// What a decider decided, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    /// The operation.
+    pub op: Operation,
+    /// The candidate it refers to, by position (`None` for ADD).
+    pub target: Option<usize>,
+    /// Why, in words (shown by `memdb remember` and logged with the operation).
+    pub reason: String,
+}
+
+impl Decision {
+    /// An ADD.
+    pub fn add(reason: impl Into<String>) -> Decision {
+        Decision {
+            op: Operation::Add,
+            target: None,
+            reason: reason.into(),
+        }
+    }
+
+    /// `op` on candidate `target`.
+    pub fn on(op: Operation, target: usize, reason: impl Into<String>) -> Decision {
+        Decision {
+            op,
+            target: Some(target),
+            reason: reason.into(),
+        }
+    }
+}
+
+/// Decides the operation for a new fact against the most similar stored memories.
+pub trait Decider: Send + Sync + std::fmt::Debug {
+    /// The decision for `fact` given `candidates` (most similar first; possibly none).
+    fn decide(&self, fact: &str, candidates: &[Candidate]) -> Result<Decision>;
+}

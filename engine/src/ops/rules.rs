@@ -1,0 +1,1394 @@
+//! The deterministic decider: Mem0's update rules as checks a person could follow, over the
+//! encoder's similarity and the words and values a text names.
+//!
+//! A text is read into content words (stemmed, read through a small general lexicon of
+//! synonyms and US/UK pairs, `lexicon.rs`; light verbs such as "takes", "gets", "pays",
+//! grading words and currency names carry no content) and values (numbers, with number words
+//! such as "twelve hundred", "38k", "2pm" and ISO dates such as "2024-08-09" read as the same
+//! numbers, and capitalised names with diacritics folded). A fact and a memory are compared
+//! word by word: a word matches the same key, a synonym, a word cut short ("Barça" /
+//! "Barcelona", "member" / "membership"), or the words an abbreviation stands for ("F1" /
+//! "Formula 1", "VW" / "Volkswagen").
+//!
+//! For a new fact and its most similar candidate (cosine of the store's encoder):
+//! 1. a dislike ("hates", "can't stand", "doesn't like") of what is stored as a dislike is a
+//!    NONE, of what is stored as liked a DELETE;
+//! 2. a fact that retracts something ("no longer", "cancelled", "sold", "don't … anymore") is a
+//!    NONE when a stored retraction says it already (similar without the retraction words, or
+//!    repeating its words), else a DELETE of the candidate its retracted content matches,
+//!    unless it names a replacement ("switched to", "moved to", "instead"), which is an UPDATE.
+//!    A negation that only dates a fact ("doesn't expire until 2034") retracts nothing;
+//! 3. a candidate below [`RuleThresholds::same_subject`] leaves the fact an ADD, unless it
+//!    shares a word (periods such as "a year" aside) or a one-valued slot with the fact and a
+//!    value changes, or the fact repeats all of a short memory ("Has a sister" → "My sister
+//!    Nadia is a vet"); so does a memory about someone else ("my partner"), one whose owner
+//!    differs ("Rex's vet" is not "Has a dog named Rex"), or a slot qualified otherwise ("work
+//!    email" is not "personal email");
+//! 4. a changed value — a date, an amount, a number, a name or place, the filler of a one-valued
+//!    slot ("favourite", "lives in", "works at"), or a preference turned round ("prefers coffee
+//!    to tea" after "prefers tea over coffee") — is an UPDATE;
+//! 5. a fact that adds nothing (no word or value the candidate lacks), or a paraphrase (cosine at
+//!    least [`RuleThresholds::paraphrase`] and no new value), is a NONE;
+//! 6. a fact that keeps the candidate's content and adds to it (a refinement) is an UPDATE; one
+//!    that drops its values and adds none says less (NONE);
+//! 7. anything else is an ADD (related, but a memory of its own).
+//!
+//! The thresholds were set from the encoder's behaviour (paraphrases of MiniLM sit above 0.85,
+//! sentences on one subject above 0.5), before any labelled scenario existed; they are options,
+//! not tuned constants, and the lexical rules above left them unchanged.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::lexicon::{
+    CURRENCIES, GRADING, LIGHT_VERBS, MONTHS, MULTIPLIERS, NUMBER_WORDS, PHRASES, fold, is_listed,
+    synonym,
+};
+use super::{Candidate, Decider, Decision, Operation};
+use crate::error::Result;
+use rust_stemmers::{Algorithm, Stemmer};
+
+use crate::graph::Embedder;
+use crate::text::is_stopword;
+
+/// Cosine bounds of [`RuleDecider`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RuleThresholds {
+    /// Below this the best candidate is about something else: ADD.
+    pub same_subject: f32,
+    /// At or above this, with no new value, the fact is the candidate again: NONE.
+    pub paraphrase: f32,
+    /// At or above this, a fact that adds words to the candidate refines it: UPDATE.
+    pub refinement: f32,
+    /// At or above this (the fact with its retraction words removed), a retraction retracts
+    /// the candidate: DELETE.
+    pub retract: f32,
+    /// At or above this, a fact that shares a word with the candidate and changes a value (or
+    /// a retraction that shares one) is still about it.
+    pub weak: f32,
+}
+
+impl Default for RuleThresholds {
+    fn default() -> Self {
+        RuleThresholds {
+            same_subject: 0.5,
+            paraphrase: 0.85,
+            refinement: 0.6,
+            retract: 0.5,
+            weak: 0.3,
+        }
+    }
+}
+
+/// Words that retract something stored on their own ("sold", "cancelled", "left").
+const RETRACTING_WORDS: &[&str] = &[
+    "anymore",
+    "stopped",
+    "quit",
+    "sold",
+    "cancelled",
+    "canceled",
+    "cancel",
+    "cancelling",
+    "canceling",
+    "ended",
+    "divorced",
+    "died",
+    "unsubscribed",
+    "never",
+    "not",
+    "no",
+    "left",
+    "withdrew",
+    "withdrawn",
+    "lapse",
+    "lapsed",
+    "emptied",
+    "closed",
+];
+
+/// Word pairs that retract something stored ("no longer", "called off", "moved out").
+const RETRACTING_PAIRS: &[(&str, &str)] = &[
+    ("no", "longer"),
+    ("any", "more"),
+    ("called", "off"),
+    ("broke", "up"),
+    ("passed", "away"),
+    ("gave", "up"),
+    ("gave", "away"),
+    ("got", "rid"),
+    ("moved", "out"),
+    ("came", "off"),
+    ("pulled", "out"),
+    ("dropped", "out"),
+];
+
+/// Contractions that negate: `don't` splits into "don" + "t".
+const NEGATED_AUXILIARIES: &[&str] = &[
+    "don", "doesn", "didn", "isn", "aren", "wasn", "weren", "won", "haven", "hasn",
+];
+
+/// Words that name what replaced something: a retraction with one is a change (UPDATE).
+const REPLACING_WORDS: &[&str] = &[
+    "instead",
+    "switched",
+    "replaced",
+    "joined",
+    "bought",
+    "changed",
+    "moved",
+    "became",
+    "upgraded",
+    "downgraded",
+    "rescheduled",
+    "postponed",
+    "renamed",
+];
+
+/// Words that say the fact is in addition to what is stored ("also", "another").
+const ADDING_WORDS: &[&str] = &["also", "another", "other", "too", "additionally"];
+
+/// Words that say the fact is about someone other than the person.
+const OTHERS: &[&str] = &[
+    "sister",
+    "brother",
+    "mother",
+    "mom",
+    "mum",
+    "father",
+    "dad",
+    "wife",
+    "husband",
+    "son",
+    "daughter",
+    "friend",
+    "boss",
+    "colleague",
+    "girlfriend",
+    "boyfriend",
+    "aunt",
+    "uncle",
+    "cousin",
+    "grandmother",
+    "grandfather",
+    "grandma",
+    "grandpa",
+    "neighbor",
+    "neighbour",
+    "roommate",
+    "parents",
+    "partner",
+    "fiance",
+    "fiancee",
+    "niece",
+    "nephew",
+    "grandson",
+    "granddaughter",
+    "stepmother",
+    "stepfather",
+    "stepson",
+    "stepdaughter",
+    "flatmate",
+    "housemate",
+];
+
+/// Words of a slot that holds one value at a time, with the slot they fill: a different filler
+/// is a change.
+const ONE_VALUED: &[(&str, &str)] = &[
+    ("favorite", "favourite"),
+    ("favourite", "favourite"),
+    ("live", "home"),
+    ("lives", "home"),
+    ("living", "home"),
+    ("moved", "home"),
+    ("work", "work"),
+    ("works", "work"),
+    ("job", "work"),
+    ("employer", "work"),
+    ("name", "name"),
+    ("named", "name"),
+    ("called", "name"),
+    ("surname", "name"),
+    ("email", "email"),
+    ("phone", "phone"),
+    ("mobile", "phone"),
+    ("number", "phone"),
+    ("address", "address"),
+    ("birthday", "birthday"),
+    ("born", "birthday"),
+    ("age", "age"),
+    ("salary", "salary"),
+    ("earns", "salary"),
+    ("rent", "rent"),
+    ("drives", "car"),
+    ("car", "car"),
+    ("plan", "plan"),
+    ("subscription", "plan"),
+    ("doctor", "doctor"),
+    ("gp", "doctor"),
+    ("dentist", "dentist"),
+    ("married", "relationship"),
+    ("engaged", "relationship"),
+    ("dating", "relationship"),
+    ("girlfriend", "relationship"),
+    ("boyfriend", "relationship"),
+    ("studies", "study"),
+    ("studying", "study"),
+    ("major", "study"),
+    ("prefers", "preference"),
+    ("prefer", "preference"),
+    ("weighs", "weight"),
+    ("weight", "weight"),
+    ("provider", "provider"),
+    ("bank", "bank"),
+    ("school", "school"),
+    ("manager", "manager"),
+];
+
+/// Words that say the person dislikes something (a stored liking of it is retracted).
+const DISLIKING: &[&str] = &[
+    "dislike", "dislikes", "hate", "hates", "detest", "detests", "loathe",
+];
+/// Words that say the person likes something.
+const LIKING: &[&str] = &[
+    "like", "likes", "love", "loves", "enjoy", "enjoys", "adore", "fan",
+];
+
+/// Words that carry no content for these rules, beyond the shared stopwords.
+const FILLER: &[&str] = &[
+    "user",
+    "now",
+    "currently",
+    "these",
+    "days",
+    "also",
+    "really",
+    "very",
+];
+
+/// Capitalised words that are not names (days, months are values of their own).
+const NOT_NAMES: &[&str] = &["I", "Mr", "Mrs", "Ms", "Dr", "St"];
+
+/// Words that negate without saying that something ended: with "until" they only put a date on
+/// a fact ("doesn't expire until 2034"), which retracts nothing.
+const NEGATIONS: &[&str] = &["not", "no", "never"];
+
+/// Words that name a period: sharing "a year" or "a month" does not make two amounts one.
+const PERIODS: &[&str] = &[
+    "year",
+    "month",
+    "week",
+    "day",
+    "night",
+    "quarter",
+    "time",
+    "fortnight",
+    "hour",
+];
+
+/// Words that link the two sides of a preference ("prefers tea over coffee").
+const PREFERENCE_LINKS: &[&str] = &["to", "over", "than"];
+
+/// One content word or value of a text, in the order of the text.
+#[derive(Debug, Clone)]
+struct Token {
+    /// What it compares by: a stem, a number's digits, or an abbreviation lowercased.
+    key: String,
+    /// Whether it is written as an abbreviation ("F1", "VW", "BSc"): its letters are initials.
+    abbreviation: bool,
+    /// Its position among the text's words.
+    at: usize,
+}
+
+/// What the rules read in a text.
+#[derive(Debug, Default)]
+struct Reading {
+    /// Content words, stemmed and read through the lexicon (no function words, no retraction
+    /// words, no values).
+    content: BTreeSet<String>,
+    /// Numbers (digits, leading zeros dropped; number words as digits) and capitalised names,
+    /// lowercased.
+    values: BTreeSet<String>,
+    /// The content words and values in order.
+    tokens: Vec<Token>,
+    /// Whether it retracts something.
+    retracts: bool,
+    /// Whether it names a replacement.
+    replaces: bool,
+    /// Whether it says it is in addition to something.
+    adds: bool,
+    /// Others it is about ("sister").
+    others: BTreeSet<String>,
+    /// The owner named by a leading possessive ("Rex" of "Rex's vet is …"), when not one of
+    /// the others: the fact is about something of theirs.
+    possessor: Option<String>,
+    /// The one-valued slots it fills.
+    slots: BTreeSet<&'static str>,
+    /// The word qualifying a slot's word ("work" in "work email"), by slot.
+    qualifiers: BTreeMap<&'static str, String>,
+    /// Whether it says the person dislikes something ("hates", "can't stand", "doesn't like").
+    dislikes: bool,
+    /// Whether it says the person likes something.
+    likes: bool,
+    /// A preference of one thing over another ("prefers tea over coffee"): (preferred, other).
+    preference: Option<(BTreeSet<String>, BTreeSet<String>)>,
+    /// The text without its retraction words.
+    stripped: String,
+}
+
+impl Reading {
+    /// Whether `key` is one of its content words or values.
+    fn has(&self, key: &str) -> bool {
+        self.content.contains(key) || self.values.contains(key)
+    }
+}
+
+fn stem(stemmer: &Stemmer, word: &str) -> String {
+    stemmer.stem(word).into_owned()
+}
+
+/// The number a numeric word starts with, and what follows its digits: "07" → (7, ""), "50mg"
+/// → (50, "mg"), "38k" → (38, "k"). "£24.99" is two words by the word rule ("24", "99").
+fn number_of(word: &str) -> Option<(u64, &str)> {
+    let end = word
+        .char_indices()
+        .find(|(_, c)| !c.is_ascii_digit())
+        .map_or(word.len(), |(i, _)| i);
+    if end == 0 {
+        return None;
+    }
+    // More digits than a u64 holds (a long account number): the last 18 still tell it apart.
+    let digits = &word[end.saturating_sub(18)..end];
+    digits.parse().ok().map(|n| (n, &word[end..]))
+}
+
+/// `text` with the thousands separators of numbers removed ("€1,200" → "€1200"), so a number
+/// is one word.
+fn joined_numbers(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    for (i, &c) in chars.iter().enumerate() {
+        let between_digits = i > 0
+            && chars[i - 1].is_ascii_digit()
+            && chars.get(i + 1).is_some_and(char::is_ascii_digit);
+        if c == ',' && between_digits {
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `text` with ISO dates spelled as "9 August 2024", so "2024-08-09" and "9 August 2024" name
+/// the same day, month and year.
+fn spelled_iso_dates(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut i = 0;
+    let mut copied = 0;
+    while i + 10 <= bytes.len() {
+        let window = &bytes[i..i + 10];
+        let shaped = window.iter().enumerate().all(|(k, b)| match k {
+            4 | 7 => *b == b'-',
+            _ => b.is_ascii_digit(),
+        });
+        let alone = (i == 0 || !bytes[i - 1].is_ascii_digit())
+            && bytes.get(i + 10).is_none_or(|b| !b.is_ascii_digit());
+        let month = text
+            .get(i + 5..i + 7)
+            .and_then(|m| m.parse::<usize>().ok())
+            .and_then(|m| m.checked_sub(1))
+            .and_then(|m| MONTHS.get(m));
+        match (
+            shaped && alone,
+            month,
+            text.get(i + 8..i + 10),
+            text.get(i..i + 4),
+        ) {
+            (true, Some(month), Some(day), Some(year)) => {
+                out.push_str(&text[copied..i]);
+                out.push_str(&format!("{day} {month} {year}"));
+                i += 10;
+                copied = i;
+            }
+            _ => i += 1,
+        }
+    }
+    out.push_str(&text[copied..]);
+    out
+}
+
+/// Whether `word` is written as an abbreviation: a capital, then more capitals or digits
+/// ("F1", "VW", "BSc", "UK"), five characters at most.
+fn is_abbreviation(word: &str) -> bool {
+    let mut chars = word.chars();
+    let starts_capital = chars.next().is_some_and(char::is_uppercase);
+    let count = word.chars().count();
+    starts_capital
+        && (2..=5).contains(&count)
+        && chars.any(|c| c.is_uppercase() || c.is_ascii_digit())
+        && word.chars().all(char::is_alphanumeric)
+}
+
+/// The value of the number words starting at `start` ("twelve hundred" → 1200, "twenty five"
+/// → 25, "two thousand and fifty" → 2050) and the number of words read.
+fn number_words_at(lower: &[String], start: usize) -> Option<(u64, usize)> {
+    let unit = |w: &str| NUMBER_WORDS.iter().find(|(n, _)| *n == w).map(|(_, v)| *v);
+    let multiplier = |w: &str| MULTIPLIERS.iter().find(|(n, _)| *n == w).map(|(_, v)| *v);
+    let (mut total, mut current, mut read) = (0u64, 0u64, 0usize);
+    let mut i = start;
+    while let Some(w) = lower.get(i) {
+        if let Some(v) = unit(w) {
+            current = current.saturating_add(v);
+        } else if let Some(m) = multiplier(w) {
+            if m == 100 {
+                current = current.max(1).saturating_mul(m);
+            } else {
+                total = total.saturating_add(current.max(1).saturating_mul(m));
+                current = 0;
+            }
+        } else if w == "and"
+            && read > 0
+            && lower
+                .get(i + 1)
+                .is_some_and(|n| unit(n).is_some() || multiplier(n).is_some())
+        {
+            // "two hundred and fifty": the "and" joins one number.
+        } else {
+            break;
+        }
+        read += 1;
+        i += 1;
+    }
+    (read > 0).then_some((total.saturating_add(current), i - start))
+}
+
+fn read(stemmer: &Stemmer, text: &str) -> Reading {
+    let text = &spelled_iso_dates(&joined_numbers(text));
+    let mut r = Reading::default();
+    let spans: Vec<(usize, usize)> = crate::text::spans(text).collect();
+    let lower: Vec<String> = spans
+        .iter()
+        .map(|&(a, b)| fold(&text[a..b].to_lowercase()))
+        .collect();
+    let contracted_not = lower
+        .windows(2)
+        .any(|w| w[1] == "t" && NEGATED_AUXILIARIES.contains(&w[0].as_str()));
+    let negated = contracted_not || lower.iter().any(|w| NEGATIONS.contains(&w.as_str()));
+    // "doesn't like" and "can't stand" dislike; "hates" too.
+    let negated_liking = lower.windows(3).any(|w| {
+        let negation = NEGATIONS.contains(&w[0].as_str()) || w[0] == "t";
+        negation && (LIKING.contains(&w[1].as_str()) || LIKING.contains(&w[2].as_str()))
+    }) || lower.windows(2).any(|w| {
+        (NEGATIONS.contains(&w[0].as_str()) || w[0] == "t") && LIKING.contains(&w[1].as_str())
+    });
+    r.dislikes = lower.iter().any(|w| DISLIKING.contains(&w.as_str()))
+        || negated_liking
+        || lower
+            .windows(3)
+            .any(|w| w[0] == "can" && w[1] == "t" && w[2] == "stand");
+    r.likes = !negated_liking && lower.iter().any(|w| LIKING.contains(&w.as_str()));
+    let pair = lower
+        .windows(2)
+        .any(|w| RETRACTING_PAIRS.contains(&(w[0].as_str(), w[1].as_str())));
+    let ending = lower
+        .iter()
+        .any(|w| RETRACTING_WORDS.contains(&w.as_str()) && !NEGATIONS.contains(&w.as_str()));
+    // "doesn't expire until 2034" dates a fact; a negation with "until" retracts nothing.
+    let dated = lower.iter().any(|w| w == "until" || w == "till");
+    r.retracts = pair || ending || (negated && !dated);
+    r.replaces = lower.iter().enumerate().any(|(i, w)| {
+        let out = lower
+            .get(i + 1)
+            .is_some_and(|next| next == "out" || next == "away");
+        REPLACING_WORDS.contains(&w.as_str()) && !(w == "moved" && out)
+    });
+    r.adds = lower.iter().any(|w| ADDING_WORDS.contains(&w.as_str()));
+    // A leading possessive names whose the fact is: "Rex's vet" is about Rex's vet, not Rex.
+    let leading_possessive = spans.len() > 1
+        && lower[1] == "s"
+        && text[spans[0].1..spans[1].0]
+            .chars()
+            .all(|c| c == '\'' || c == '’')
+        && spans[0].1 < spans[1].0
+        && lower[0] != "user"
+        && !OTHERS.contains(&synonym(&lower[0]));
+    if leading_possessive {
+        r.possessor = Some(stem(stemmer, synonym(&lower[0])));
+    }
+    let mut kept = Vec::new();
+    let mut i = 0;
+    while i < lower.len() {
+        let w = lower[i].as_str();
+        let in_pair = |j: usize, k: usize| {
+            lower
+                .get(j)
+                .zip(lower.get(k))
+                .is_some_and(|(a, b)| RETRACTING_PAIRS.contains(&(a.as_str(), b.as_str())))
+        };
+        let retraction = RETRACTING_WORDS.contains(&w)
+            || (w == "t" && contracted_not)
+            || NEGATED_AUXILIARIES.contains(&w)
+            || in_pair(i, i + 1)
+            || (i > 0 && in_pair(i - 1, i));
+        if retraction && r.retracts {
+            i += 1;
+            continue;
+        }
+        kept.push(lower[i].clone());
+        let (start, end) = spans[i];
+        let original = &text[start..end];
+        if OTHERS.contains(&w) || OTHERS.contains(&synonym(w)) {
+            r.others.insert(synonym(w).to_owned());
+        }
+        let phrase = lower.get(i + 1).and_then(|next| {
+            PHRASES
+                .iter()
+                .find(|(a, b, _)| *a == w && b == next)
+                .map(|(_, _, read_as)| *read_as)
+        });
+        let slot_word = phrase.unwrap_or(w);
+        if let Some((_, slot)) = ONE_VALUED.iter().find(|(word, _)| *word == slot_word) {
+            r.slots.insert(slot);
+            // The content word just before a slot's word qualifies it ("work email").
+            let before = r.tokens.last().filter(|t| t.at + 1 == i && !t.abbreviation);
+            let same_slot = |t: &&Token| {
+                ONE_VALUED
+                    .iter()
+                    .any(|(word, s)| s == slot && stem(stemmer, synonym(word)) == t.key)
+            };
+            if let Some(token) = before.filter(|t| !same_slot(t)) {
+                r.qualifiers.insert(slot, token.key.clone());
+            }
+        }
+        let at = i;
+        let push = |r: &mut Reading, key: String, value: bool, abbreviation: bool| {
+            if value {
+                r.values.insert(key.clone());
+            } else {
+                r.content.insert(key.clone());
+            }
+            r.tokens.push(Token {
+                key,
+                abbreviation,
+                at,
+            });
+        };
+        if let Some(read_as) = phrase {
+            push(&mut r, stem(stemmer, read_as), false, false);
+            if let Some(next) = lower.get(i + 1) {
+                kept.push(next.clone());
+            }
+            i += 2;
+            continue;
+        }
+        if let Some((mut number, rest)) = number_of(w) {
+            let mut read_words = 1;
+            if rest == "k" {
+                number = number.saturating_mul(1_000);
+            }
+            if let Some((_, m)) = lower
+                .get(i + 1)
+                .and_then(|next| MULTIPLIERS.iter().find(|(n, _)| n == next))
+            {
+                number = number.saturating_mul(*m);
+                read_words = 2;
+            }
+            // "2pm" and "2:30 pm" are 14 o'clock; the hour is the word before ":30pm".
+            let pm = rest == "pm" || lower.get(i + 1).is_some_and(|n| n == "pm");
+            let after_colon = start > 0 && text[..start].ends_with(':');
+            if pm && after_colon {
+                let hour = r.tokens.last().and_then(|t| t.key.parse::<u64>().ok());
+                if let Some(hour) = hour.filter(|h| *h < 12) {
+                    r.values.remove(&hour.to_string());
+                    if let Some(last) = r.tokens.last_mut() {
+                        last.key = (hour + 12).to_string();
+                    }
+                    r.values.insert((hour + 12).to_string());
+                }
+            } else if pm && number < 12 {
+                number += 12;
+            }
+            push(&mut r, number.to_string(), true, false);
+            i += read_words;
+            continue;
+        }
+        if let Some((number, read_words)) = number_words_at(&lower, i) {
+            push(&mut r, number.to_string(), true, false);
+            for k in 1..read_words {
+                if let Some(next) = lower.get(i + k) {
+                    kept.push(next.clone());
+                }
+            }
+            i += read_words;
+            continue;
+        }
+        i += 1;
+        let skipped = is_stopword(w) && !is_listed(w)
+            || FILLER.contains(&w)
+            || LIGHT_VERBS.contains(&w)
+            || GRADING.contains(&w)
+            || CURRENCIES.contains(&w)
+            || NEGATED_AUXILIARIES.contains(&w)
+            || NEGATIONS.contains(&w);
+        let capitalised = original.chars().next().is_some_and(char::is_uppercase);
+        if is_abbreviation(original) && !is_listed(w) {
+            push(&mut r, w.to_owned(), true, true);
+            continue;
+        }
+        if capitalised && i > 1 && !NOT_NAMES.contains(&original) && !is_listed(w) {
+            push(&mut r, stem(stemmer, w), true, false);
+            continue;
+        }
+        if skipped || w.chars().count() < 2 {
+            continue;
+        }
+        push(&mut r, stem(stemmer, synonym(w)), false, false);
+    }
+    r.preference = preference_of(&lower, &r.tokens);
+    r.stripped = kept.join(" ");
+    r
+}
+
+/// The two sides of "prefer X to/over/rather than Y", as content keys; none when either side
+/// is empty ("prefers to be called Jo").
+fn preference_of(
+    lower: &[String],
+    tokens: &[Token],
+) -> Option<(BTreeSet<String>, BTreeSet<String>)> {
+    let verb = lower.iter().position(|w| w.starts_with("prefer"))?;
+    let link = (verb + 2..lower.len()).find(|&i| PREFERENCE_LINKS.contains(&lower[i].as_str()))?;
+    let side = |from: usize, to: usize| -> BTreeSet<String> {
+        tokens
+            .iter()
+            .filter(|t| t.at > from && t.at < to)
+            .map(|t| t.key.clone())
+            .collect()
+    };
+    let (preferred, other) = (side(verb, link), side(link, lower.len()));
+    (!preferred.is_empty() && !other.is_empty()).then_some((preferred, other))
+}
+
+/// Whether `a` and `b` are one word cut short ("barca" / "barcelona", "member" /
+/// "membership", "studi" / "student"): they share a prefix of four letters or more that is at
+/// least four fifths of the shorter one.
+fn clipped(a: &str, b: &str) -> bool {
+    if a.chars().any(|c| c.is_ascii_digit()) || b.chars().any(|c| c.is_ascii_digit()) {
+        return false;
+    }
+    let common = a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
+    let shorter = a.chars().count().min(b.chars().count());
+    common >= 4 && 5 * common >= 4 * shorter
+}
+
+/// The tokens of `words` that the abbreviation `short` stands for: initials of consecutive
+/// words with its digits as numbers ("f1" → "formula 1", "uk" → "united kingdom"), or the
+/// letters of one longer word in order from its first ("vw" → "volkswagen").
+fn expansion<'a>(short: &Token, words: &'a [Token]) -> Option<Vec<&'a Token>> {
+    let mut units: Vec<String> = Vec::new();
+    for c in short.key.chars() {
+        match units.last_mut() {
+            Some(last) if c.is_ascii_digit() && last.chars().all(|d| d.is_ascii_digit()) => {
+                last.push(c);
+            }
+            _ => units.push(c.to_string()),
+        }
+    }
+    let unit_matches = |unit: &str, token: &Token| {
+        if unit.chars().all(|c| c.is_ascii_digit()) {
+            token.key == unit.trim_start_matches('0')
+        } else {
+            token.key.starts_with(unit) && !token.abbreviation
+        }
+    };
+    if units.len() >= 2 {
+        for window in words.windows(units.len()) {
+            let consecutive = window.windows(2).all(|p| p[1].at <= p[0].at + 2);
+            if consecutive && units.iter().zip(window).all(|(u, t)| unit_matches(u, t)) {
+                return Some(window.iter().collect());
+            }
+        }
+    }
+    let letters: Vec<char> = short.key.chars().collect();
+    if letters.iter().all(char::is_ascii_alphabetic) {
+        for token in words.iter().filter(|t| !t.abbreviation) {
+            let mut rest = token.key.chars();
+            let first = rest.next();
+            let in_order = letters[1..].iter().all(|l| rest.any(|c| c == *l));
+            if first == letters.first().copied()
+                && in_order
+                && token.key.chars().count() > letters.len() + 2
+            {
+                return Some(vec![token]);
+            }
+        }
+    }
+    None
+}
+
+/// How a new fact's words and values stand to a stored memory's.
+#[derive(Debug, Default)]
+struct Comparison {
+    /// Content words of the fact the memory lacks.
+    new_words: BTreeSet<String>,
+    /// Content words of the memory the fact lacks.
+    old_words: BTreeSet<String>,
+    /// Values of the fact the memory lacks.
+    new_values: BTreeSet<String>,
+    /// Values of the memory the fact lacks.
+    old_values: BTreeSet<String>,
+    /// Content words the two share (a word and its synonym, clipping or abbreviation count),
+    /// periods ("a month") aside.
+    shared: usize,
+    /// Values the two share.
+    shared_values: usize,
+}
+
+/// Compares a fact with a memory: exact keys first, then clippings and abbreviations of the
+/// keys left over.
+fn compare(new: &Reading, old: &Reading, periods: &BTreeSet<String>) -> Comparison {
+    let mut c = Comparison::default();
+    let mut matched_new: BTreeSet<&str> = BTreeSet::new();
+    let mut matched_old: BTreeSet<&str> = BTreeSet::new();
+    for token in &new.tokens {
+        if old.has(&token.key) {
+            matched_new.insert(&token.key);
+            matched_old.insert(&token.key);
+        }
+    }
+    let left = |tokens: &[Token], matched: &BTreeSet<&str>| -> Vec<Token> {
+        tokens
+            .iter()
+            .filter(|t| !matched.contains(t.key.as_str()))
+            .cloned()
+            .collect()
+    };
+    let (new_left, old_left) = (
+        left(&new.tokens, &matched_new),
+        left(&old.tokens, &matched_old),
+    );
+    let mut soft_new: BTreeSet<String> = BTreeSet::new();
+    let mut soft_old: BTreeSet<String> = BTreeSet::new();
+    let mut soft = 0;
+    for token in &new_left {
+        if soft_new.contains(&token.key) {
+            continue;
+        }
+        let found: Option<Vec<&Token>> = if token.abbreviation {
+            expansion(token, &old_left)
+        } else {
+            old_left
+                .iter()
+                .find(|o| !soft_old.contains(&o.key) && clipped(&token.key, &o.key))
+                .map(|o| vec![o])
+        };
+        if let Some(found) = found {
+            soft_new.insert(token.key.clone());
+            soft_old.extend(found.iter().map(|t| t.key.clone()));
+            soft += 1;
+        }
+    }
+    for token in old_left.iter().filter(|t| t.abbreviation) {
+        if soft_old.contains(&token.key) {
+            continue;
+        }
+        if let Some(found) = expansion(token, &new_left) {
+            soft_old.insert(token.key.clone());
+            soft_new.extend(found.iter().map(|t| t.key.clone()));
+            soft += 1;
+        }
+    }
+    let unmatched = |set: &BTreeSet<String>, other: &Reading, soft: &BTreeSet<String>| {
+        set.iter()
+            .filter(|k| !other.has(k) && !soft.contains(*k))
+            .cloned()
+            .collect::<BTreeSet<String>>()
+    };
+    c.new_words = unmatched(&new.content, old, &soft_new);
+    c.old_words = unmatched(&old.content, new, &soft_old);
+    c.new_values = unmatched(&new.values, old, &soft_new);
+    c.old_values = unmatched(&old.values, new, &soft_old);
+    c.shared = new
+        .content
+        .iter()
+        .filter(|k| old.has(k) && !periods.contains(*k))
+        .count()
+        + soft;
+    c.shared_values = new.values.iter().filter(|k| old.has(k)).count();
+    c
+}
+
+fn list(set: &BTreeSet<&String>) -> String {
+    set.iter()
+        .map(|s| s.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The deterministic decider (see the module's rules).
+pub struct RuleDecider<E> {
+    embedder: E,
+    thresholds: RuleThresholds,
+    stemmer: Stemmer,
+    /// The keys of the one-valued slots' words.
+    slot_stems: BTreeSet<String>,
+    /// The keys of the period words.
+    periods: BTreeSet<String>,
+}
+
+impl<E: std::fmt::Debug> std::fmt::Debug for RuleDecider<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RuleDecider")
+            .field("embedder", &self.embedder)
+            .field("thresholds", &self.thresholds)
+            .finish()
+    }
+}
+
+impl<E: Embedder> RuleDecider<E> {
+    /// A decider using `embedder` (the store's encoder) with `thresholds`.
+    pub fn new(embedder: E, thresholds: RuleThresholds) -> RuleDecider<E> {
+        let stemmer = Stemmer::create(Algorithm::English);
+        let slot_stems = ONE_VALUED
+            .iter()
+            .map(|(word, _)| stem(&stemmer, synonym(word)))
+            .collect();
+        let periods = PERIODS.iter().map(|w| stem(&stemmer, w)).collect();
+        RuleDecider {
+            embedder,
+            thresholds,
+            stemmer,
+            slot_stems,
+            periods,
+        }
+    }
+
+    fn decide_with(&self, fact: &str, candidates: &[Candidate]) -> Result<Decision> {
+        if candidates.is_empty() {
+            return Ok(Decision::add("nothing similar is stored"));
+        }
+        let new = read(&self.stemmer, fact);
+        let old: Vec<Reading> = candidates
+            .iter()
+            .map(|c| read(&self.stemmer, &c.text))
+            .collect();
+        let mut texts: Vec<&str> = vec![fact, &new.stripped];
+        for (c, r) in candidates.iter().zip(&old) {
+            texts.push(&c.text);
+            texts.push(&r.stripped);
+        }
+        let vectors = self.embedder.embed(&texts)?;
+        let vector = |i: usize| vectors.get(i).map(Vec::as_slice).unwrap_or(&[]);
+        let t = &self.thresholds;
+        let compared: Vec<Comparison> = old
+            .iter()
+            .map(|o| compare(&new, o, &self.periods))
+            .collect();
+
+        let (best, score) = (0..candidates.len())
+            .map(|i| (i, memdb_vectors::dot_f32(vector(0), vector(2 + 2 * i))))
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .unwrap_or((0, 0.0));
+        let c = &compared[best];
+
+        // A dislike stored is said again; a dislike of what is stored as liked retracts it.
+        if new.dislikes {
+            if old[best].dislikes && (score >= t.refinement || c.shared >= 1) {
+                return Ok(Decision::on(
+                    Operation::None,
+                    best,
+                    format!("the same dislike is stored (similarity {score:.2})"),
+                ));
+            }
+            if old[best].likes && score >= t.same_subject {
+                return Ok(Decision::on(
+                    Operation::Delete,
+                    best,
+                    "a dislike of what is stored as liked",
+                ));
+            }
+        }
+        // 1. A retraction retracts the memory its content matches best; saying a stored
+        //    retraction again ("I don't smoke" after "Quit smoking") is nothing new.
+        if new.retracts && !new.replaces {
+            let (closest, closest_similarity) = (0..candidates.len())
+                .map(|i| (i, memdb_vectors::dot_f32(vector(1), vector(3 + 2 * i))))
+                .max_by(|a, b| a.1.total_cmp(&b.1))
+                .unwrap_or((0, 0.0));
+            if old[closest].retracts && closest_similarity >= t.refinement {
+                return Ok(Decision::on(
+                    Operation::None,
+                    closest,
+                    format!("the same retraction is stored (similarity {closest_similarity:.2})"),
+                ));
+            }
+            // A stored retraction whose words the fact repeats, adding none.
+            let repeated = (0..candidates.len())
+                .filter(|&i| {
+                    let c = &compared[i];
+                    old[i].retracts
+                        && c.new_words.is_empty()
+                        && c.new_values.is_empty()
+                        && c.shared >= 1
+                })
+                .map(|i| (i, memdb_vectors::dot_f32(vector(1), vector(3 + 2 * i))))
+                .max_by(|a, b| a.1.total_cmp(&b.1));
+            if let Some((i, similarity)) = repeated.filter(|(_, s)| *s >= t.weak) {
+                return Ok(Decision::on(
+                    Operation::None,
+                    i,
+                    format!("repeats a stored retraction (similarity {similarity:.2})"),
+                ));
+            }
+            if old[best].retracts && score >= t.refinement {
+                return Ok(Decision::on(
+                    Operation::None,
+                    best,
+                    format!("the same retraction is stored (similarity {score:.2})"),
+                ));
+            }
+            let target = (0..candidates.len())
+                .filter(|&i| !old[i].retracts)
+                .map(|i| (i, memdb_vectors::dot_f32(vector(1), vector(3 + 2 * i))))
+                .max_by(|a, b| a.1.total_cmp(&b.1));
+            if let Some((i, similarity)) = target {
+                let overlap = compared[i].shared + compared[i].shared_values;
+                if similarity >= t.retract || (similarity >= t.weak && overlap >= 1) {
+                    return Ok(Decision::on(
+                        Operation::Delete,
+                        i,
+                        format!(
+                            "retracts it (similarity {similarity:.2} without the retraction words)"
+                        ),
+                    ));
+                }
+            }
+            return Ok(Decision::add("a retraction of nothing stored"));
+        }
+
+        let o = &old[best];
+        // Slot words themselves ("phone" / "mobile", "GP" / "doctor") name the slot, not its
+        // filler: they are not new or lost content.
+        let slot_word = |w: &&String| !self.slot_stems.contains(*w);
+        let new_words: BTreeSet<&String> = c.new_words.iter().filter(slot_word).collect();
+        let old_words: BTreeSet<&String> = c.old_words.iter().filter(slot_word).collect();
+        let new_values: BTreeSet<&String> = c.new_values.iter().collect();
+        let old_values: BTreeSet<&String> = c.old_values.iter().collect();
+        // A slot qualified differently on each side ("work email", "personal email") is
+        // another slot.
+        let qualified_apart: Vec<&str> = new
+            .qualifiers
+            .iter()
+            .filter(|(slot, q)| o.qualifiers.get(*slot).is_some_and(|other| other != *q))
+            .map(|(slot, _)| *slot)
+            .collect();
+        let same_slot = new
+            .slots
+            .intersection(&o.slots)
+            .any(|slot| !qualified_apart.contains(slot));
+        // 2. Another subject: too far in meaning, unless it shares words (or a slot) and
+        //    changes a value.
+        let changes = (!new_values.is_empty() && !old_values.is_empty()) || new.replaces;
+        // A short memory the fact repeats whole ("Has a sister" → "My sister Nadia is a vet")
+        // is its subject however far the added words take the encoder.
+        let contains_old = c.old_words.is_empty() && c.old_values.is_empty() && c.shared >= 1;
+        let near = score >= t.same_subject
+            || (score >= t.weak && (c.shared >= 1 || same_slot) && changes)
+            || (score >= t.weak && contains_old);
+        if !near {
+            return Ok(Decision::add(format!(
+                "nothing stored is about this (best similarity {score:.2})"
+            )));
+        }
+        if new.others != o.others {
+            return Ok(Decision::add("about someone else than the stored memory"));
+        }
+        // "Rex's vet" is about Rex's vet; it is about the memory only if that is about Rex.
+        if let Some(owner) = &new.possessor {
+            let about_owner = o.tokens.first().is_some_and(|t| &t.key == owner)
+                || o.possessor.as_ref() == Some(owner);
+            if !about_owner {
+                return Ok(Decision::add(format!(
+                    "about something of {owner}'s, not what is stored"
+                )));
+            }
+        }
+        if !qualified_apart.is_empty() && !same_slot {
+            return Ok(Decision::add(format!(
+                "another {} than the stored one",
+                qualified_apart.join(", ")
+            )));
+        }
+        // A stored retraction taken back ("doesn't drink coffee" → "drinks coffee again").
+        if o.retracts
+            && !new.retracts
+            && memdb_vectors::dot_f32(vector(0), vector(3 + 2 * best)) >= t.retract
+        {
+            return Ok(Decision::on(
+                Operation::Update,
+                best,
+                "takes back a stored retraction",
+            ));
+        }
+        // In addition to what is stored, not instead of it.
+        if new.adds && score < t.paraphrase {
+            return Ok(Decision::add("in addition to what is stored"));
+        }
+        // 3. A change: a replacement named, a preference turned round, a changed value, or a
+        //    one-valued slot refilled.
+        if new.replaces {
+            return Ok(Decision::on(
+                Operation::Update,
+                best,
+                "names what replaced it",
+            ));
+        }
+        let turned_round = match (&new.preference, &o.preference) {
+            (Some((preferred, other)), Some((was_preferred, was_other))) => {
+                !preferred.is_disjoint(was_other) && !other.is_disjoint(was_preferred)
+            }
+            _ => false,
+        };
+        if turned_round {
+            return Ok(Decision::on(
+                Operation::Update,
+                best,
+                "the preference is turned round",
+            ));
+        }
+        if !new_values.is_empty() && !old_values.is_empty() {
+            return Ok(Decision::on(
+                Operation::Update,
+                best,
+                format!("changes {} to {}", list(&old_values), list(&new_values)),
+            ));
+        }
+        if same_slot && !new_words.is_empty() && !old_words.is_empty() && score >= t.refinement {
+            return Ok(Decision::on(
+                Operation::Update,
+                best,
+                format!(
+                    "one-valued: {} instead of {}",
+                    list(&new_words),
+                    list(&old_words)
+                ),
+            ));
+        }
+        // 4. Nothing new: no value the memory lacks, and no new word or a paraphrase.
+        if new_values.is_empty() && (new_words.is_empty() || score >= t.paraphrase) {
+            return Ok(Decision::on(
+                Operation::None,
+                best,
+                format!("adds nothing to it (similarity {score:.2})"),
+            ));
+        }
+        // 5. A refinement: keeps most of what is stored and adds to it.
+        let kept = o.content.len().saturating_sub(old_words.len());
+        let keeps = old_values.is_empty() && 2 * kept >= o.content.len();
+        if keeps && score >= t.weak {
+            return Ok(Decision::on(
+                Operation::Update,
+                best,
+                format!(
+                    "adds {}",
+                    list(&new_words.union(&new_values).copied().collect())
+                ),
+            ));
+        }
+        if new_values.is_empty() && !old_values.is_empty() && score >= t.refinement {
+            return Ok(Decision::on(Operation::None, best, "says less than it"));
+        }
+        // 6.
+        Ok(Decision::add(format!(
+            "related (similarity {score:.2}) but a memory of its own"
+        )))
+    }
+}
+
+impl<E: Embedder + Send + Sync + std::fmt::Debug> Decider for RuleDecider<E> {
+    fn decide(&self, fact: &str, candidates: &[Candidate]) -> Result<Decision> {
+        self.decide_with(fact, candidates)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reading_finds_values_retractions_and_others() {
+        let stemmer = Stemmer::create(Algorithm::English);
+        let r = read(&stemmer, "I no longer live in Lisbon since 2024-03-01");
+        assert!(r.retracts && !r.replaces, "{r:?}");
+        assert!(
+            r.values.contains("lisbon") && r.values.contains("2024"),
+            "{r:?}"
+        );
+        assert!(!r.stripped.contains("longer"), "{}", r.stripped);
+        let r = read(&stemmer, "My sister doesn't eat meat");
+        assert!(r.retracts);
+        assert!(r.others.contains("sister"));
+        let r = read(&stemmer, "Switched from Netflix to Disney+");
+        assert!(!r.retracts && r.replaces);
+        let r = read(&stemmer, "Has two dogs and catches the 07:42");
+        assert!(r.content.contains("dog"), "{r:?}");
+        assert!(r.values.contains("2") && r.values.contains("7"), "{r:?}");
+    }
+
+    #[test]
+    fn numbers_are_read_from_words_suffixes_times_and_iso_dates() {
+        let stemmer = Stemmer::create(Algorithm::English);
+        let r = read(&stemmer, "Pays twelve hundred euros a month in rent");
+        assert!(r.values.contains("1200"), "{r:?}");
+        assert!(
+            !r.content.contains("euro") && !r.content.contains("pay"),
+            "{r:?}"
+        );
+        let r = read(
+            &stemmer,
+            "Earns about £38k, two thousand and fifty less than before",
+        );
+        assert!(
+            r.values.contains("38000") && r.values.contains("2050"),
+            "{r:?}"
+        );
+        let r = read(&stemmer, "Dinner at 2:30pm, lunch at 1pm");
+        assert!(
+            r.values.contains("14") && r.values.contains("13") && r.values.contains("30"),
+            "{r:?}"
+        );
+        assert!(!r.values.contains("2") && !r.values.contains("1"), "{r:?}");
+        assert_eq!(
+            spelled_iso_dates("Haircut on 2024-08-09 at 14:30"),
+            "Haircut on 09 August 2024 at 14:30"
+        );
+        assert_eq!(spelled_iso_dates("Code 12024-08-091"), "Code 12024-08-091");
+        let iso = read(&stemmer, "Haircut on 2024-08-09");
+        let spelled = read(&stemmer, "Haircut on 9 August 2024");
+        assert_eq!(iso.values, spelled.values);
+    }
+
+    #[test]
+    fn clippings_and_abbreviations_match_their_long_forms() {
+        assert!(clipped("barca", "barcelona") && clipped("member", "membership"));
+        assert!(!clipped("car", "card") && !clipped("dental", "dentist"));
+        assert!(!clipped("2024", "20245"));
+        let stemmer = Stemmer::create(Algorithm::English);
+        let periods = BTreeSet::new();
+        let c = compare(
+            &read(&stemmer, "Watches F1"),
+            &read(&stemmer, "Watches Formula 1"),
+            &periods,
+        );
+        assert!(c.new_values.is_empty() && c.old_values.is_empty(), "{c:?}");
+        assert!(c.old_words.is_empty(), "{c:?}");
+        let c = compare(
+            &read(&stemmer, "Drives a VW"),
+            &read(&stemmer, "Drives a Volkswagen"),
+            &periods,
+        );
+        assert!(c.new_values.is_empty() && c.old_values.is_empty(), "{c:?}");
+        let c = compare(
+            &read(&stemmer, "Drives a BMW"),
+            &read(&stemmer, "Drives a Volkswagen"),
+            &periods,
+        );
+        assert!(
+            !c.new_values.is_empty() && !c.old_values.is_empty(),
+            "{c:?}"
+        );
+    }
+
+    #[test]
+    fn a_reading_finds_owners_qualifiers_preferences_and_dated_negations() {
+        let stemmer = Stemmer::create(Algorithm::English);
+        let r = read(&stemmer, "Rex's vet is Dr. Jansen");
+        assert_eq!(r.possessor.as_deref(), Some("rex"));
+        assert!(
+            read(&stemmer, "Mum's party is on Saturday")
+                .possessor
+                .is_none()
+        );
+        assert!(
+            read(&stemmer, "User's daughter is Lily")
+                .possessor
+                .is_none()
+        );
+        let r = read(&stemmer, "Work email is m.lopez@fintrak.com");
+        assert_eq!(r.qualifiers.get("email").map(String::as_str), Some("work"));
+        let r = read(&stemmer, "Phone number is 0151 234 5678");
+        assert!(r.qualifiers.is_empty(), "{r:?}");
+        let r = read(&stemmer, "These days I prefer coffee to tea");
+        let (preferred, other) = r.preference.clone().unwrap_or_default();
+        assert!(
+            preferred.contains("coffe") && other.contains("tea"),
+            "{r:?}"
+        );
+        assert!(
+            read(&stemmer, "Prefers to be called Jo")
+                .preference
+                .is_none()
+        );
+        let r = read(&stemmer, "My passport doesn't expire until 2034");
+        assert!(!r.retracts && !r.content.contains("doesn"), "{r:?}");
+        let r = read(&stemmer, "Doesn't like cilantro at all");
+        assert!(
+            r.dislikes && !r.likes && r.content.contains("coriand"),
+            "{r:?}"
+        );
+        let r = read(&stemmer, "Ben moved out, there's no lodger now");
+        assert!(r.retracts && !r.replaces, "{r:?}");
+        let r = read(&stemmer, "My partner earns about £38k");
+        assert!(r.others.contains("partner"), "{r:?}");
+    }
+
+    /// An encoder for which any two different texts of one call have the same cosine, so a
+    /// test sees the lexical rules alone.
+    #[derive(Debug)]
+    struct Uniform(f32);
+
+    impl Embedder for Uniform {
+        fn embed(&self, texts: &[&str]) -> std::result::Result<Vec<Vec<f32>>, crate::EmbedError> {
+            let dimensions = texts.len() + 1;
+            Ok((0..texts.len())
+                .map(|i| {
+                    let mut v = vec![0.0; dimensions];
+                    v[0] = self.0.sqrt();
+                    v[i + 1] = (1.0 - self.0).sqrt();
+                    v
+                })
+                .collect())
+        }
+    }
+
+    fn decide(similarity: f32, fact: &str, stored: &[&str]) -> (Operation, Option<usize>) {
+        let decider = RuleDecider::new(Uniform(similarity), RuleThresholds::default());
+        let candidates: Vec<Candidate> = stored
+            .iter()
+            .map(|text| Candidate {
+                text: (*text).to_owned(),
+            })
+            .collect();
+        match decider.decide(fact, &candidates) {
+            Ok(d) => (d.op, d.target),
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn restated_facts_are_known_whatever_their_words() {
+        // Similar enough to be one subject, too far for the encoder alone to call a paraphrase.
+        let s = 0.7;
+        let none = (Operation::None, Some(0));
+        assert_eq!(
+            decide(
+                s,
+                "Pays twelve hundred euros a month in rent",
+                &["Monthly rent is €1,200"]
+            ),
+            none
+        );
+        assert_eq!(
+            decide(s, "Likes watching F1", &["Enjoys watching Formula 1"]),
+            none
+        );
+        assert_eq!(
+            decide(
+                s,
+                "Gets to the office by train",
+                &["Commutes to work by train"]
+            ),
+            none
+        );
+        assert_eq!(
+            decide(s, "Haircut on 2024-08-09", &["Haircut on 9 August 2024"]),
+            none
+        );
+        assert_eq!(
+            decide(s, "Doesn't like cilantro at all", &["Hates coriander"]),
+            none
+        );
+        assert_eq!(decide(s, "I don't smoke", &["Quit smoking in 2019"]), none);
+        // A dated negation retracts nothing: it says less than the stored renewal.
+        assert_eq!(
+            decide(
+                s,
+                "My passport doesn't expire until 2034",
+                &["Renewed the passport in January 2024, valid until January 2034"]
+            ),
+            none
+        );
+    }
+
+    #[test]
+    fn other_owners_slots_and_periods_keep_a_fact_apart() {
+        let s = 0.7;
+        let add = (Operation::Add, None);
+        assert_eq!(
+            decide(s, "Rex's vet is Dr. Jansen", &["Has a dog named Rex"]),
+            add
+        );
+        assert_eq!(
+            decide(
+                s,
+                "Work email is m.lopez@fintrak.com",
+                &["Personal email is maria.lopez@gmail.com"]
+            ),
+            add
+        );
+        assert_eq!(
+            decide(s, "Has a cat named Mia", &["Has a dog named Rex"]),
+            add
+        );
+        assert_eq!(
+            decide(
+                s,
+                "My partner earns about £38k",
+                &["Salary is £42,000 a year"]
+            ),
+            add
+        );
+        // Below one subject, sharing only "a year" does not make two amounts one.
+        assert_eq!(
+            decide(
+                0.4,
+                "Water rates are £520 a year",
+                &["Pays council tax of £1,850 a year"]
+            ),
+            add
+        );
+    }
+
+    #[test]
+    fn preferences_turned_round_and_repeated_short_memories_are_updates() {
+        let update = (Operation::Update, Some(0));
+        assert_eq!(
+            decide(
+                0.9,
+                "These days I prefer coffee to tea",
+                &["Prefers tea over coffee"]
+            ),
+            update
+        );
+        assert_eq!(
+            decide(0.9, "Prefers tea over coffee", &["Prefers tea over coffee"]).0,
+            Operation::None
+        );
+        assert_eq!(
+            decide(
+                0.35,
+                "My sister Nadia is a vet in Glasgow",
+                &["Has a sister"]
+            ),
+            update
+        );
+        assert_eq!(
+            decide(
+                0.35,
+                "My brother Tom is a vet in Glasgow",
+                &["Has a sister"]
+            )
+            .0,
+            Operation::Add
+        );
+    }
+}

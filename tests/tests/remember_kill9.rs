@@ -1,0 +1,111 @@
+//! Crash safety of `Store::remember`: a writer killed with SIGKILL at random moments of a loop
+//! of remember calls (each one commit of several memory operations) leaves, every time, a store
+//! that checks clean, holds every acknowledged call's operations and all or none of the call
+//! in flight, and never half an UPDATE or DELETE: every op that closed a version has that
+//! version in the history, and every version an op wrote is there.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::collections::HashMap;
+use std::process::Command;
+use std::time::Duration;
+
+use memdb::{MemoryOpKind, Options, Store};
+use memdb_it::Rng;
+
+#[test]
+fn a_killed_remember_leaves_all_or_none_of_its_operations() {
+    let dir = tempfile::tempdir().unwrap();
+    let store_dir = dir.path().join("s");
+    let log = dir.path().join("log");
+    let rounds = memdb_it::env_u64("MEMDB_REMEMBER_KILL_ROUNDS", 8);
+    let mut rng = Rng::new(0x5eed);
+    let mut next_call = 0u64;
+    let mut acked_ops = 0u64;
+    for round in 0..rounds {
+        let _ = std::fs::remove_file(&log);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_remember_writer"))
+            .args([
+                store_dir.to_str().unwrap(),
+                log.to_str().unwrap(),
+                &next_call.to_string(),
+            ])
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(rng.range(150, 900)));
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let mut facts: HashMap<u64, u64> = HashMap::new();
+        let mut in_flight = None;
+        for line in text.lines() {
+            let parts: Vec<&str> = line.split_whitespace().collect();
+            match parts.as_slice() {
+                ["I", n, k] => {
+                    let n: u64 = n.parse().unwrap();
+                    facts.insert(n, k.parse().unwrap());
+                    in_flight = Some(n);
+                }
+                ["C", n] => {
+                    let n: u64 = n.parse().unwrap();
+                    acked_ops += facts[&n];
+                    in_flight = None;
+                    next_call = n + 1;
+                }
+                _ => {} // a torn last line: its call was never acknowledged
+            }
+        }
+        let store = Store::open(&store_dir, Options::default()).unwrap();
+        let check = store.check().unwrap();
+        assert!(check.is_clean(), "round {round}: {:?}", check.problems);
+        let snap = store.snapshot().unwrap();
+        let log_rows = snap.op_log(None).unwrap();
+        let logged = log_rows.len() as u64;
+        let flight = in_flight.map_or(0, |n| facts[&n]);
+        assert!(
+            logged == acked_ops || logged == acked_ops + flight,
+            "round {round}: {logged} ops logged, {acked_ops} acknowledged, {flight} in flight"
+        );
+        if logged > acked_ops {
+            // The call in flight committed before the kill: count it, and start after it.
+            acked_ops = logged;
+            next_call = in_flight.unwrap() + 1;
+        } else if let Some(n) = in_flight {
+            next_call = n + 1;
+        }
+        for row in &log_rows {
+            let history = snap.history(row.memory_id).unwrap();
+            match row.kind {
+                MemoryOpKind::Update | MemoryOpKind::Delete => assert!(
+                    history
+                        .versions
+                        .iter()
+                        .any(|v| v.closed_by == Some(row.seq)),
+                    "round {round}: op {} closed no version of memory {}",
+                    row.seq,
+                    row.memory_id
+                ),
+                _ => {}
+            }
+            if matches!(row.kind, MemoryOpKind::Add | MemoryOpKind::Update) {
+                assert!(
+                    history
+                        .versions
+                        .iter()
+                        .any(|v| v.system_from_ms() == row.system_ms),
+                    "round {round}: the version op {} wrote is missing",
+                    row.seq
+                );
+            }
+        }
+        // Exactly the current memories have a vector (made in the same commit).
+        let keys = snap.vector_keys(memdb::ITEM_VECTORS).unwrap();
+        for id in snap.item_ids().unwrap() {
+            assert!(
+                keys.contains(id),
+                "round {round}: memory {id} has no vector"
+            );
+        }
+    }
+    assert!(acked_ops > 0, "no call was acknowledged in {rounds} rounds");
+}
