@@ -1,0 +1,21 @@
+//! The memorability gate (SAMD, ../shared/papers/samd-memory-discrimination.txt §3–4): decides
+//! *before writing* whether a text is worth remembering.
+//!
+//! Owns the scene catalogue ([`Scenes`]: scenes with salient words and phrases and the positive
+//! and negative rules of an optional judge; the built-in one is `scenes.toml`, user scenes
+//! come from TOML) and the Gating Unit Module ([`Gum`]): one Aho-Corasick automaton over every
+//! scene's words, matched against the text's normalised words; any hit passes, and the
+//! scene-hit list (which scenes, by which words) is the explanation a person sees.
+//!
+//! Invariants:
+//! - a word or phrase matches only whole normalised words (lower case; every run of
+//!   characters that are not letters, digits or an in-word apostrophe is one space), so case,
+//!   punctuation and line breaks never decide a match;
+//! - a scene catalogue that does not parse, or names a scene twice, or has a scene without
+//!   words, is a typed [`SceneError`] naming the scene: nothing half-loaded.
+
+mod gum;
+mod scenes;
+
+pub use gum::{Gum, GumHits, SceneHit, normalise};
+pub use scenes::{BUILTIN_SCENES, Scene, SceneError, Scenes};
