@@ -194,7 +194,8 @@ mod tests {
 
     #[test]
     fn bad_catalogues_are_typed_errors_naming_the_scene() {
-        let cases: [(&str, fn(&SceneError) -> bool); 8] = [
+        type Expect = fn(&SceneError) -> bool;
+        let cases: [(&str, Expect); 8] = [
             ("version = 1\n[[scene]\n", |e| {
                 matches!(e, SceneError::Toml(_))
             }),
