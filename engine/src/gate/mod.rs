@@ -14,8 +14,12 @@
 //! - a scene catalogue that does not parse, or names a scene twice, or has a scene without
 //!   words, is a typed [`SceneError`] naming the scene: nothing half-loaded.
 
+mod eval;
 mod gum;
+mod learn;
 mod scenes;
 
-pub use gum::{Gum, GumHits, SceneHit, normalise};
+pub use eval::{GateEval, LabelledText, evaluate, locomo_texts};
+pub use gum::{Gum, GumError, GumHits, SceneHit, normalise};
+pub use learn::{LearnOptions, SalientWord, learn_lexicon, score_words};
 pub use scenes::{BUILTIN_SCENES, Scene, SceneError, Scenes};

@@ -167,6 +167,11 @@ impl Scenes {
         Ok(Scenes { scenes })
     }
 
+    /// A catalogue of `scenes` as given (their words already normalised: a learned lexicon).
+    pub(crate) fn from_parts(scenes: Vec<Scene>) -> Scenes {
+        Scenes { scenes }
+    }
+
     /// Its scenes, in catalogue order.
     pub fn scenes(&self) -> &[Scene] {
         &self.scenes

@@ -1,0 +1,174 @@
+//! Mining salient words from labelled texts: the weighted log-odds ratio with an informative
+//! Dirichlet prior (Monroe, Colaresi & Quinn 2008, "Fightin' Words"), memorable against not
+//! memorable, over the texts' normalised words.
+//!
+//! Counts are per text (a word counts once per text it is in: the gate asks whether a text
+//! holds a word, not how often). The prior of word `w` is `α_w = α₀ · share of w in all texts`
+//! and `z_w = δ_w / √(1/(y_m + α_w) + 1/(y_n + α_w))`, `δ_w` the difference of the two classes'
+//! smoothed log-odds. A word is salient when `z_w > threshold` and it is in at least
+//! `min_count` memorable texts.
+
+use std::collections::HashMap;
+
+use super::gum::normalise;
+use super::scenes::{Scene, Scenes};
+
+/// How a lexicon is learned.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LearnOptions {
+    /// z-score a word must exceed.
+    pub threshold: f64,
+    /// Fewest memorable texts a word must be in.
+    pub min_count: u32,
+    /// Prior strength α₀; `None`: the number of word occurrences (per text) in all texts.
+    pub prior: Option<f64>,
+    /// Also two-word phrases.
+    pub bigrams: bool,
+}
+
+impl Default for LearnOptions {
+    fn default() -> Self {
+        // The feasibility study on the LoCoMo files (nested leave-one-file-out on the training
+        // files only) picked 0.75 on every fold.
+        LearnOptions {
+            threshold: 0.75,
+            min_count: 1,
+            prior: None,
+            bigrams: false,
+        }
+    }
+}
+
+/// A salient word and its score.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SalientWord {
+    /// The normalised word or phrase.
+    pub word: String,
+    /// Its z-score (memorable over not).
+    pub z: f64,
+    /// Memorable texts holding it.
+    pub memorable: u32,
+    /// Other texts holding it.
+    pub other: u32,
+}
+
+/// The distinct words (and with `bigrams` the two-word phrases) of a text.
+fn terms(text: &str, bigrams: bool) -> Vec<String> {
+    let normal = normalise(text);
+    let words: Vec<&str> = normal.split(' ').filter(|w| !w.is_empty()).collect();
+    let mut out: Vec<String> = words.iter().map(|w| (*w).to_owned()).collect();
+    if bigrams {
+        out.extend(words.windows(2).map(|p| format!("{} {}", p[0], p[1])));
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// Every word of `texts` (text, memorable) with its z-score, best first (ties by word).
+pub fn score_words(texts: &[(&str, bool)], options: &LearnOptions) -> Vec<SalientWord> {
+    let mut counts: HashMap<String, (u32, u32)> = HashMap::new();
+    let (mut total_m, mut total_n) = (0f64, 0f64);
+    for (text, memorable) in texts {
+        for term in terms(text, options.bigrams) {
+            let entry = counts.entry(term).or_default();
+            if *memorable {
+                entry.0 += 1;
+                total_m += 1.0;
+            } else {
+                entry.1 += 1;
+                total_n += 1.0;
+            }
+        }
+    }
+    let total = total_m + total_n;
+    let a0 = options.prior.unwrap_or(total).max(f64::MIN_POSITIVE);
+    let mut out: Vec<SalientWord> = counts
+        .into_iter()
+        .filter_map(|(word, (m, n))| {
+            let (ym, yn) = (f64::from(m), f64::from(n));
+            let aw = a0 * (ym + yn) / total;
+            let odds = |y: f64, class_total: f64| {
+                let rest = class_total + a0 - y - aw;
+                ((y + aw) / rest).ln()
+            };
+            let delta = odds(ym, total_m) - odds(yn, total_n);
+            let z = delta / (1.0 / (ym + aw) + 1.0 / (yn + aw)).sqrt();
+            z.is_finite().then_some(SalientWord {
+                word,
+                z,
+                memorable: m,
+                other: n,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| b.z.total_cmp(&a.z).then_with(|| a.word.cmp(&b.word)));
+    out
+}
+
+/// A one-scene catalogue of the words salient under `options`, named `name`.
+pub fn learn_lexicon(texts: &[(&str, bool)], options: &LearnOptions, name: &str) -> Scenes {
+    let words: Vec<String> = score_words(texts, options)
+        .into_iter()
+        .filter(|w| w.z > options.threshold && w.memorable >= options.min_count)
+        .map(|w| w.word)
+        .collect();
+    Scenes::from_parts(vec![Scene {
+        name: name.to_owned(),
+        words,
+        positive: vec![format!(
+            "holds a word salient in memorable texts (log-odds z > {})",
+            options.threshold
+        )],
+        negative: Vec::new(),
+        intents: Vec::new(),
+    }])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_of_memorable_texts_score_high_and_shared_words_near_zero() {
+        let texts = [
+            ("I adopted a puppy last week", true),
+            ("We adopted a kitten", true),
+            ("My puppy is sick", true),
+            ("haha ok thanks", false),
+            ("ok sounds good", false),
+            ("thanks a lot haha", false),
+        ];
+        let scored = score_words(&texts, &LearnOptions::default());
+        let z = |w: &str| scored.iter().find(|s| s.word == w).unwrap().z;
+        // Twice in memorable texts only > once > in both classes > only in the others.
+        assert!(
+            z("adopted") > z("kitten") && z("kitten") > z("a"),
+            "{scored:?}"
+        );
+        assert!(z("a") > 0.0 && z("a") < 0.5);
+        assert!(z("haha") < z("sounds") && z("sounds") < 0.0);
+        let options = LearnOptions {
+            threshold: 0.6,
+            ..LearnOptions::default()
+        };
+        let lexicon = learn_lexicon(&texts, &options, "learned");
+        assert_eq!(lexicon.scenes()[0].words, ["adopted", "puppy"]);
+    }
+
+    #[test]
+    fn a_word_counts_once_per_text_and_bigrams_are_phrases() {
+        let texts = [("dog dog dog", true), ("cat", false)];
+        let scored = score_words(&texts, &LearnOptions::default());
+        assert_eq!(
+            scored.iter().find(|s| s.word == "dog").unwrap().memorable,
+            1
+        );
+        let with_pairs = LearnOptions {
+            bigrams: true,
+            ..LearnOptions::default()
+        };
+        let scored = score_words(&[("Road trip!", true), ("no", false)], &with_pairs);
+        assert!(scored.iter().any(|s| s.word == "road trip"));
+    }
+}
