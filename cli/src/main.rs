@@ -10,6 +10,7 @@ mod demo;
 mod embed;
 mod error;
 mod export;
+mod gate;
 mod import;
 mod model;
 mod ops;
@@ -53,6 +54,42 @@ enum OpsCommand {
         /// Seconds one decision may take.
         #[arg(long, default_value_t = 60)]
         timeout: u64,
+    },
+}
+
+#[derive(Subcommand)]
+enum GateCommand {
+    /// Score a lexicon (a scene catalogue; the built-in scenes by default) on LoCoMo turns: a
+    /// turn is memorable when a question of its file cites it. Prints texts, memorable, the
+    /// share of memorable turns kept and of the others dropped, accuracy, weighted F1 and µs
+    /// per text.
+    Eval {
+        /// LoCoMo files, or folders of them.
+        #[arg(long, required = true, num_args = 1..)]
+        locomo: Vec<PathBuf>,
+        /// The lexicon (scene catalogue TOML, as `memdb gate learn` writes).
+        #[arg(long)]
+        lexicon: Option<PathBuf>,
+        /// Leave one conversation out: each file's turns gated by a lexicon learned on the
+        /// other files only; per-fold rows and the pooled figures.
+        #[arg(long)]
+        cross_validate: bool,
+        /// Learning: the log-odds z-score a salient word exceeds.
+        #[arg(long, default_value_t = 0.75)]
+        threshold: f64,
+    },
+    /// Learn a lexicon from LoCoMo turns (log-odds with an informative Dirichlet prior,
+    /// memorable against not) and write it as a scene catalogue.
+    Learn {
+        /// LoCoMo files, or folders of them.
+        #[arg(long, required = true, num_args = 1..)]
+        locomo: Vec<PathBuf>,
+        /// Where to write the lexicon (TOML).
+        #[arg(long)]
+        out: PathBuf,
+        /// The log-odds z-score a salient word exceeds.
+        #[arg(long, default_value_t = 0.75)]
+        threshold: f64,
     },
 }
 
@@ -157,6 +194,11 @@ enum Command {
     Ops {
         #[command(subcommand)]
         command: OpsCommand,
+    },
+    /// The memorability gate: what is worth remembering before it is written.
+    Gate {
+        #[command(subcommand)]
+        command: GateCommand,
     },
     /// Remember what was said: extract its facts, compare each with the most similar stored
     /// memories, and ADD, UPDATE, DELETE or keep (NONE) them in one commit, printing what was
@@ -739,6 +781,44 @@ fn run(command: Command, out: &Out) -> Result<ExitCode> {
             };
             let summary = ops::eval(&scenarios, decider, !out.json)?;
             out.emit(summary.json(), || summary.text());
+        }
+        Command::Gate {
+            command:
+                GateCommand::Eval {
+                    locomo,
+                    lexicon,
+                    cross_validate,
+                    threshold,
+                },
+        } => {
+            let options = memdb::gate::LearnOptions {
+                threshold,
+                ..memdb::gate::LearnOptions::default()
+            };
+            let (doc, text) = gate::eval(&locomo, lexicon.as_deref(), cross_validate, &options)?;
+            out.emit(doc, || text);
+        }
+        Command::Gate {
+            command:
+                GateCommand::Learn {
+                    locomo,
+                    out: file,
+                    threshold,
+                },
+        } => {
+            let options = memdb::gate::LearnOptions {
+                threshold,
+                ..memdb::gate::LearnOptions::default()
+            };
+            let doc = gate::learn(&locomo, &file, &options)?;
+            out.emit(doc.clone(), || {
+                format!(
+                    "learned {} salient words from {} turns into {}",
+                    doc["words"],
+                    doc["texts"],
+                    file.display()
+                )
+            });
         }
         Command::Remember {
             dir,

@@ -73,47 +73,54 @@ pub struct GateEval {
 /// Scores `gum` on `texts` (a text passes when it hits any scene).
 pub fn evaluate(gum: &Gum, texts: &[LabelledText]) -> GateEval {
     let started = Instant::now();
-    let kept: Vec<bool> = texts
+    let decisions: Vec<(bool, bool)> = texts
         .iter()
-        .map(|t| gum.hits(&t.text, None).is_memorable())
+        .map(|t| (t.memorable, gum.hits(&t.text, None).is_memorable()))
         .collect();
-    let micros = started.elapsed().as_secs_f64() * 1e6;
-    let mut confusion = [[0usize; 2]; 2]; // [memorable][kept]
-    for (t, &k) in texts.iter().zip(&kept) {
-        confusion[usize::from(t.memorable)][usize::from(k)] += 1;
-    }
-    let [[tn, fp], [fneg, tp]] = confusion;
-    let share = |a: usize, b: usize| {
-        if a + b == 0 {
+    GateEval::of(&decisions, started.elapsed().as_secs_f64() * 1e6)
+}
+
+impl GateEval {
+    /// The figures of `(memorable, kept)` decisions that took `micros` in all.
+    pub fn of(decisions: &[(bool, bool)], micros: f64) -> GateEval {
+        let mut confusion = [[0usize; 2]; 2]; // [memorable][kept]
+        for &(memorable, kept) in decisions {
+            confusion[usize::from(memorable)][usize::from(kept)] += 1;
+        }
+        let [[tn, fp], [fneg, tp]] = confusion;
+        let share = |a: usize, b: usize| {
+            if a + b == 0 {
+                0.0
+            } else {
+                a as f64 / (a + b) as f64
+            }
+        };
+        let f1 = |tp: usize, fp: usize, fneg: usize| {
+            let denom = 2 * tp + fp + fneg;
+            if denom == 0 {
+                0.0
+            } else {
+                2.0 * tp as f64 / denom as f64
+            }
+        };
+        let n = decisions.len();
+        let memorable = tp + fneg;
+        // The "not memorable" class's F1 has dropped texts as its positives.
+        let weighted_f1 = if n == 0 {
             0.0
         } else {
-            a as f64 / (a + b) as f64
+            (memorable as f64 * f1(tp, fp, fneg) + (n - memorable) as f64 * f1(tn, fneg, fp))
+                / n as f64
+        };
+        GateEval {
+            texts: n,
+            memorable,
+            memorable_kept: share(tp, fneg),
+            not_memorable_dropped: share(tn, fp),
+            accuracy: share(tp + tn, fp + fneg),
+            weighted_f1,
+            us_per_text: if n == 0 { 0.0 } else { micros / n as f64 },
         }
-    };
-    let f1 = |tp: usize, fp: usize, fneg: usize| {
-        let denom = 2 * tp + fp + fneg;
-        if denom == 0 {
-            0.0
-        } else {
-            2.0 * tp as f64 / denom as f64
-        }
-    };
-    let n = texts.len();
-    let memorable = tp + fneg;
-    // The "not memorable" class's F1 has dropped texts as its positives.
-    let weighted_f1 = if n == 0 {
-        0.0
-    } else {
-        (memorable as f64 * f1(tp, fp, fneg) + (n - memorable) as f64 * f1(tn, fneg, fp)) / n as f64
-    };
-    GateEval {
-        texts: n,
-        memorable,
-        memorable_kept: share(tp, fneg),
-        not_memorable_dropped: share(tn, fp),
-        accuracy: share(tp + tn, fp + fneg),
-        weighted_f1,
-        us_per_text: if n == 0 { 0.0 } else { micros / n as f64 },
     }
 }
 

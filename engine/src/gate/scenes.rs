@@ -6,7 +6,7 @@
 //! scene is wrong.
 
 use memdb_formats::item::Source;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// The catalogue shipped with memdb (written by the project; see the file's header).
 pub const BUILTIN_SCENES: &str = include_str!("scenes.toml");
@@ -70,7 +70,7 @@ pub struct Scenes {
     scenes: Vec<Scene>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 struct RawCatalogue {
     version: u32,
@@ -78,7 +78,7 @@ struct RawCatalogue {
     scene: Vec<RawScene>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 struct RawScene {
     name: String,
@@ -172,6 +172,26 @@ impl Scenes {
         Scenes { scenes }
     }
 
+    /// The catalogue as TOML ([`Scenes::from_toml`] reads it back as it is).
+    pub fn to_toml(&self) -> String {
+        let raw = RawCatalogue {
+            version: 1,
+            scene: self
+                .scenes
+                .iter()
+                .map(|s| RawScene {
+                    name: s.name.clone(),
+                    words: s.words.clone(),
+                    positive: s.positive.clone(),
+                    negative: s.negative.clone(),
+                    intents: s.intents.iter().map(|i| i.name().to_owned()).collect(),
+                })
+                .collect(),
+        };
+        // Strings, lists and tables only: serialising them cannot fail.
+        toml::to_string(&raw).unwrap_or_default()
+    }
+
     /// Its scenes, in catalogue order.
     pub fn scenes(&self) -> &[Scene] {
         &self.scenes
@@ -238,6 +258,12 @@ mod tests {
             Scenes::from_toml(unknown_key),
             Err(SceneError::Toml(_))
         ));
+    }
+
+    #[test]
+    fn a_catalogue_reads_back_from_its_toml() {
+        let scenes = Scenes::builtin().unwrap();
+        assert_eq!(Scenes::from_toml(&scenes.to_toml()).unwrap(), scenes);
     }
 
     #[test]

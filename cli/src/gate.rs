@@ -1,0 +1,186 @@
+//! `memdb gate …`: the memorability gate measured and taught on labelled conversations
+//! (`memdb::gate`). `eval` scores a lexicon (a scene catalogue; the built-in one by default)
+//! on LoCoMo turns, or with `--cross-validate` learns one per held-out conversation from the
+//! others; `learn` writes a learned lexicon as a scene catalogue.
+
+use std::path::{Path, PathBuf};
+
+use memdb::gate::{
+    GateEval, Gum, LabelledText, LearnOptions, Scenes, evaluate, learn_lexicon, locomo_texts,
+};
+use serde_json::{Value, json};
+
+use crate::error::{CliError, Result};
+
+/// The LoCoMo files named: each path a file, or a folder whose `*.json` files are taken.
+fn locomo_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for path in paths {
+        if path.is_dir() {
+            let listing = std::fs::read_dir(path).map_err(|e| CliError::io("list", path, e))?;
+            let mut found: Vec<PathBuf> = listing
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "json") && p.is_file())
+                .collect();
+            found.sort();
+            files.extend(found);
+        } else {
+            files.push(path.clone());
+        }
+    }
+    if files.is_empty() {
+        return Err(CliError::Usage("--locomo names no LoCoMo file"));
+    }
+    Ok(files)
+}
+
+/// Every file's labelled turns, one group per file.
+fn read_groups(paths: &[PathBuf]) -> Result<Vec<Vec<LabelledText>>> {
+    locomo_files(paths)?
+        .iter()
+        .map(|file| {
+            let bytes = std::fs::read(file).map_err(|e| CliError::io("read", file, e))?;
+            locomo_texts(file, &bytes).map_err(|e| CliError::Gate {
+                file: file.clone(),
+                reason: e.to_string(),
+            })
+        })
+        .collect()
+}
+
+fn read_lexicon(file: Option<&Path>) -> Result<Scenes> {
+    match file {
+        None => Scenes::builtin().map_err(|e| CliError::Gate {
+            file: PathBuf::from("(built-in scenes)"),
+            reason: e.to_string(),
+        }),
+        Some(file) => {
+            let text = std::fs::read_to_string(file).map_err(|e| CliError::io("read", file, e))?;
+            Scenes::from_toml(&text).map_err(|e| CliError::Gate {
+                file: file.to_path_buf(),
+                reason: e.to_string(),
+            })
+        }
+    }
+}
+
+fn gum(scenes: Scenes) -> Result<Gum> {
+    Gum::new(scenes).map_err(|e| CliError::Gate {
+        file: PathBuf::from("(scene words)"),
+        reason: e.to_string(),
+    })
+}
+
+fn figures(e: &GateEval) -> Value {
+    json!({
+        "texts": e.texts,
+        "memorable": e.memorable,
+        "memorable_kept": e.memorable_kept,
+        "not_memorable_dropped": e.not_memorable_dropped,
+        "accuracy": e.accuracy,
+        "weighted_f1": e.weighted_f1,
+        "us_per_text": e.us_per_text,
+    })
+}
+
+fn row(name: &str, e: &GateEval, words: usize) -> String {
+    format!(
+        "{name:>10} | {:>5} | {:>9} | {:>6.1} % | {:>7.1} % | {:>8.3} | {:>11.3} | {words:>5} | {:>7.2}",
+        e.texts,
+        e.memorable,
+        100.0 * e.memorable_kept,
+        100.0 * e.not_memorable_dropped,
+        e.accuracy,
+        e.weighted_f1,
+        e.us_per_text
+    )
+}
+
+const HEADER: &str = "  held out | texts | memorable |     kept | dropped | accuracy | weighted F1 | words | µs/text";
+
+/// `memdb gate eval`: the JSON document and the table.
+pub(crate) fn eval(
+    locomo: &[PathBuf],
+    lexicon: Option<&Path>,
+    cross_validate: bool,
+    options: &LearnOptions,
+) -> Result<(Value, String)> {
+    let groups = read_groups(locomo)?;
+    let all: Vec<LabelledText> = groups.iter().flatten().cloned().collect();
+    if !cross_validate {
+        let scenes = read_lexicon(lexicon)?;
+        let words = scenes.word_count();
+        let e = evaluate(&gum(scenes)?, &all);
+        let mut doc = figures(&e);
+        doc["lexicon"] = json!({
+            "file": lexicon.map(|p| p.display().to_string()),
+            "words": words,
+        });
+        let text = format!("{HEADER}\n{}", row("all", &e, words));
+        return Ok((doc, text));
+    }
+    if lexicon.is_some() {
+        return Err(CliError::Usage(
+            "--cross-validate learns its own lexicons: leave out --lexicon",
+        ));
+    }
+    if groups.len() < 2 {
+        return Err(CliError::Usage(
+            "--cross-validate needs at least two conversations",
+        ));
+    }
+    // Leave one conversation out: its turns are gated by a lexicon learned on the others
+    // only; the pooled figures count every turn once, under the lexicon that never saw it.
+    let mut folds = Vec::new();
+    let mut lines = vec![HEADER.to_owned()];
+    let (mut kept, mut decided_us) = (Vec::new(), 0.0);
+    for (i, held_out) in groups.iter().enumerate() {
+        let train: Vec<(&str, bool)> = groups
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != i)
+            .flat_map(|(_, g)| g.iter().map(|t| (t.text.as_str(), t.memorable)))
+            .collect();
+        let scenes = learn_lexicon(&train, options, "learned");
+        let words = scenes.word_count();
+        let gate = gum(scenes)?;
+        let e = evaluate(&gate, held_out);
+        decided_us += e.us_per_text * e.texts as f64;
+        kept.extend(
+            held_out
+                .iter()
+                .map(|t| (t.memorable, gate.hits(&t.text, None).is_memorable())),
+        );
+        let group = held_out.first().map_or("", |t| t.group.as_str()).to_owned();
+        lines.push(row(&group, &e, words));
+        let mut fold = figures(&e);
+        fold["held_out"] = json!(group);
+        fold["words"] = json!(words);
+        folds.push(fold);
+    }
+    let pooled = GateEval::of(&kept, decided_us);
+    lines.push(row("pooled", &pooled, 0));
+    let mut doc = figures(&pooled);
+    doc["folds"] = Value::Array(folds);
+    doc["threshold"] = json!(options.threshold);
+    Ok((doc, lines.join("\n")))
+}
+
+/// `memdb gate learn`: writes the lexicon learned on all the turns; returns what it wrote.
+pub(crate) fn learn(locomo: &[PathBuf], out: &Path, options: &LearnOptions) -> Result<Value> {
+    let groups = read_groups(locomo)?;
+    let texts: Vec<(&str, bool)> = groups
+        .iter()
+        .flatten()
+        .map(|t| (t.text.as_str(), t.memorable))
+        .collect();
+    let scenes = learn_lexicon(&texts, options, "learned");
+    let words = scenes.word_count();
+    std::fs::write(out, scenes.to_toml()).map_err(|e| CliError::io("write", out, e))?;
+    Ok(json!({
+        "out": out.display().to_string(),
+        "texts": texts.len(),
+        "words": words,
+        "threshold": options.threshold,
+    }))
+}
