@@ -14,11 +14,13 @@
 //! - a scene catalogue that does not parse, or names a scene twice, or has a scene without
 //!   words, is a typed [`SceneError`] naming the scene: nothing half-loaded.
 
+mod cpm;
 mod eval;
 mod gum;
 mod learn;
 mod scenes;
 
+pub use cpm::{Clustering, CpmOptions, cluster_intents};
 pub use eval::{GateEval, LabelledText, evaluate, locomo_texts};
 pub use gum::{Gum, GumError, GumHits, SceneHit, normalise};
 pub use learn::{LearnOptions, SalientWord, learn_lexicon, score_words};
