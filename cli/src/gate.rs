@@ -184,3 +184,82 @@ pub(crate) fn learn(locomo: &[PathBuf], out: &Path, options: &LearnOptions) -> R
         "threshold": options.threshold,
     }))
 }
+
+/// `memdb gate clusters`: the store's intent × scene matrix and SAMD's intent clusters, each
+/// with the scenes its intents hit and those scenes' rules, for a person to review.
+pub(crate) fn clusters(
+    dir: &Path,
+    lexicon: Option<&Path>,
+    min_share: f64,
+    options: &memdb::gate::CpmOptions,
+) -> Result<(Value, String)> {
+    let store = crate::open_for_reading(dir)?;
+    let snapshot = store.snapshot()?;
+    let gate = gum(read_lexicon(lexicon)?)?;
+    let e = memdb::gate::store_affinity(&snapshot, &gate, min_share)?;
+    let scenes = gate.scenes().scenes();
+    let names: Vec<&str> = e.intents.iter().map(|s| s.name()).collect();
+    let Some(c) = memdb::gate::cluster_intents(&e.matrix, e.intents.len(), e.scenes, options)
+    else {
+        let doc = json!({"intents": names, "clusters": [], "why": "no intent hits any scene"});
+        return Ok((
+            doc,
+            "no intent of this store hits any scene: nothing to cluster".into(),
+        ));
+    };
+    // A cluster's scenes: those any of its intents has in E.
+    let scenes_of = |members: &[usize]| -> Vec<usize> {
+        (0..e.scenes)
+            .filter(|&s| members.iter().any(|&i| e.matrix[i * e.scenes + s] == 1))
+            .collect()
+    };
+    let mut groups: Vec<(&str, Vec<usize>)> =
+        c.by_distance.iter().map(|m| ("eq6", m.clone())).collect();
+    groups.extend(c.by_argmax.iter().map(|(_, m)| ("eq7", m.clone())));
+    let mut lines = vec![format!(
+        "rank {} ({:.1} % of E's ones rebuilt above σ = {}), ε = {}, scene share ≥ {min_share}",
+        c.rank,
+        100.0 * c.reconstructed,
+        options.sigma,
+        options.epsilon
+    )];
+    let mut json_clusters = Vec::new();
+    for (n, (rule, members)) in groups.iter().enumerate() {
+        let own = scenes_of(members);
+        let intents: Vec<&str> = members.iter().map(|&i| names[i]).collect();
+        lines.push(format!(
+            "cluster {} ({rule}): {}",
+            n + 1,
+            intents.join(", ")
+        ));
+        let mut scene_docs = Vec::new();
+        for &s in &own {
+            let scene = &scenes[s];
+            lines.push(format!("  scene {}", scene.name));
+            for p in &scene.positive {
+                lines.push(format!("    + {p}"));
+            }
+            for neg in &scene.negative {
+                lines.push(format!("    - {neg}"));
+            }
+            scene_docs.push(json!({
+                "scene": scene.name, "positive": scene.positive, "negative": scene.negative,
+            }));
+        }
+        json_clusters.push(json!({"by": rule, "intents": intents, "scenes": scene_docs}));
+    }
+    let doc = json!({
+        "rank": c.rank,
+        "reconstructed": c.reconstructed,
+        "sigma": options.sigma,
+        "epsilon": options.epsilon,
+        "min_share": min_share,
+        "intents": names,
+        "items": e.items,
+        "scenes": scenes.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
+        "matrix": e.matrix.chunks(e.scenes.max(1)).collect::<Vec<_>>(),
+        "hits": e.hits.chunks(e.scenes.max(1)).collect::<Vec<_>>(),
+        "clusters": json_clusters,
+    });
+    Ok((doc, lines.join("\n")))
+}

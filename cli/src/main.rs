@@ -78,6 +78,28 @@ enum GateCommand {
         #[arg(long, default_value_t = 0.75)]
         threshold: f64,
     },
+    /// The store's intents (source kinds) clustered by the scenes their items hit (SAMD's CPM:
+    /// SVD of the intent × scene matrix, Eq. 6 and Eq. 7), each cluster with its scenes'
+    /// positive and negative rules, for a person to review.
+    Clusters {
+        /// Store directory.
+        dir: PathBuf,
+        /// The scene catalogue (TOML; the built-in scenes by default).
+        #[arg(long)]
+        lexicon: Option<PathBuf>,
+        /// A scene belongs to an intent when at least this share of its items hit it.
+        #[arg(long, default_value_t = 0.05)]
+        min_share: f64,
+        /// σ: a one of the matrix counts as rebuilt above it (the rank rule: > 90 %).
+        #[arg(long, default_value_t = 0.5)]
+        sigma: f64,
+        /// ε: the largest distance inside an Eq. 6 cluster.
+        #[arg(long, default_value_t = 0.5)]
+        epsilon: f64,
+        /// A fixed rank instead of the 90 % rule.
+        #[arg(long)]
+        rank: Option<usize>,
+    },
     /// Learn a lexicon from LoCoMo turns (log-odds with an informative Dirichlet prior,
     /// memorable against not) and write it as a scene catalogue.
     Learn {
@@ -796,6 +818,25 @@ fn run(command: Command, out: &Out) -> Result<ExitCode> {
                 ..memdb::gate::LearnOptions::default()
             };
             let (doc, text) = gate::eval(&locomo, lexicon.as_deref(), cross_validate, &options)?;
+            out.emit(doc, || text);
+        }
+        Command::Gate {
+            command:
+                GateCommand::Clusters {
+                    dir,
+                    lexicon,
+                    min_share,
+                    sigma,
+                    epsilon,
+                    rank,
+                },
+        } => {
+            let options = memdb::gate::CpmOptions {
+                sigma,
+                epsilon,
+                rank,
+            };
+            let (doc, text) = gate::clusters(&dir, lexicon.as_deref(), min_share, &options)?;
             out.emit(doc, || text);
         }
         Command::Gate {

@@ -14,12 +14,14 @@
 //! - a scene catalogue that does not parse, or names a scene twice, or has a scene without
 //!   words, is a typed [`SceneError`] naming the scene: nothing half-loaded.
 
+mod affinity;
 mod cpm;
 mod eval;
 mod gum;
 mod learn;
 mod scenes;
 
+pub use affinity::{Affinity, store_affinity};
 pub use cpm::{Clustering, CpmOptions, cluster_intents};
 pub use eval::{GateEval, LabelledText, evaluate, locomo_texts};
 pub use gum::{Gum, GumError, GumHits, SceneHit, normalise};
