@@ -89,6 +89,8 @@ pub struct IngestOptions {
     pub graph: Option<GraphOptions>,
     /// Which pages to compose (after the graph, so pages record their nodes).
     pub pages: PageStage,
+    /// The memorability gate before each commit; `None` (the default) stores everything.
+    pub gate: Option<crate::gate::GateStage>,
     /// How pages are composed.
     #[cfg(feature = "render")]
     pub page_options: crate::scrapbook::PageOptions,
@@ -104,6 +106,7 @@ impl Default for IngestOptions {
             embed: true,
             graph: Some(GraphOptions::default()),
             pages: PageStage::All,
+            gate: None,
             #[cfg(feature = "render")]
             page_options: crate::scrapbook::PageOptions::default(),
         }
@@ -190,6 +193,10 @@ pub struct IngestReport {
     pub rejected: Vec<Rejected>,
     /// The store's warnings about puts and deletes.
     pub warnings: Vec<String>,
+    /// Items the gate dropped (`GateMode::Drop`), each with why.
+    pub gate_dropped: Vec<Rejected>,
+    /// Items the gate tagged with its decision (`GateMode::Tag`).
+    pub gate_tagged: u64,
     /// Items the place stage gave a place before they committed.
     pub placed: u64,
     /// The pass over stored items (`None`: it did not run, or had run before).
@@ -434,6 +441,19 @@ impl Ingest<'_> {
                 && fill_place(&mut item.draft.fields, places)
             {
                 self.report.placed += 1;
+            }
+            if let Some(gate) = &self.options.gate {
+                if !gate.apply(&mut item.draft.fields) {
+                    self.report.gate_dropped.push(Rejected {
+                        origin: item.origin,
+                        external_id: item.draft.fields.external_id,
+                        reason: "not memorable: no word of any scene".to_owned(),
+                    });
+                    continue;
+                }
+                if gate.mode == crate::gate::GateMode::Tag {
+                    self.report.gate_tagged += 1;
+                }
             }
             // What the store would refuse is set aside first: the rest then moves into the
             // batch without a copy, and a bad item costs no transaction.

@@ -20,6 +20,7 @@ mod eval;
 mod gum;
 mod learn;
 mod scenes;
+mod stage;
 
 pub use affinity::{Affinity, store_affinity};
 pub use cpm::{Clustering, CpmOptions, cluster_intents};
@@ -27,3 +28,4 @@ pub use eval::{GateEval, LabelledText, evaluate, locomo_texts};
 pub use gum::{Gum, GumError, GumHits, SceneHit, normalise};
 pub use learn::{LearnOptions, SalientWord, learn_lexicon, score_words};
 pub use scenes::{BUILTIN_SCENES, Scene, SceneError, Scenes};
+pub use stage::{GateMode, GateStage, TAG_MEMORABLE, TAG_NOT_MEMORABLE, TAG_SCENE_PREFIX};
