@@ -75,7 +75,7 @@ pub fn evaluate(gum: &Gum, texts: &[LabelledText]) -> GateEval {
     let started = Instant::now();
     let decisions: Vec<(bool, bool)> = texts
         .iter()
-        .map(|t| (t.memorable, gum.hits(&t.text, None).is_memorable()))
+        .map(|t| (t.memorable, gum.passes(&t.text, None)))
         .collect();
     GateEval::of(&decisions, started.elapsed().as_secs_f64() * 1e6)
 }

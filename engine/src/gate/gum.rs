@@ -41,6 +41,16 @@ pub fn normalise(text: &str) -> String {
     out
 }
 
+/// ` w1 w2 … wn `: the normalised text with the spaces that make every match whole words.
+fn padded(text: &str) -> String {
+    let normal = normalise(text);
+    let mut padded = String::with_capacity(normal.len() + 2);
+    padded.push(' ');
+    padded.push_str(&normal);
+    padded.push(' ');
+    padded
+}
+
 /// One scene a text matched, and by which of its words.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SceneHit {
@@ -127,13 +137,25 @@ impl Gum {
         &self.scenes
     }
 
+    /// Whether `text` matches any scene (with `intent`, any that applies to that source): the
+    /// gate's decision without its explanation, stopping at the first word that decides it.
+    pub fn passes(&self, text: &str, intent: Option<Source>) -> bool {
+        let padded = padded(text);
+        let all = self.scenes.scenes();
+        let applies = |s: usize| {
+            intent.is_none_or(|i| all[s].intents.is_empty() || all[s].intents.contains(&i))
+        };
+        self.automaton.find_overlapping_iter(&padded).any(|m| {
+            self.patterns[m.pattern().as_usize()]
+                .1
+                .iter()
+                .any(|&s| applies(s))
+        })
+    }
+
     /// The scenes `text` matches; with `intent`, only the scenes that apply to that source.
     pub fn hits(&self, text: &str, intent: Option<Source>) -> GumHits {
-        let normal = normalise(text);
-        let mut padded = String::with_capacity(normal.len() + 2);
-        padded.push(' ');
-        padded.push_str(&normal);
-        padded.push(' ');
+        let padded = padded(text);
         let all = self.scenes.scenes();
         let mut by_scene: Vec<Vec<String>> = vec![Vec::new(); all.len()];
         for m in self.automaton.find_overlapping_iter(&padded) {
@@ -224,6 +246,28 @@ words = ["mom's", "dog"]
         assert_eq!(names(&g.hits("Walked the DOG", None)), ["pets", "family"]);
         assert_eq!(names(&g.hits("at my mom’s place", None)), ["family"]);
         assert!(!g.hits("my mom is here", None).is_memorable());
+    }
+
+    #[test]
+    fn passing_agrees_with_the_hits() {
+        let g = gum(SMALL);
+        for text in [
+            "my cat",
+            "category",
+            "Road\ntrip",
+            "hotel",
+            "",
+            "mom's",
+            "mom",
+        ] {
+            for intent in [None, Some(Source::Image), Some(Source::Email)] {
+                assert_eq!(
+                    g.passes(text, intent),
+                    g.hits(text, intent).is_memorable(),
+                    "{text:?} {intent:?}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -172,6 +172,26 @@ impl Scenes {
         Scenes { scenes }
     }
 
+    /// A catalogue of `scenes`, each word normalised and empty ones left out (for programs
+    /// that build lexicons in code: benches, tools).
+    pub fn from_scenes(scenes: Vec<Scene>) -> Scenes {
+        Scenes {
+            scenes: scenes
+                .into_iter()
+                .map(|mut s| {
+                    s.words = s
+                        .words
+                        .iter()
+                        .map(|w| super::normalise(w))
+                        .filter(|w| !w.is_empty())
+                        .collect();
+                    s.words.dedup();
+                    s
+                })
+                .collect(),
+        }
+    }
+
     /// The catalogue as TOML ([`Scenes::from_toml`] reads it back as it is).
     pub fn to_toml(&self) -> String {
         let raw = RawCatalogue {

@@ -17,6 +17,17 @@ pub const TAG_NOT_MEMORABLE: &str = "gate:not-memorable";
 /// Prefix of the tags naming the scenes an item hit.
 pub const TAG_SCENE_PREFIX: &str = "gate:scene:";
 
+/// The recall text of an item not stored yet (what the gate reads).
+fn text_of(fields: &ItemFields) -> String {
+    crate::recall::item_text(&ItemRecord {
+        id: 0,
+        ingest_time_ms: 0,
+        fields: fields.clone(),
+        supersedes: None,
+        blobs: Vec::new(),
+    })
+}
+
 /// What the stage does with its decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GateMode {
@@ -38,24 +49,16 @@ pub struct GateStage {
 impl GateStage {
     /// The GUM's hits on `fields`' recall text, with their source as the intent.
     pub fn hits(&self, fields: &ItemFields) -> GumHits {
-        let record = ItemRecord {
-            id: 0,
-            ingest_time_ms: 0,
-            fields: fields.clone(),
-            supersedes: None,
-            blobs: Vec::new(),
-        };
-        self.gum
-            .hits(&crate::recall::item_text(&record), Some(fields.source))
+        self.gum.hits(&text_of(fields), Some(fields.source))
     }
 
     /// Decides on `fields`: `false` when the item is to be dropped. In `Tag` mode records
     /// the decision on the item (replacing an earlier decision's tags).
     pub fn apply(&self, fields: &mut ItemFields) -> bool {
-        let hits = self.hits(fields);
         if self.mode == GateMode::Drop {
-            return hits.is_memorable();
+            return self.gum.passes(&text_of(fields), Some(fields.source));
         }
+        let hits = self.hits(fields);
         fields.tags.retain(|t| !t.starts_with("gate:"));
         if hits.is_memorable() {
             fields.tags.push(TAG_MEMORABLE.to_owned());
