@@ -129,11 +129,34 @@ pub(crate) fn eval(
             "--cross-validate needs at least two conversations",
         ));
     }
-    // Leave one conversation out: its turns are gated by a lexicon learned on the others
-    // only; the pooled figures count every turn once, under the lexicon that never saw it.
-    let mut folds = Vec::new();
+    let (rows, pooled) = leave_one_out(&groups, options)?;
     let mut lines = vec![HEADER.to_owned()];
-    let (mut kept, mut decided_us) = (Vec::new(), 0.0);
+    let mut folds = Vec::new();
+    for (group, e, words) in &rows {
+        lines.push(row(group, e, *words));
+        let mut fold = figures(e);
+        fold["held_out"] = json!(group);
+        fold["words"] = json!(words);
+        folds.push(fold);
+    }
+    lines.push(row("pooled", &pooled, 0));
+    let mut doc = figures(&pooled);
+    doc["folds"] = Value::Array(folds);
+    doc["threshold"] = json!(options.threshold);
+    Ok((doc, lines.join("\n")))
+}
+
+/// One held-out conversation's figures: (conversation, figures, lexicon words).
+type Fold = (String, GateEval, usize);
+
+/// Leave one conversation out: its turns are gated by a lexicon learned on the others only;
+/// the pooled figures count every turn once, under the lexicon that never saw it.
+fn leave_one_out(
+    groups: &[Vec<LabelledText>],
+    options: &LearnOptions,
+) -> Result<(Vec<Fold>, GateEval)> {
+    let mut rows = Vec::new();
+    let (mut decisions, mut total_us) = (Vec::new(), 0.0);
     for (i, held_out) in groups.iter().enumerate() {
         let train: Vec<(&str, bool)> = groups
             .iter()
@@ -145,25 +168,47 @@ pub(crate) fn eval(
         let words = scenes.word_count();
         let gate = gum(scenes)?;
         let e = evaluate(&gate, held_out);
-        decided_us += e.us_per_text * e.texts as f64;
-        kept.extend(
+        total_us += e.us_per_text * e.texts as f64;
+        decisions.extend(
             held_out
                 .iter()
-                .map(|t| (t.memorable, gate.hits(&t.text, None).is_memorable())),
+                .map(|t| (t.memorable, gate.passes(&t.text, None))),
         );
         let group = held_out.first().map_or("", |t| t.group.as_str()).to_owned();
-        lines.push(row(&group, &e, words));
-        let mut fold = figures(&e);
-        fold["held_out"] = json!(group);
-        fold["words"] = json!(words);
-        folds.push(fold);
+        rows.push((group, e, words));
     }
-    let pooled = GateEval::of(&kept, decided_us);
-    lines.push(row("pooled", &pooled, 0));
-    let mut doc = figures(&pooled);
-    doc["folds"] = Value::Array(folds);
-    doc["threshold"] = json!(options.threshold);
-    Ok((doc, lines.join("\n")))
+    Ok((rows, GateEval::of(&decisions, total_us)))
+}
+
+/// The trade-off curve: pooled cross-validated figures for each learning threshold.
+pub(crate) fn sweep(locomo: &[PathBuf], thresholds: &[f64]) -> Result<(Value, String)> {
+    let groups = read_groups(locomo)?;
+    if groups.len() < 2 {
+        return Err(CliError::Usage("--sweep needs at least two conversations"));
+    }
+    let mut lines =
+        vec!["threshold | words (mean) | kept | dropped | accuracy | weighted F1".to_owned()];
+    let mut points = Vec::new();
+    for &threshold in thresholds {
+        let options = LearnOptions {
+            threshold,
+            ..LearnOptions::default()
+        };
+        let (rows, pooled) = leave_one_out(&groups, &options)?;
+        let words = rows.iter().map(|r| r.2).sum::<usize>() as f64 / rows.len().max(1) as f64;
+        lines.push(format!(
+            "{threshold:>9} | {words:>12.0} | {:>5.1} % | {:>6.1} % | {:>8.3} | {:>11.3}",
+            100.0 * pooled.memorable_kept,
+            100.0 * pooled.not_memorable_dropped,
+            pooled.accuracy,
+            pooled.weighted_f1
+        ));
+        let mut point = figures(&pooled);
+        point["threshold"] = json!(threshold);
+        point["mean_words"] = json!(words);
+        points.push(point);
+    }
+    Ok((json!({"curve": points}), lines.join("\n")))
 }
 
 /// `memdb gate learn`: writes the lexicon learned on all the turns; returns what it wrote.

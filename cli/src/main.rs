@@ -77,6 +77,10 @@ enum GateCommand {
         /// Learning: the log-odds z-score a salient word exceeds.
         #[arg(long, default_value_t = 0.75)]
         threshold: f64,
+        /// The trade-off curve instead: cross-validated kept and dropped shares for each
+        /// threshold (0.25 to 2.5).
+        #[arg(long, conflicts_with_all = ["lexicon", "cross_validate"])]
+        sweep: bool,
     },
     /// The store's intents (source kinds) clustered by the scenes their items hit (SAMD's CPM:
     /// SVD of the intent × scene matrix, Eq. 6 and Eq. 7), each cluster with its scenes'
@@ -811,6 +815,22 @@ fn run(command: Command, out: &Out) -> Result<ExitCode> {
                     lexicon,
                     cross_validate,
                     threshold,
+                    sweep,
+                },
+        } if sweep => {
+            let _ = (lexicon, cross_validate, threshold);
+            let thresholds = [0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5];
+            let (doc, text) = gate::sweep(&locomo, &thresholds)?;
+            out.emit(doc, || text);
+        }
+        Command::Gate {
+            command:
+                GateCommand::Eval {
+                    locomo,
+                    lexicon,
+                    cross_validate,
+                    threshold,
+                    ..
                 },
         } => {
             let options = memdb::gate::LearnOptions {
