@@ -817,27 +817,16 @@ fn run(command: Command, out: &Out) -> Result<ExitCode> {
                     threshold,
                     sweep,
                 },
-        } if sweep => {
-            let _ = (lexicon, cross_validate, threshold);
-            let thresholds = [0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5];
-            let (doc, text) = gate::sweep(&locomo, &thresholds)?;
-            out.emit(doc, || text);
-        }
-        Command::Gate {
-            command:
-                GateCommand::Eval {
-                    locomo,
-                    lexicon,
-                    cross_validate,
-                    threshold,
-                    ..
-                },
         } => {
-            let options = memdb::gate::LearnOptions {
-                threshold,
-                ..memdb::gate::LearnOptions::default()
+            let (doc, text) = if sweep {
+                gate::sweep(&locomo, &[0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5])?
+            } else {
+                let options = memdb::gate::LearnOptions {
+                    threshold,
+                    ..memdb::gate::LearnOptions::default()
+                };
+                gate::eval(&locomo, lexicon.as_deref(), cross_validate, &options)?
             };
-            let (doc, text) = gate::eval(&locomo, lexicon.as_deref(), cross_validate, &options)?;
             out.emit(doc, || text);
         }
         Command::Gate {
