@@ -64,6 +64,17 @@ fn read_lexicon(file: Option<&Path>) -> Result<Scenes> {
     }
 }
 
+/// The ingest's gate stage over a lexicon file (or the built-in scenes).
+pub(crate) fn stage(
+    lexicon: Option<&Path>,
+    mode: memdb::gate::GateMode,
+) -> Result<memdb::gate::GateStage> {
+    Ok(memdb::gate::GateStage {
+        gum: std::sync::Arc::new(gum(read_lexicon(lexicon)?)?),
+        mode,
+    })
+}
+
 fn gum(scenes: Scenes) -> Result<Gum> {
     Gum::new(scenes).map_err(|e| CliError::Gate {
         file: PathBuf::from("(scene words)"),

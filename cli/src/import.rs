@@ -48,12 +48,17 @@ pub(crate) struct Summary {
     skipped: Vec<String>,
     /// Things imported with a caveat (a damaged photo kept), and the store's warnings.
     warnings: Vec<String>,
+    /// What the gate (`--gate drop`) did not store: `ORIGIN: reason`.
+    gate_dropped: Vec<String>,
+    /// Items the gate (`--gate tag`) tagged with its decision.
+    gate_tagged: u64,
 }
 
 impl Summary {
     pub(crate) fn json(&self) -> Value {
         json!({"files": self.files, "added": self.added, "updated": self.updated,
-               "unchanged": self.unchanged, "skipped": self.skipped, "warnings": self.warnings})
+               "unchanged": self.unchanged, "skipped": self.skipped, "warnings": self.warnings,
+               "gate_dropped": self.gate_dropped, "gate_tagged": self.gate_tagged})
     }
 
     pub(crate) fn text(&self) -> String {
@@ -65,6 +70,15 @@ impl Summary {
             self.unchanged,
             self.skipped.len()
         );
+        if !self.gate_dropped.is_empty() {
+            text.push_str(&format!(
+                ", {} not memorable (dropped by the gate)",
+                self.gate_dropped.len()
+            ));
+        }
+        if self.gate_tagged > 0 {
+            text.push_str(&format!(", {} tagged by the gate", self.gate_tagged));
+        }
         for w in &self.warnings {
             text.push_str(&format!("\n  warning: {w}"));
         }
@@ -226,11 +240,16 @@ struct Importer<'s> {
 }
 
 impl<'s> Importer<'s> {
-    fn new(store: &'s Store, batch_size: usize) -> Result<Importer<'s>> {
+    fn new(
+        store: &'s Store,
+        batch_size: usize,
+        gate: Option<memdb::gate::GateStage>,
+    ) -> Result<Importer<'s>> {
         Ok(Importer {
             ingest: store.ingest(memdb::IngestOptions {
                 batch_items: batch_size,
                 batch_blob_bytes: MAX_PENDING_BLOB_BYTES,
+                gate,
                 ..memdb::IngestOptions::commit_only()
             })?,
             pending_photos: HashMap::new(),
@@ -398,6 +417,12 @@ impl<'s> Importer<'s> {
         self.summary.updated = report.updated;
         self.summary.unchanged = report.unchanged;
         self.summary.warnings.extend(report.warnings);
+        self.summary.gate_tagged = report.gate_tagged;
+        self.summary.gate_dropped = report
+            .gate_dropped
+            .into_iter()
+            .map(|r| format!("{}: {}", r.origin, r.reason))
+            .collect();
         for r in report.rejected {
             let what = format!("{}: {}", r.origin, r.reason);
             eprintln!("memdb: skipped {what}");
@@ -431,8 +456,9 @@ pub(crate) fn import_files(
     paths: &[PathBuf],
     batch_size: usize,
     show_progress: bool,
+    gate: Option<memdb::gate::GateStage>,
 ) -> Result<Summary> {
-    let mut importer = Importer::new(store, batch_size)?;
+    let mut importer = Importer::new(store, batch_size, gate)?;
     let mut inputs = Vec::new();
     for path in paths {
         let mut skipped = Vec::new();

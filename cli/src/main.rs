@@ -57,6 +57,14 @@ enum OpsCommand {
     },
 }
 
+/// `memdb import --gate`.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum GateArg {
+    Off,
+    Tag,
+    Drop,
+}
+
 #[derive(Subcommand)]
 enum GateCommand {
     /// Score a lexicon (a scene catalogue; the built-in scenes by default) on LoCoMo turns: a
@@ -152,6 +160,14 @@ enum Command {
         /// Create the store if DIR holds none.
         #[arg(long)]
         create: bool,
+        /// The memorability gate: `off` (default) stores everything; `tag` stores everything
+        /// and tags each item with the decision and its scenes; `drop` does not store what no
+        /// scene matches (listed in the report).
+        #[arg(long, value_enum, default_value = "off")]
+        gate: GateArg,
+        /// The gate's scene catalogue or learned lexicon (TOML; default: the built-in scenes).
+        #[arg(long)]
+        lexicon: Option<PathBuf>,
     },
     /// Show one item by id, or by external id with --external.
     Get {
@@ -674,7 +690,17 @@ fn run(command: Command, out: &Out) -> Result<ExitCode> {
             files,
             batch,
             create,
+            gate: gate_mode,
+            lexicon,
         } => {
+            let gate = match gate_mode {
+                GateArg::Off => None,
+                GateArg::Tag => Some(gate::stage(lexicon.as_deref(), memdb::gate::GateMode::Tag)?),
+                GateArg::Drop => Some(gate::stage(
+                    lexicon.as_deref(),
+                    memdb::gate::GateMode::Drop,
+                )?),
+            };
             let store = if create {
                 Store::open_or_create(&dir, Options::default())
             } else {
@@ -684,7 +710,8 @@ fn run(command: Command, out: &Out) -> Result<ExitCode> {
                 memdb::Error::NoStore { .. } => CliError::NoStore { dir: dir.clone() },
                 other => CliError::store(&dir, other),
             })?;
-            let summary = import::import_files(&store, format, &files, batch.max(1), !out.json)?;
+            let summary =
+                import::import_files(&store, format, &files, batch.max(1), !out.json, gate)?;
             out.emit(summary.json(), || summary.text());
             if summary.imported_nothing() {
                 eprintln!(
