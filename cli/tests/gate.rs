@@ -2,44 +2,20 @@
 //! tags or drops as asked.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
 
 use serde_json::Value;
 
+/// `memdb ARGS`, which must succeed, as JSON.
 fn memdb(args: &[&str]) -> Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_memdb"))
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "memdb {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
-fn locomo_dir() -> Option<PathBuf> {
-    let base = std::env::var_os("MEMDB_SHARED_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"));
-    let dir = base.join("data/locomo");
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "CI must have {}",
-        dir.display()
-    );
-    eprintln!("SKIPPED: {} not found", dir.display());
-    None
+    common::json(&common::memdb(args))
 }
 
 #[test]
 fn gate_eval_prints_the_figures_scripts_read() {
-    let Some(dir) = locomo_dir() else { return };
+    let Some(dir) = memdb_it::shared_data("locomo") else {
+        return;
+    };
     let dir = dir.to_str().unwrap();
     let doc = memdb(&["gate", "eval", "--locomo", dir, "--json"]);
     for key in [
