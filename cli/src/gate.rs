@@ -168,14 +168,8 @@ fn leave_one_out(
 ) -> Result<(Vec<Fold>, GateEval)> {
     let mut rows = Vec::new();
     let (mut decisions, mut total_us) = (Vec::new(), 0.0);
-    for (i, held_out) in groups.iter().enumerate() {
-        let train: Vec<(&str, bool)> = groups
-            .iter()
-            .enumerate()
-            .filter(|(j, _)| *j != i)
-            .flat_map(|(_, g)| g.iter().map(|t| (t.text.as_str(), t.memorable)))
-            .collect();
-        let scenes = learn_lexicon(&train, options, "learned");
+    let lexicons = memdb::gate::lexicons_leaving_one_out(groups, options);
+    for (held_out, scenes) in groups.iter().zip(lexicons) {
         let words = scenes.word_count();
         let gate = gum(scenes)?;
         let e = evaluate(&gate, held_out);

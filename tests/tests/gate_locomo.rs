@@ -6,7 +6,9 @@
 //! feasibility study found no lexicon gate reaching it on these files).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use memdb::gate::{Gum, LabelledText, LearnOptions, evaluate, learn_lexicon, locomo_texts};
+use memdb::gate::{
+    Gum, LabelledText, LearnOptions, evaluate, lexicons_leaving_one_out, locomo_texts,
+};
 
 #[test]
 fn a_lexicon_learned_on_other_conversations_keeps_the_memorable_turns() {
@@ -27,14 +29,8 @@ fn a_lexicon_learned_on_other_conversations_keeps_the_memorable_turns() {
     println!(
         "held out | turns | memorable | kept | dropped | accuracy | weighted F1 | words | µs/text"
     );
-    for (i, held_out) in folds.iter().enumerate() {
-        let train: Vec<(&str, bool)> = folds
-            .iter()
-            .enumerate()
-            .filter(|(j, _)| *j != i)
-            .flat_map(|(_, f)| f.iter().map(|t| (t.text.as_str(), t.memorable)))
-            .collect();
-        let lexicon = learn_lexicon(&train, &LearnOptions::default(), "learned");
+    let lexicons = lexicons_leaving_one_out(&folds, &LearnOptions::default());
+    for (held_out, lexicon) in folds.iter().zip(lexicons) {
         let words = lexicon.word_count();
         let gum = Gum::new(lexicon).unwrap();
         let e = evaluate(&gum, held_out);

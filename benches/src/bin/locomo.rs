@@ -144,7 +144,7 @@ fn main() {
 
 /// The gate stage of each file's ingest (`None`: no gate).
 fn gate_stages(mode: Option<&str>, files: &[PathBuf]) -> Vec<Option<memdb::gate::GateStage>> {
-    use memdb::gate::{GateMode, GateStage, Gum, LearnOptions, Scenes, learn_lexicon};
+    use memdb::gate::{GateMode, GateStage, Gum, LearnOptions, Scenes};
     let stage = |scenes: Scenes| {
         Some(GateStage {
             gum: std::sync::Arc::new(Gum::new(scenes).expect("gate matcher")),
@@ -162,16 +162,9 @@ fn gate_stages(mode: Option<&str>, files: &[PathBuf]) -> Vec<Option<memdb::gate:
                 .iter()
                 .map(|f| memdb::gate::locomo_texts(f, &std::fs::read(f).unwrap()).unwrap())
                 .collect();
-            (0..files.len())
-                .map(|i| {
-                    let train: Vec<(&str, bool)> = labelled
-                        .iter()
-                        .enumerate()
-                        .filter(|(j, _)| *j != i)
-                        .flat_map(|(_, g)| g.iter().map(|t| (t.text.as_str(), t.memorable)))
-                        .collect();
-                    stage(learn_lexicon(&train, &LearnOptions::default(), "learned"))
-                })
+            memdb::gate::lexicons_leaving_one_out(&labelled, &LearnOptions::default())
+                .into_iter()
+                .map(stage)
                 .collect()
         }
         Some(other) => panic!("--gate {other}: builtin or cv"),

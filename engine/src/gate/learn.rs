@@ -125,6 +125,26 @@ pub fn learn_lexicon(texts: &[(&str, bool)], options: &LearnOptions, name: &str)
     }])
 }
 
+/// For each group (a conversation), the lexicon learned on every other group: what
+/// cross-validation gates that group's texts with, so that no text is scored by a lexicon that
+/// saw its label.
+pub fn lexicons_leaving_one_out(
+    groups: &[Vec<super::LabelledText>],
+    options: &LearnOptions,
+) -> Vec<Scenes> {
+    (0..groups.len())
+        .map(|held_out| {
+            let train: Vec<(&str, bool)> = groups
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != held_out)
+                .flat_map(|(_, g)| g.iter().map(|t| (t.text.as_str(), t.memorable)))
+                .collect();
+            learn_lexicon(&train, options, "learned")
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -26,6 +26,6 @@ pub use affinity::{Affinity, store_affinity};
 pub use cpm::{Clustering, CpmOptions, cluster_intents};
 pub use eval::{GateEval, LabelledText, evaluate, locomo_texts};
 pub use gum::{Gum, GumError, GumHits, SceneHit, normalise};
-pub use learn::{LearnOptions, SalientWord, learn_lexicon, score_words};
+pub use learn::{LearnOptions, SalientWord, learn_lexicon, lexicons_leaving_one_out, score_words};
 pub use scenes::{BUILTIN_SCENES, Scene, SceneError, Scenes};
 pub use stage::{GateMode, GateStage, TAG_MEMORABLE, TAG_NOT_MEMORABLE, TAG_SCENE_PREFIX};
