@@ -13,6 +13,11 @@
 //! One thread; the CPU features the run had are printed (aho-corasick picks its SIMD
 //! prefilter at run time).
 //!
+//! Then the trade-off curve on the LoCoMo files (cross-validated: each conversation gated by a
+//! lexicon learned on the others) by learning threshold, with the built-in scenes' point, as a
+//! table and a plot (`target/gate-tradeoff.svg` and `.png`) against the issue's target (≥ 95 %
+//! of memorable turns kept, ≥ 40 % of the others dropped).
+//!
 //! ```sh
 //! cargo run --release -p memdb-benches --bin gate -- [SHARED_DIR]
 //! ```
@@ -178,6 +183,128 @@ fn run(name: &str, corpus: &str, gum: &Gum, texts: &[String]) {
     );
 }
 
+const THRESHOLDS: [f64; 9] = [0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5];
+
+/// (label, memorable kept %, others dropped %): the cross-validated curve, then the built-in
+/// scenes.
+fn tradeoff(dir: &Path) -> Vec<(String, f64, f64)> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    files.retain(|p| p.extension().is_some_and(|e| e == "json"));
+    files.sort();
+    let groups: Vec<Vec<memdb::gate::LabelledText>> = files
+        .iter()
+        .filter_map(|f| memdb::gate::locomo_texts(f, &std::fs::read(f).ok()?).ok())
+        .collect();
+    let mut points = Vec::new();
+    if groups.len() < 2 {
+        return points;
+    }
+    for threshold in THRESHOLDS {
+        let options = memdb::gate::LearnOptions {
+            threshold,
+            ..memdb::gate::LearnOptions::default()
+        };
+        let lexicons = memdb::gate::lexicons_leaving_one_out(&groups, &options);
+        let mut decisions = Vec::new();
+        for (held_out, lexicon) in groups.iter().zip(lexicons) {
+            let gum = Gum::new(lexicon).expect("gum");
+            decisions.extend(
+                held_out
+                    .iter()
+                    .map(|t| (t.memorable, gum.passes(&t.text, None))),
+            );
+        }
+        let e = memdb::gate::GateEval::of(&decisions, 0.0);
+        points.push((
+            format!("z > {threshold}"),
+            100.0 * e.memorable_kept,
+            100.0 * e.not_memorable_dropped,
+        ));
+    }
+    let all: Vec<memdb::gate::LabelledText> = groups.into_iter().flatten().collect();
+    let e = memdb::gate::evaluate(
+        &Gum::new(Scenes::builtin().expect("scenes")).expect("gum"),
+        &all,
+    );
+    points.push((
+        "built-in scenes".into(),
+        100.0 * e.memorable_kept,
+        100.0 * e.not_memorable_dropped,
+    ));
+    points
+}
+
+fn plot(points: &[(String, f64, f64)], out_dir: &Path) {
+    use plotters::prelude::*;
+    memdb_benches::register_plot_font();
+    let svg = out_dir.join("gate-tradeoff.svg");
+    let png = out_dir.join("gate-tradeoff.png");
+    if let Err(e) = draw(
+        SVGBackend::new(&svg, (900, 600)).into_drawing_area(),
+        points,
+    ) {
+        eprintln!("svg plot: {e}");
+    }
+    if let Err(e) = draw(
+        BitMapBackend::new(&png, (900, 600)).into_drawing_area(),
+        points,
+    ) {
+        eprintln!("png plot: {e}");
+    }
+    println!("plot: {} and {}", svg.display(), png.display());
+}
+
+fn draw<DB: plotters::prelude::DrawingBackend>(
+    root: plotters::prelude::DrawingArea<DB, plotters::coord::Shift>,
+    points: &[(String, f64, f64)],
+) -> Result<(), Box<dyn std::error::Error>>
+where
+    DB::ErrorType: 'static,
+{
+    use plotters::prelude::*;
+    let mut chart = memdb_benches::chart_on(
+        &root,
+        "memdb gate on LoCoMo (leave one conversation out): kept vs dropped",
+    )?
+    .build_cartesian_2d(0f64..70f64, 70f64..100.5f64)?;
+    chart
+        .configure_mesh()
+        .x_desc("not-memorable turns dropped (%)")
+        .y_desc("memorable turns kept (%)")
+        .draw()?;
+    let curve: Vec<(f64, f64)> = points
+        .iter()
+        .filter(|p| p.0.starts_with('z'))
+        .map(|p| (p.2, p.1))
+        .collect();
+    chart.draw_series(LineSeries::new(curve.clone(), BLUE))?;
+    chart.draw_series(points.iter().map(|(name, kept, dropped)| {
+        let color = if name.starts_with('z') { BLUE } else { GREEN };
+        Circle::new((*dropped, *kept), 4, color.filled())
+    }))?;
+    chart.draw_series(points.iter().map(|(name, kept, dropped)| {
+        Text::new(
+            name.clone(),
+            (*dropped + 0.8, *kept + 0.4),
+            ("sans-serif", 12),
+        )
+    }))?;
+    // The target region: at least 95 % kept and 40 % dropped.
+    chart.draw_series(std::iter::once(Rectangle::new(
+        [(40.0, 95.0), (70.0, 100.5)],
+        RED.mix(0.12).filled(),
+    )))?;
+    chart.draw_series(std::iter::once(Text::new(
+        "target (≥ 95 % kept, ≥ 40 % dropped)",
+        (41.0, 99.5),
+        ("sans-serif", 13),
+    )))?;
+    root.present()?;
+    Ok(())
+}
+
 fn main() {
     let base = std::env::args()
         .nth(1)
@@ -217,4 +344,19 @@ fn main() {
         .expect("gum");
         run("30k unseen words", corpus, &unseen, texts);
     }
+
+    let points = tradeoff(&base.join("data/locomo"));
+    if points.is_empty() {
+        println!("\n(no LoCoMo files: no trade-off curve)");
+        return;
+    }
+    println!("\ntrade-off on LoCoMo (leave one conversation out; built-in scenes unlearned):\n");
+    println!("| lexicon | memorable kept % | others dropped % |");
+    println!("|---|---|---|");
+    for (name, kept, dropped) in &points {
+        println!("| {name} | {kept:.1} | {dropped:.1} |");
+    }
+    let out_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target");
+    std::fs::create_dir_all(&out_dir).ok();
+    plot(&points, &out_dir);
 }
