@@ -12,9 +12,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::DeciderError;
-use super::model::json_reply;
+use super::model::{expert_request, json_reply, malformed};
 use super::remember::{FactExtractor, Message};
-use crate::endpoint::{LoopbackChat, snippet};
+use crate::endpoint::LoopbackChat;
 use crate::error::Result;
 
 /// The most facts one extraction may return.
@@ -45,11 +45,7 @@ impl ModelExtractor {
 
 /// The facts in a model's extraction answer.
 pub fn parse_facts_reply(content: &str) -> std::result::Result<Vec<String>, DeciderError> {
-    let malformed = |why: String| DeciderError::Malformed {
-        expected: "a list of facts",
-        why,
-        snippet: snippet(content),
-    };
+    let malformed = malformed("a list of facts", content);
     let value = json_reply(content).map_err(malformed)?;
     let facts = value
         .get("facts")
@@ -80,20 +76,13 @@ impl FactExtractor for ModelExtractor {
             .iter()
             .map(|m| format!("{}: {}", m.speaker.as_deref().unwrap_or("user"), m.text))
             .collect();
-        let request = json!({
-            "model": self.model,
-            "temperature": 0.0,
-            "max_tokens": 512,
-            "response_format": {"type": "json_object", "schema": {
-                "type": "object",
-                "properties": {"facts": {"type": "array", "items": {"type": "string", "minLength": 1}}},
-                "required": ["facts"]
-            }},
-            "messages": [
-                {"role": "system", "content": EXTRACT_SYSTEM},
-                {"role": "user", "content": format!("Input:\n{}", conversation.join("\n"))},
-            ],
+        let schema = json!({
+            "type": "object",
+            "properties": {"facts": {"type": "array", "items": {"type": "string", "minLength": 1}}},
+            "required": ["facts"]
         });
+        let user = format!("Input:\n{}", conversation.join("\n"));
+        let request = expert_request(&self.model, schema, EXTRACT_SYSTEM, &user);
         let content = self.chat.complete(&request).map_err(DeciderError::from)?;
         Ok(parse_facts_reply(&content)?)
     }
@@ -130,23 +119,16 @@ impl ModelAnswerer {
             .iter()
             .map(|(id, text)| json!({"id": id, "text": text}))
             .collect();
-        let request = json!({
-            "model": self.model,
-            "temperature": 0.0,
-            "max_tokens": 512,
-            "response_format": {"type": "json_object", "schema": {
-                "type": "object",
-                "properties": {
-                    "answer": {"type": "string", "minLength": 1},
-                    "cited": {"type": "array", "items": {"type": "integer"}}
-                },
-                "required": ["answer", "cited"]
-            }},
-            "messages": [
-                {"role": "system", "content": ANSWER_SYSTEM},
-                {"role": "user", "content": format!("Memories: {}\nQuestion: {question}", Value::Array(memories))},
-            ],
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "answer": {"type": "string", "minLength": 1},
+                "cited": {"type": "array", "items": {"type": "integer"}}
+            },
+            "required": ["answer", "cited"]
         });
+        let user = format!("Memories: {}\nQuestion: {question}", Value::Array(memories));
+        let request = expert_request(&self.model, schema, ANSWER_SYSTEM, &user);
         let content = self.chat.complete(&request).map_err(DeciderError::from)?;
         let ids: Vec<u64> = evidence.iter().map(|(id, _)| *id).collect();
         Ok(parse_answer_reply(&content, &ids)?)
@@ -158,11 +140,7 @@ pub fn parse_answer_reply(
     content: &str,
     given: &[u64],
 ) -> std::result::Result<Answer, DeciderError> {
-    let malformed = |why: String| DeciderError::Malformed {
-        expected: "an answer with citations",
-        why,
-        snippet: snippet(content),
-    };
+    let malformed = malformed("an answer with citations", content);
     let value = json_reply(content).map_err(malformed)?;
     let text = value
         .get("answer")

@@ -66,11 +66,7 @@ pub fn parse_update_reply(
     content: &str,
     candidates: usize,
 ) -> std::result::Result<Decision, DeciderError> {
-    let malformed = |why: String| DeciderError::Malformed {
-        expected: "a memory update",
-        why,
-        snippet: snippet(content),
-    };
+    let malformed = malformed("a memory update", content);
     let value = json_reply(content).map_err(malformed)?;
     let entries = value
         .get("memory")
@@ -120,6 +116,35 @@ pub fn parse_update_reply(
     Err(malformed("no operation for the new fact".to_owned()))
 }
 
+/// The chat request of one memory-operation expert: its own model (or adapter), greedy, at most
+/// 512 tokens, a system and a user message, in JSON mode with the reply's schema (llama.cpp and
+/// llama-cpp-python constrain decoding to it, others to a JSON object): a small model otherwise
+/// answers with prose, code or another shape. The strict parse still checks every reply.
+pub(super) fn expert_request(model: &str, schema: Value, system: &str, user: &str) -> Value {
+    json!({
+        "model": model,
+        "temperature": 0.0,
+        "max_tokens": 512,
+        "response_format": {"type": "json_object", "schema": schema},
+        "messages": [
+            {"role": "system", "content": system},
+            {"role": "user", "content": user},
+        ],
+    })
+}
+
+/// The error of a reply that is not what operation `expected` (a why, then the reply's start).
+pub(super) fn malformed<'c>(
+    expected: &'static str,
+    content: &'c str,
+) -> impl Fn(String) -> DeciderError + Copy + 'c {
+    move |why| DeciderError::Malformed {
+        expected,
+        why,
+        snippet: snippet(content),
+    }
+}
+
 /// A model's answer as one JSON value: the whole content, or the one code fence it is in.
 pub(super) fn json_reply(content: &str) -> std::result::Result<Value, String> {
     let trimmed = content.trim();
@@ -144,19 +169,7 @@ impl Decider for ModelDecider {
             Value::Array(old),
             json!([fact]),
         );
-        let request = json!({
-            "model": self.update_model,
-            "temperature": 0.0,
-            "max_tokens": 512,
-            // JSON mode with the reply's schema (llama.cpp and llama-cpp-python constrain
-            // decoding to it, others to a JSON object): a small model otherwise answers with
-            // prose, code or another shape. The strict parse still checks every reply.
-            "response_format": {"type": "json_object", "schema": update_schema()},
-            "messages": [
-                {"role": "system", "content": SYSTEM},
-                {"role": "user", "content": user},
-            ],
-        });
+        let request = expert_request(&self.update_model, update_schema(), SYSTEM, &user);
         let content = self.chat.complete(&request).map_err(DeciderError::from)?;
         Ok(parse_update_reply(&content, candidates.len())?)
     }
