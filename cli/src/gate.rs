@@ -64,14 +64,86 @@ fn read_lexicon(file: Option<&Path>) -> Result<Scenes> {
     }
 }
 
-/// The ingest's gate stage over a lexicon file (or the built-in scenes).
+/// The lexicon a store's gate uses and its name: `file` when given, else the store's current
+/// stored lexicon (`vN`), else the built-in scenes.
+fn resolve_lexicon(
+    snapshot: Option<&memdb::Snapshot>,
+    file: Option<&Path>,
+) -> Result<(Scenes, String)> {
+    if let Some(file) = file {
+        let name = file.file_name().map_or_else(
+            || file.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        return Ok((read_lexicon(Some(file))?, name));
+    }
+    if let Some(snapshot) = snapshot
+        && let Some(stored) = memdb::gate::stored_lexicon(snapshot, None)?
+    {
+        let label = stored.label();
+        return Ok((stored.scenes, label));
+    }
+    Ok((read_lexicon(None)?, "builtin".to_owned()))
+}
+
+/// What the gate adds to the GUM: the rule predicates and a judge on loopback.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct GateExtras {
+    /// "GUM + rule predicates": the scenes' `unless` expressions.
+    pub(crate) rules: bool,
+    /// (endpoint, model, seconds per call) of the judge.
+    pub(crate) judge: Option<(String, String, u64)>,
+}
+
+/// The ingest's gate stage for `store`: over `lexicon` (else the store's lexicon, else the
+/// built-in scenes), with the extras asked for; a judge gets the prompts of the store's intent
+/// clusters (none in a store without items).
 pub(crate) fn stage(
+    store: &memdb::Store,
     lexicon: Option<&Path>,
     mode: memdb::gate::GateMode,
+    extras: &GateExtras,
 ) -> Result<memdb::gate::GateStage> {
-    Ok(memdb::gate::GateStage {
-        gum: std::sync::Arc::new(gum(read_lexicon(lexicon)?)?),
-        mode,
+    let snapshot = store.snapshot()?;
+    let (scenes, label) = resolve_lexicon(Some(&snapshot), lexicon)?;
+    let gum = std::sync::Arc::new(gum(scenes)?);
+    let mut stage = memdb::gate::GateStage::new(gum.clone(), mode, label);
+    if extras.rules {
+        stage.predicates = Some(std::sync::Arc::new(predicates(&gum)?));
+    }
+    if let Some((endpoint, model, timeout)) = &extras.judge {
+        let judge =
+            memdb::gate::ModelJudge::new(endpoint, model, std::time::Duration::from_secs(*timeout))
+                .map_err(|e| CliError::Gate {
+                    file: PathBuf::from(endpoint),
+                    reason: e.to_string(),
+                })?;
+        let options = memdb::gate::CpmOptions::default();
+        let affinity = memdb::gate::store_affinity(&snapshot, &gum, DEFAULT_MIN_SHARE)?;
+        let prompts = memdb::gate::cluster_intents(
+            &affinity.matrix,
+            affinity.intents.len(),
+            affinity.scenes,
+            &options,
+        )
+        .map(|c| memdb::gate::ClusterPrompts::new(&affinity, &c))
+        .unwrap_or_default();
+        stage.judge = Some(memdb::gate::JudgeStage {
+            judge: std::sync::Arc::new(judge),
+            prompts: std::sync::Arc::new(prompts),
+        });
+    }
+    Ok(stage)
+}
+
+/// A scene belongs to an intent's row of the affinity matrix when at least this share of the
+/// intent's items hit it (`memdb gate clusters --min-share`).
+pub(crate) const DEFAULT_MIN_SHARE: f64 = 0.05;
+
+fn predicates(gum: &Gum) -> Result<memdb::gate::RulePredicates> {
+    memdb::gate::RulePredicates::new(gum).map_err(|e| CliError::Gate {
+        file: PathBuf::from("(unless expressions)"),
+        reason: e.to_string(),
     })
 }
 
@@ -115,20 +187,73 @@ pub(crate) fn eval(
     lexicon: Option<&Path>,
     cross_validate: bool,
     options: &LearnOptions,
+    extras: &GateExtras,
 ) -> Result<(Value, String)> {
     let groups = read_groups(locomo)?;
     let all: Vec<LabelledText> = groups.iter().flatten().cloned().collect();
     if !cross_validate {
         let scenes = read_lexicon(lexicon)?;
         let words = scenes.word_count();
-        let e = evaluate(&gum(scenes)?, &all);
+        let gate = std::sync::Arc::new(gum(scenes)?);
+        let rules = extras.rules.then(|| predicates(&gate)).transpose()?;
+        let judge = extras
+            .judge
+            .as_ref()
+            .map(|(endpoint, model, timeout)| {
+                memdb::gate::ModelJudge::new(
+                    endpoint,
+                    model,
+                    std::time::Duration::from_secs(*timeout),
+                )
+                .map_err(|e| CliError::Gate {
+                    file: PathBuf::from(endpoint),
+                    reason: e.to_string(),
+                })
+            })
+            .transpose()?;
+        let mut judge_failures = 0usize;
+        let e = memdb::gate::evaluate_with(&all, |text| {
+            let hits = match &rules {
+                Some(p) => p.hits(&gate, text, None).hits,
+                None if judge.is_none() => return gate.passes(text, None),
+                None => gate.hits(text, None),
+            };
+            if !hits.is_memorable() {
+                return false;
+            }
+            let Some(judge) = &judge else { return true };
+            use memdb::gate::Judge;
+            let prompt = memdb::gate::ClusterPrompts::default().prompt(gate.scenes(), None, &hits);
+            judge.judge(text, &prompt).map_or_else(
+                |_| {
+                    judge_failures += 1;
+                    true
+                },
+                |v| v.memorable,
+            )
+        });
+        let name = match (extras.rules, extras.judge.is_some()) {
+            (false, false) => "GUM",
+            (true, false) => "GUM + rule predicates",
+            (false, true) => "GUM + LLM judge",
+            (true, true) => "GUM + rule predicates + LLM judge",
+        };
         let mut doc = figures(&e);
+        doc["gate"] = json!(name);
         doc["lexicon"] = json!({
             "file": lexicon.map(|p| p.display().to_string()),
             "words": words,
         });
-        let text = format!("{HEADER}\n{}", row("all", &e, words));
+        if judge.is_some() {
+            doc["judge_failures"] = json!(judge_failures);
+        }
+        let text = format!("{name}\n{HEADER}\n{}", row("all", &e, words));
         return Ok((doc, text));
+    }
+    if extras.rules || extras.judge.is_some() {
+        return Err(CliError::Usage(
+            "--cross-validate scores learned lexicons alone: leave out --rules and --judge",
+        ));
     }
     if lexicon.is_some() {
         return Err(CliError::Usage(
@@ -216,8 +341,19 @@ pub(crate) fn sweep(locomo: &[PathBuf], thresholds: &[f64]) -> Result<(Value, St
     Ok((json!({"curve": points}), lines.join("\n")))
 }
 
-/// `memdb gate learn`: writes the lexicon learned on all the turns; returns what it wrote.
-pub(crate) fn learn(locomo: &[PathBuf], out: &Path, options: &LearnOptions) -> Result<Value> {
+/// `memdb gate learn`: the lexicon learned on all the turns, written to `out` and/or installed
+/// as the next lexicon version of the store at `store`; returns what it did.
+pub(crate) fn learn(
+    locomo: &[PathBuf],
+    out: Option<&Path>,
+    store: Option<&Path>,
+    options: &LearnOptions,
+) -> Result<Value> {
+    if out.is_none() && store.is_none() {
+        return Err(CliError::Usage(
+            "gate learn needs --out FILE, --store DIR or both",
+        ));
+    }
     let groups = read_groups(locomo)?;
     let texts: Vec<(&str, bool)> = groups
         .iter()
@@ -226,13 +362,168 @@ pub(crate) fn learn(locomo: &[PathBuf], out: &Path, options: &LearnOptions) -> R
         .collect();
     let scenes = learn_lexicon(&texts, options, "learned");
     let words = scenes.word_count();
-    std::fs::write(out, scenes.to_toml()).map_err(|e| CliError::io("write", out, e))?;
-    Ok(json!({
-        "out": out.display().to_string(),
+    let mut doc = json!({
         "texts": texts.len(),
         "words": words,
         "threshold": options.threshold,
-    }))
+    });
+    if let Some(out) = out {
+        std::fs::write(out, scenes.to_toml()).map_err(|e| CliError::io("write", out, e))?;
+        doc["out"] = json!(out.display().to_string());
+    }
+    if let Some(dir) = store {
+        let store = memdb::Store::open(dir, memdb::Options::default())
+            .map_err(|e| CliError::store(dir, e))?;
+        let sources: Vec<String> = locomo.iter().map(|p| p.display().to_string()).collect();
+        let origin = format!(
+            "learned from LoCoMo {} (threshold {})",
+            sources.join(", "),
+            options.threshold
+        );
+        let version = memdb::gate::install_lexicon(&store, &scenes, &origin)?;
+        doc["store"] = json!(dir.display().to_string());
+        doc["version"] = json!(version);
+    }
+    Ok(doc)
+}
+
+/// `memdb gate lexicon`: the store's lexicon versions; or installs a file as the next version,
+/// makes a stored version current, or prints one as TOML.
+pub(crate) fn lexicon(
+    dir: &Path,
+    install: Option<&Path>,
+    use_version: Option<u32>,
+    export: Option<u32>,
+) -> Result<(Value, String)> {
+    if let Some(file) = install {
+        let scenes = read_lexicon(Some(file))?;
+        let store = memdb::Store::open(dir, memdb::Options::default())
+            .map_err(|e| CliError::store(dir, e))?;
+        let version = memdb::gate::install_lexicon(&store, &scenes, &file.display().to_string())?;
+        return Ok((
+            json!({"installed": version, "words": scenes.word_count()}),
+            format!(
+                "installed {} as gate lexicon v{version} ({} words); it is now current",
+                file.display(),
+                scenes.word_count()
+            ),
+        ));
+    }
+    if let Some(version) = use_version {
+        let store = memdb::Store::open(dir, memdb::Options::default())
+            .map_err(|e| CliError::store(dir, e))?;
+        memdb::gate::use_lexicon(&store, version)?;
+        return Ok((
+            json!({"current": version}),
+            format!("gate lexicon v{version} is now current"),
+        ));
+    }
+    let store = crate::open_for_reading(dir)?;
+    let snapshot = store.snapshot()?;
+    if let Some(version) = export {
+        let stored = memdb::gate::stored_lexicon(&snapshot, Some(version))?
+            .ok_or(memdb::Error::NoLexicon { version })?;
+        let toml = stored.scenes.to_toml();
+        return Ok((json!({"version": version, "toml": toml}), toml));
+    }
+    let (all, current) = memdb::gate::stored_lexicons(&snapshot)?;
+    let mut lines = vec!["version | current | scenes | words | installed | origin".to_owned()];
+    let mut docs = Vec::new();
+    for l in &all {
+        let installed = jiff::Timestamp::from_millisecond(l.created_ms)
+            .map(|t| t.to_string())
+            .unwrap_or_default();
+        let is_current = Some(l.version) == current;
+        lines.push(format!(
+            "{:>7} | {:>7} | {:>6} | {:>5} | {installed} | {}",
+            l.label(),
+            if is_current { "yes" } else { "" },
+            l.scenes.scenes().len(),
+            l.scenes.word_count(),
+            l.origin
+        ));
+        docs.push(json!({
+            "version": l.version, "current": is_current, "created_ms": l.created_ms,
+            "origin": l.origin, "scenes": l.scenes.scenes().len(), "words": l.scenes.word_count(),
+        }));
+    }
+    if all.is_empty() {
+        lines = vec!["no gate lexicon stored: the gate uses the built-in scenes".to_owned()];
+    }
+    Ok((
+        json!({"current": current, "versions": docs}),
+        lines.join("\n"),
+    ))
+}
+
+/// `memdb gate check`: what the gate would keep or drop of FILES, and why, for the store at
+/// `dir` (its lexicon, its stored items for corrections, its clusters for a judge); writes
+/// nothing.
+pub(crate) fn check(
+    dir: &Path,
+    format: crate::ImportFormat,
+    files: &[PathBuf],
+    lexicon: Option<&Path>,
+    extras: &GateExtras,
+) -> Result<(Value, String)> {
+    let store = crate::open_for_reading(dir)?;
+    let stage = stage(&store, lexicon, memdb::gate::GateMode::Drop, extras)?;
+    let snapshot = store.snapshot()?;
+    let (drafts, skipped) = crate::import::drafts(format, files);
+    let (mut kept, mut dropped) = (0usize, 0usize);
+    let mut lines = Vec::new();
+    let mut items = Vec::new();
+    for (origin, draft) in &drafts {
+        let decision = stage.decide(&draft.fields);
+        let external = draft.fields.external_id.as_deref();
+        let correction = !decision.keep
+            && match external {
+                Some(e) => snapshot.get_by_external_id(e)?.is_some(),
+                None => false,
+            };
+        let keep = decision.keep || correction;
+        let mut reason = decision.reason.clone();
+        if correction {
+            reason.push_str("; kept: it corrects a stored item");
+        }
+        if let Some(why) = &decision.judge_failed {
+            reason.push_str(&format!("; the judge failed: {why}"));
+        }
+        if keep {
+            kept += 1;
+        } else {
+            dropped += 1;
+        }
+        lines.push(format!(
+            "{} {origin}: {reason}",
+            if keep { "keep" } else { "drop" }
+        ));
+        items.push(json!({
+            "origin": origin,
+            "external_id": external,
+            "keep": keep,
+            "reason": reason,
+            "scenes": decision.hits.scenes.iter()
+                .map(|h| json!({"scene": h.name, "words": h.words}))
+                .collect::<Vec<_>>(),
+        }));
+    }
+    for s in &skipped {
+        lines.push(format!("skip {s}"));
+    }
+    lines.push(format!(
+        "{kept} kept, {dropped} dropped, {} skipped (lexicon {}; nothing written)",
+        skipped.len(),
+        stage.lexicon
+    ));
+    let doc = json!({
+        "lexicon": stage.lexicon,
+        "kept": kept,
+        "dropped": dropped,
+        "items": items,
+        "skipped": skipped,
+    });
+    Ok((doc, lines.join("\n")))
 }
 
 /// `memdb gate clusters`: the store's intent × scene matrix and SAMD's intent clusters, each
@@ -245,7 +536,7 @@ pub(crate) fn clusters(
 ) -> Result<(Value, String)> {
     let store = crate::open_for_reading(dir)?;
     let snapshot = store.snapshot()?;
-    let gate = gum(read_lexicon(lexicon)?)?;
+    let gate = gum(resolve_lexicon(Some(&snapshot), lexicon)?.0)?;
     let e = memdb::gate::store_affinity(&snapshot, &gate, min_share)?;
     let scenes = gate.scenes().scenes();
     let names: Vec<&str> = e.intents.iter().map(|s| s.name()).collect();

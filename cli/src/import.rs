@@ -105,6 +105,20 @@ enum Input {
 }
 
 impl Input {
+    /// Its bytes.
+    fn read(&self) -> std::io::Result<Vec<u8>> {
+        match self {
+            Input::File { path, .. } => std::fs::read(path),
+            Input::Stdin => {
+                let mut bytes = Vec::new();
+                std::io::stdin()
+                    .lock()
+                    .read_to_end(&mut bytes)
+                    .map(|_| bytes)
+            }
+        }
+    }
+
     /// The path errors are reported against.
     fn shown(&self) -> PathBuf {
         match self {
@@ -450,6 +464,56 @@ fn merge_file_tags(stored: &[String], new: &[String]) -> Vec<String> {
     out
 }
 
+/// What `paths` would import, without a store (`memdb gate check`'s dry run): each record's
+/// origin (`FILE:LOCATION`) and draft, and what could not be read or parsed.
+pub(crate) fn drafts(
+    format: ImportFormat,
+    paths: &[PathBuf],
+) -> (Vec<(String, ItemDraft)>, Vec<String>) {
+    let (mut drafts, mut skipped) = (Vec::new(), Vec::new());
+    let mut inputs = Vec::new();
+    for path in paths {
+        inputs.extend(expand(format, path, &mut skipped));
+    }
+    for input in &inputs {
+        let bytes = match input.read() {
+            Ok(b) => b,
+            Err(e) => {
+                skipped.push(format!("{}: {}", input.shown().display(), io_reason(&e)));
+                continue;
+            }
+        };
+        let shown = input.shown();
+        if format == ImportFormat::Photos {
+            let name = shown
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            match photo::parse(&name, &bytes, PhotoLimits::default()) {
+                Ok(photo) => drafts.push((shown.display().to_string(), photo.draft)),
+                Err(kind) => skipped.push(
+                    ImportError {
+                        file: shown,
+                        location: None,
+                        kind,
+                    }
+                    .to_string(),
+                ),
+            }
+            continue;
+        }
+        let report = parse_input(format, input, &bytes);
+        skipped.extend(report.errors.iter().map(ToString::to_string));
+        drafts.extend(
+            report
+                .items
+                .into_iter()
+                .map(|item| (format!("{}:{}", shown.display(), item.location), item.draft)),
+        );
+    }
+    (drafts, skipped)
+}
+
 pub(crate) fn import_files(
     store: &Store,
     format: ImportFormat,
@@ -474,17 +538,7 @@ pub(crate) fn import_files(
     );
     for input in &inputs {
         bar.inc(1);
-        let bytes = match input {
-            Input::File { path, .. } => std::fs::read(path),
-            Input::Stdin => {
-                let mut bytes = Vec::new();
-                std::io::stdin()
-                    .lock()
-                    .read_to_end(&mut bytes)
-                    .map(|_| bytes)
-            }
-        };
-        let bytes = match bytes {
+        let bytes = match input.read() {
             Ok(b) => b,
             Err(e) => {
                 let what = format!("{}: {}", input.shown().display(), io_reason(&e));

@@ -89,6 +89,8 @@ enum GateCommand {
         /// threshold (0.25 to 2.5).
         #[arg(long, conflicts_with_all = ["lexicon", "cross_validate"])]
         sweep: bool,
+        #[command(flatten)]
+        extras: GateExtrasArgs,
     },
     /// The store's intents (source kinds) clustered by the scenes their items hit (SAMD's CPM:
     /// SVD of the intent × scene matrix, Eq. 6 and Eq. 7), each cluster with its scenes'
@@ -120,11 +122,76 @@ enum GateCommand {
         locomo: Vec<PathBuf>,
         /// Where to write the lexicon (TOML).
         #[arg(long)]
-        out: PathBuf,
+        out: Option<PathBuf>,
+        /// Install it as the next lexicon version of this store (and make it current).
+        #[arg(long)]
+        store: Option<PathBuf>,
         /// The log-odds z-score a salient word exceeds.
         #[arg(long, default_value_t = 0.75)]
         threshold: f64,
     },
+    /// Dry run: what the gate would keep or drop of FILES for the store in DIR (its current
+    /// lexicon, unless --lexicon), and why. Writes nothing.
+    Check {
+        /// Store directory.
+        dir: PathBuf,
+        /// Files or folders to read, as `memdb import` reads them.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Input format.
+        #[arg(long, value_enum, default_value = "jsonl")]
+        format: ImportFormat,
+        /// The scene catalogue or learned lexicon (TOML) instead of the store's.
+        #[arg(long)]
+        lexicon: Option<PathBuf>,
+        #[command(flatten)]
+        extras: GateExtrasArgs,
+    },
+    /// The store's gate lexicons (versioned): list them, install a TOML file as the next
+    /// version, make a stored version current, or print one.
+    Lexicon {
+        /// Store directory.
+        dir: PathBuf,
+        /// Install this scene catalogue or learned lexicon (TOML) as the next version.
+        #[arg(long, conflicts_with_all = ["use_version", "export"])]
+        install: Option<PathBuf>,
+        /// Make stored version N current.
+        #[arg(long = "use", value_name = "N", conflicts_with = "export")]
+        use_version: Option<u32>,
+        /// Print stored version N as TOML.
+        #[arg(long, value_name = "N")]
+        export: Option<u32>,
+    },
+}
+
+/// What the gate adds to the GUM (`memdb gate eval` and `check`).
+#[derive(clap::Args, Clone)]
+struct GateExtrasArgs {
+    /// "GUM + rule predicates": a scene's `unless` expressions ("sick of it") are not hits.
+    #[arg(long)]
+    rules: bool,
+    /// Ask this model (on --endpoint) about each text the GUM passes, with the rules of its
+    /// intent's cluster (SAMD's judge).
+    #[arg(long, value_name = "MODEL")]
+    judge: Option<String>,
+    /// The judge's server base URL (loopback only).
+    #[arg(long, default_value = "http://127.0.0.1:8080")]
+    endpoint: String,
+    /// Seconds one judgement may take.
+    #[arg(long, default_value_t = 60)]
+    timeout: u64,
+}
+
+impl GateExtrasArgs {
+    fn extras(&self) -> gate::GateExtras {
+        gate::GateExtras {
+            rules: self.rules,
+            judge: self
+                .judge
+                .clone()
+                .map(|model| (self.endpoint.clone(), model, self.timeout)),
+        }
+    }
 }
 
 #[derive(Parser)]
@@ -165,9 +232,22 @@ enum Command {
         /// scene matches (listed in the report).
         #[arg(long, value_enum, default_value = "off")]
         gate: GateArg,
-        /// The gate's scene catalogue or learned lexicon (TOML; default: the built-in scenes).
+        /// The gate's scene catalogue or learned lexicon (TOML; default: the store's current
+        /// lexicon, else the built-in scenes).
         #[arg(long)]
         lexicon: Option<PathBuf>,
+        /// The gate with rule predicates: a scene's `unless` expressions are not hits.
+        #[arg(long)]
+        gate_rules: bool,
+        /// The gate asks this model (on --gate-endpoint) about each text the GUM passes.
+        #[arg(long, value_name = "MODEL")]
+        gate_judge: Option<String>,
+        /// The gate judge's server base URL (loopback only).
+        #[arg(long, default_value = "http://127.0.0.1:8080")]
+        gate_endpoint: String,
+        /// Seconds one judgement may take.
+        #[arg(long, default_value_t = 60)]
+        gate_timeout: u64,
     },
     /// Show one item by id, or by external id with --external.
     Get {
@@ -692,15 +772,11 @@ fn run(command: Command, out: &Out) -> Result<ExitCode> {
             create,
             gate: gate_mode,
             lexicon,
+            gate_rules,
+            gate_judge,
+            gate_endpoint,
+            gate_timeout,
         } => {
-            let gate = match gate_mode {
-                GateArg::Off => None,
-                GateArg::Tag => Some(gate::stage(lexicon.as_deref(), memdb::gate::GateMode::Tag)?),
-                GateArg::Drop => Some(gate::stage(
-                    lexicon.as_deref(),
-                    memdb::gate::GateMode::Drop,
-                )?),
-            };
             let store = if create {
                 Store::open_or_create(&dir, Options::default())
             } else {
@@ -710,6 +786,25 @@ fn run(command: Command, out: &Out) -> Result<ExitCode> {
                 memdb::Error::NoStore { .. } => CliError::NoStore { dir: dir.clone() },
                 other => CliError::store(&dir, other),
             })?;
+            let extras = gate::GateExtras {
+                rules: gate_rules,
+                judge: gate_judge.map(|model| (gate_endpoint, model, gate_timeout)),
+            };
+            let gate = match gate_mode {
+                GateArg::Off => None,
+                GateArg::Tag => Some(gate::stage(
+                    &store,
+                    lexicon.as_deref(),
+                    memdb::gate::GateMode::Tag,
+                    &extras,
+                )?),
+                GateArg::Drop => Some(gate::stage(
+                    &store,
+                    lexicon.as_deref(),
+                    memdb::gate::GateMode::Drop,
+                    &extras,
+                )?),
+            };
             let summary =
                 import::import_files(&store, format, &files, batch.max(1), !out.json, gate)?;
             out.emit(summary.json(), || summary.text());
@@ -843,6 +938,7 @@ fn run(command: Command, out: &Out) -> Result<ExitCode> {
                     cross_validate,
                     threshold,
                     sweep,
+                    extras,
                 },
         } => {
             let (doc, text) = if sweep {
@@ -852,7 +948,13 @@ fn run(command: Command, out: &Out) -> Result<ExitCode> {
                     threshold,
                     ..memdb::gate::LearnOptions::default()
                 };
-                gate::eval(&locomo, lexicon.as_deref(), cross_validate, &options)?
+                gate::eval(
+                    &locomo,
+                    lexicon.as_deref(),
+                    cross_validate,
+                    &options,
+                    &extras.extras(),
+                )?
             };
             out.emit(doc, || text);
         }
@@ -880,6 +982,7 @@ fn run(command: Command, out: &Out) -> Result<ExitCode> {
                 GateCommand::Learn {
                     locomo,
                     out: file,
+                    store,
                     threshold,
                 },
         } => {
@@ -887,15 +990,50 @@ fn run(command: Command, out: &Out) -> Result<ExitCode> {
                 threshold,
                 ..memdb::gate::LearnOptions::default()
             };
-            let doc = gate::learn(&locomo, &file, &options)?;
+            let doc = gate::learn(&locomo, file.as_deref(), store.as_deref(), &options)?;
             out.emit(doc.clone(), || {
-                format!(
-                    "learned {} salient words from {} turns into {}",
-                    doc["words"],
-                    doc["texts"],
-                    file.display()
-                )
+                let mut text = format!(
+                    "learned {} salient words from {} turns",
+                    doc["words"], doc["texts"]
+                );
+                if let Some(file) = &file {
+                    text.push_str(&format!(" into {}", file.display()));
+                }
+                if let Some(store) = &store {
+                    text.push_str(&format!(
+                        "; installed as gate lexicon v{} of {}",
+                        doc["version"],
+                        store.display()
+                    ));
+                }
+                text
             });
+        }
+        Command::Gate {
+            command:
+                GateCommand::Check {
+                    dir,
+                    files,
+                    format,
+                    lexicon,
+                    extras,
+                },
+        } => {
+            let (doc, text) =
+                gate::check(&dir, format, &files, lexicon.as_deref(), &extras.extras())?;
+            out.emit(doc, || text);
+        }
+        Command::Gate {
+            command:
+                GateCommand::Lexicon {
+                    dir,
+                    install,
+                    use_version,
+                    export,
+                },
+        } => {
+            let (doc, text) = gate::lexicon(&dir, install.as_deref(), use_version, export)?;
+            out.emit(doc, || text);
         }
         Command::Remember {
             dir,

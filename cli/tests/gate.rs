@@ -1,5 +1,5 @@
-//! `memdb gate eval` keeps its interface (the keys scripts read), and `memdb import --gate`
-//! tags or drops as asked.
+//! `memdb gate eval` keeps its interface (the keys scripts read), `memdb import --gate` tags or
+//! drops as asked, a store keeps its lexicon versions, and `memdb gate check` is a dry run.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 mod common;
@@ -103,7 +103,10 @@ fn import_with_the_gate_drops_or_tags() {
         (Some(2), Some(2))
     );
     let b = memdb(&["--json", "get", tagged.to_str().unwrap(), "--external", "b"]);
-    assert_eq!(b["tags"], serde_json::json!(["gate:not-memorable"]));
+    assert_eq!(
+        b["tags"],
+        serde_json::json!(["gate:not-memorable", "gate:lexicon:builtin"])
+    );
     let a = memdb(&["--json", "get", tagged.to_str().unwrap(), "--external", "a"]);
     assert!(
         a["tags"]
@@ -111,4 +114,155 @@ fn import_with_the_gate_drops_or_tags() {
             .unwrap()
             .contains(&"gate:memorable".into())
     );
+}
+
+const NOTES: &str = concat!(
+    r#"{"external_id":"a","source":"note","time":"2024-05-01T10:00:00Z","body":"Booked the dentist for Friday."}"#,
+    "\n",
+    r#"{"external_id":"b","source":"note","time":"2024-05-01T10:05:00Z","body":"I'm heading home now"}"#,
+    "\n",
+    r#"{"external_id":"c","source":"note","time":"2024-05-01T10:06:00Z","body":"zzqx mango"}"#,
+    "\n"
+);
+
+#[test]
+fn a_stored_lexicon_is_versioned_and_used_by_import_and_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let store = store.to_str().unwrap();
+    assert!(common::memdb(&["init", store]).status.success());
+    let input = dir.path().join("notes.jsonl");
+    std::fs::write(&input, NOTES).unwrap();
+    let input = input.to_str().unwrap();
+    // No lexicon stored: the built-in scenes.
+    let listed = memdb(&["--json", "gate", "lexicon", store]);
+    assert_eq!(listed["versions"], serde_json::json!([]));
+    let check = memdb(&["--json", "gate", "check", store, input]);
+    assert_eq!(check["lexicon"], "builtin");
+    let keeps: Vec<bool> = check["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["keep"].as_bool().unwrap())
+        .collect();
+    // "home" is a word of the places scene; only the rule predicates void "heading home".
+    assert_eq!(keeps, [true, true, false], "{check}");
+    let ruled = memdb(&["--json", "gate", "check", store, input, "--rules"]);
+    let b = &ruled["items"][1];
+    assert_eq!(b["keep"], false, "{ruled}");
+    assert!(
+        b["reason"].as_str().unwrap().contains("heading home"),
+        "{ruled}"
+    );
+    assert_eq!(
+        (ruled["kept"].as_u64(), ruled["dropped"].as_u64()),
+        (Some(1), Some(2))
+    );
+
+    // Two versions: the second (mangoes only) is current; the first stays readable.
+    let lexicon = dir.path().join("fruit.toml");
+    std::fs::write(
+        &lexicon,
+        "version = 1\n[[scene]]\nname = \"fruit\"\nwords = [\"mango\"]\n",
+    )
+    .unwrap();
+    let v1 = memdb(&[
+        "--json",
+        "gate",
+        "lexicon",
+        store,
+        "--install",
+        lexicon.to_str().unwrap(),
+    ]);
+    assert_eq!(v1["installed"], 1);
+    let v2 = memdb(&[
+        "--json",
+        "gate",
+        "lexicon",
+        store,
+        "--install",
+        lexicon.to_str().unwrap(),
+    ]);
+    assert_eq!(v2["installed"], 2);
+    let listed = memdb(&["--json", "gate", "lexicon", store]);
+    assert_eq!(listed["current"], 2);
+    assert_eq!(listed["versions"].as_array().unwrap().len(), 2);
+    let exported = memdb(&["--json", "gate", "lexicon", store, "--export", "1"]);
+    assert!(exported["toml"].as_str().unwrap().contains("mango"));
+    let check = memdb(&["--json", "gate", "check", store, input]);
+    assert_eq!(check["lexicon"], "v2");
+    assert_eq!(check["items"][2]["keep"], true, "{check}");
+    assert_eq!(check["items"][0]["keep"], false, "{check}");
+    // Nothing was written by the dry runs.
+    assert_eq!(memdb(&["--json", "ls", store]), serde_json::json!([]));
+
+    // Import with the store's lexicon: only the mango note is kept.
+    let report = memdb(&["--json", "import", "jsonl", store, input, "--gate", "drop"]);
+    assert_eq!(report["added"], 1, "{report}");
+    let c = memdb(&["--json", "get", store, "--external", "c"]);
+    assert_eq!(c["body"], "zzqx mango");
+    // A correction of the kept note passes even though it no longer matches.
+    let fix = dir.path().join("fix.jsonl");
+    std::fs::write(
+        &fix,
+        r#"{"external_id":"c","source":"note","time":"2024-05-01T10:06:00Z","body":"zzqx papaya"}"#,
+    )
+    .unwrap();
+    let check = memdb(&["--json", "gate", "check", store, fix.to_str().unwrap()]);
+    assert_eq!(check["items"][0]["keep"], true, "{check}");
+    assert!(
+        check["items"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("corrects a stored item")
+    );
+    let report = memdb(&[
+        "--json",
+        "import",
+        "jsonl",
+        store,
+        fix.to_str().unwrap(),
+        "--gate",
+        "drop",
+    ]);
+    assert_eq!(report["updated"], 1, "{report}");
+
+    // Roll back to version 1; an unknown version is an error.
+    memdb(&["--json", "gate", "lexicon", store, "--use", "1"]);
+    assert_eq!(memdb(&["--json", "gate", "lexicon", store])["current"], 1);
+    let out = common::memdb(&["gate", "lexicon", store, "--use", "9"]);
+    assert!(!out.status.success());
+    let why = common::stderr(&out);
+    assert!(why.contains("no gate lexicon version 9"), "{why}");
+}
+
+#[test]
+fn gate_learn_installs_into_a_store_and_eval_names_the_rule_predicates() {
+    let Some(locomo) = memdb_it::shared_data("locomo") else {
+        return;
+    };
+    let locomo = locomo.to_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let store = store.to_str().unwrap();
+    assert!(common::memdb(&["init", store]).status.success());
+    let learned = memdb(&[
+        "--json", "gate", "learn", "--locomo", locomo, "--store", store,
+    ]);
+    assert_eq!(learned["version"], 1, "{learned}");
+    let listed = memdb(&["--json", "gate", "lexicon", store]);
+    assert_eq!(listed["versions"][0]["words"], learned["words"]);
+    assert!(
+        listed["versions"][0]["origin"]
+            .as_str()
+            .unwrap()
+            .contains("LoCoMo")
+    );
+    let plain = memdb(&["--json", "gate", "eval", "--locomo", locomo]);
+    assert_eq!(plain["gate"], "GUM");
+    let ruled = memdb(&["--json", "gate", "eval", "--locomo", locomo, "--rules"]);
+    assert_eq!(ruled["gate"], "GUM + rule predicates");
+    // Predicates only take hits away.
+    assert!(ruled["memorable_kept"].as_f64() <= plain["memorable_kept"].as_f64());
+    assert!(ruled["not_memorable_dropped"].as_f64() >= plain["not_memorable_dropped"].as_f64());
 }

@@ -197,6 +197,9 @@ pub struct IngestReport {
     pub gate_dropped: Vec<Rejected>,
     /// Items the gate tagged with its decision (`GateMode::Tag`).
     pub gate_tagged: u64,
+    /// Items the gate found not memorable and stored all the same, because they correct an
+    /// item already stored (same external id).
+    pub gate_corrections: u64,
     /// Items the place stage gave a place before they committed.
     pub placed: u64,
     /// The pass over stored items (`None`: it did not run, or had run before).
@@ -436,6 +439,8 @@ impl Ingest<'_> {
         let mut batch = self.store.batch();
         // Who each put of the batch is, for the report.
         let mut puts: Vec<(String, Option<String>)> = Vec::with_capacity(self.pending.len());
+        // Read once per commit, and only when the gate finds an item not memorable.
+        let mut snapshot: Option<crate::store::Snapshot> = None;
         for mut item in std::mem::take(&mut self.pending) {
             if let Some(places) = &self.options.places
                 && fill_place(&mut item.draft.fields, places)
@@ -443,13 +448,38 @@ impl Ingest<'_> {
                 self.report.placed += 1;
             }
             if let Some(gate) = &self.options.gate {
-                if !gate.apply(&mut item.draft.fields) {
-                    self.report.gate_dropped.push(Rejected {
-                        origin: item.origin,
-                        external_id: item.draft.fields.external_id,
-                        reason: "not memorable: no word of any scene".to_owned(),
-                    });
-                    continue;
+                let decision = gate.apply(&mut item.draft.fields);
+                if let Some(why) = decision.judge_failed {
+                    self.report.warnings.push(format!(
+                        "{}: kept without the gate's judge: {why}",
+                        item.origin
+                    ));
+                }
+                if !decision.keep && gate.mode == crate::gate::GateMode::Drop {
+                    // A correction of a stored item passes: dropping it would leave the old
+                    // text current (SPEC.md §8.7).
+                    let stored = match &item.draft.fields.external_id {
+                        Some(external) => {
+                            if snapshot.is_none() {
+                                snapshot = Some(self.store.snapshot()?);
+                            }
+                            puts.iter().any(|(_, e)| e.as_ref() == Some(external))
+                                || match &snapshot {
+                                    Some(snap) => snap.get_by_external_id(external)?.is_some(),
+                                    None => false,
+                                }
+                        }
+                        None => false,
+                    };
+                    if !stored {
+                        self.report.gate_dropped.push(Rejected {
+                            origin: item.origin,
+                            external_id: item.draft.fields.external_id,
+                            reason: decision.reason,
+                        });
+                        continue;
+                    }
+                    self.report.gate_corrections += 1;
                 }
                 if gate.mode == crate::gate::GateMode::Tag {
                     self.report.gate_tagged += 1;

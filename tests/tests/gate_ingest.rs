@@ -5,7 +5,10 @@
 
 use std::sync::Arc;
 
-use memdb::gate::{GateMode, GateStage, Gum, Scenes, TAG_MEMORABLE, TAG_NOT_MEMORABLE};
+use memdb::gate::{
+    ClusterPrompt, ClusterPrompts, GateMode, GateStage, Gum, Judge, JudgeError, JudgeStage, Scenes,
+    TAG_MEMORABLE, TAG_NOT_MEMORABLE, Verdict,
+};
 use memdb::{
     EventTime, ITEM_VECTORS, IngestItem, IngestOptions, ItemDraft, ItemFields, Options, PageStage,
     Source, Store,
@@ -31,13 +34,16 @@ fn turn(ext: &str, minute: i64, text: &str) -> IngestItem {
     }
 }
 
-fn ingest(mode: GateMode) -> (tempfile::TempDir, Store, memdb::IngestReport) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::create(dir.path().join("s"), Options::default()).unwrap();
-    let gate = GateStage {
-        gum: Arc::new(Gum::new(Scenes::builtin().unwrap()).unwrap()),
+fn builtin(mode: GateMode) -> GateStage {
+    GateStage::new(
+        Arc::new(Gum::new(Scenes::builtin().unwrap()).unwrap()),
         mode,
-    };
+        "builtin",
+    )
+}
+
+/// Ingests `turns` into `store` through `gate`.
+fn run(store: &Store, gate: GateStage, turns: Vec<IngestItem>) -> memdb::IngestReport {
     let mut ingest = store
         .ingest(IngestOptions {
             gate: Some(gate),
@@ -45,11 +51,22 @@ fn ingest(mode: GateMode) -> (tempfile::TempDir, Store, memdb::IngestReport) {
             ..IngestOptions::default()
         })
         .unwrap();
-    ingest.add(turn("t1", 1, MEMORABLE)).unwrap();
-    ingest.add(turn("t2", 2, CHATTER)).unwrap();
-    let report = ingest
+    for t in turns {
+        ingest.add(t).unwrap();
+    }
+    ingest
         .finish(Some(&memdb_it::HashEmbedder), &mut |_, _, _| {})
-        .unwrap();
+        .unwrap()
+}
+
+fn ingest(mode: GateMode) -> (tempfile::TempDir, Store, memdb::IngestReport) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::create(dir.path().join("s"), Options::default()).unwrap();
+    let report = run(
+        &store,
+        builtin(mode),
+        vec![turn("t1", 1, MEMORABLE), turn("t2", 2, CHATTER)],
+    );
     (dir, store, report)
 }
 
@@ -96,5 +113,120 @@ fn tag_mode_stores_everything_with_the_decision() {
         kept.fields.tags
     );
     let chatter = snap.get_by_external_id("t2").unwrap().unwrap();
-    assert_eq!(chatter.fields.tags, [TAG_NOT_MEMORABLE]);
+    assert_eq!(
+        chatter.fields.tags,
+        [TAG_NOT_MEMORABLE, "gate:lexicon:builtin"]
+    );
+}
+
+#[test]
+fn tag_mode_keeps_a_persons_own_tags() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::create(dir.path().join("s"), Options::default()).unwrap();
+    let mut own = turn("t1", 1, CHATTER);
+    own.draft.fields.tags = vec!["gate:mine".into(), "gate:memorable".into()];
+    run(&store, builtin(GateMode::Tag), vec![own]);
+    let snap = store.snapshot().unwrap();
+    let item = snap.get_by_external_id("t1").unwrap().unwrap();
+    // The gate's own tags are replaced by its decision; the person's stay.
+    assert_eq!(
+        item.fields.tags,
+        ["gate:mine", TAG_NOT_MEMORABLE, "gate:lexicon:builtin"]
+    );
+}
+
+#[test]
+fn drop_mode_stores_a_correction_of_a_kept_item() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::create(dir.path().join("s"), Options::default()).unwrap();
+    let first = run(
+        &store,
+        builtin(GateMode::Drop),
+        vec![turn("t1", 1, MEMORABLE)],
+    );
+    assert_eq!(first.added, 1);
+    // The corrected text matches no scene; it still replaces the stored one, and so does a
+    // correction of an item put earlier in the same batch.
+    let report = run(
+        &store,
+        builtin(GateMode::Drop),
+        vec![
+            turn("t1", 1, "ok zzqx"),
+            turn("t3", 3, MEMORABLE),
+            turn("t3", 3, "fine, thanks"),
+            turn("t4", 4, CHATTER),
+        ],
+    );
+    assert_eq!(report.gate_corrections, 2, "{report:?}");
+    assert_eq!(report.gate_dropped.len(), 1);
+    assert_eq!(report.gate_dropped[0].external_id.as_deref(), Some("t4"));
+    let snap = store.snapshot().unwrap();
+    let t1 = snap.get_by_external_id("t1").unwrap().unwrap();
+    assert_eq!(t1.fields.body.as_deref(), Some("ok zzqx"));
+    let t3 = snap.get_by_external_id("t3").unwrap().unwrap();
+    assert_eq!(t3.fields.body.as_deref(), Some("fine, thanks"));
+}
+
+/// A judge with one answer, or none (a failing server).
+#[derive(Debug)]
+struct FixedJudge(Option<bool>);
+
+impl Judge for FixedJudge {
+    fn judge(&self, _text: &str, prompt: &ClusterPrompt) -> Result<Verdict, JudgeError> {
+        assert!(
+            !prompt.positive.is_empty(),
+            "the judge gets the scenes' rules"
+        );
+        match self.0 {
+            Some(memorable) => Ok(Verdict {
+                memorable,
+                reason: "fixed".into(),
+            }),
+            None => Err(JudgeError::Malformed {
+                why: "no verdict".into(),
+                snippet: String::new(),
+            }),
+        }
+    }
+}
+
+fn judged(judge: Option<bool>) -> GateStage {
+    GateStage {
+        judge: Some(JudgeStage {
+            judge: Arc::new(FixedJudge(judge)),
+            prompts: Arc::new(ClusterPrompts::default()),
+        }),
+        ..builtin(GateMode::Drop)
+    }
+}
+
+#[test]
+fn the_judge_decides_what_the_gum_passes_and_a_failing_judge_drops_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::create(dir.path().join("s"), Options::default()).unwrap();
+    // The judge rejects: the GUM's pass is overruled, with the judge's reason.
+    let report = run(&store, judged(Some(false)), vec![turn("t1", 1, MEMORABLE)]);
+    assert_eq!(report.gate_dropped.len(), 1);
+    assert!(
+        report.gate_dropped[0]
+            .reason
+            .contains("not memorable by the judge (fixed)"),
+        "{:?}",
+        report.gate_dropped[0]
+    );
+    // What the GUM drops never reaches the judge (this one would keep it).
+    let report = run(&store, judged(Some(true)), vec![turn("t2", 2, CHATTER)]);
+    assert_eq!(report.gate_dropped.len(), 1);
+    // A failing judge keeps the text and says so.
+    let report = run(&store, judged(None), vec![turn("t3", 3, MEMORABLE)]);
+    assert_eq!(report.added, 1);
+    assert!(report.gate_dropped.is_empty());
+    assert!(
+        report
+            .warnings
+            .iter()
+            .any(|w| w.contains("kept without the gate's judge")),
+        "{:?}",
+        report.warnings
+    );
 }

@@ -120,6 +120,7 @@ fn with_extra(builtin: &Scenes, words: impl Iterator<Item = String>) -> Scenes {
         words: extra,
         positive: vec!["bench filler".into()],
         negative: Vec::new(),
+        unless: Vec::new(),
         intents: Vec::new(),
     });
     Scenes::from_scenes(scenes)

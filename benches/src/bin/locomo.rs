@@ -146,10 +146,11 @@ fn main() {
 fn gate_stages(mode: Option<&str>, files: &[PathBuf]) -> Vec<Option<memdb::gate::GateStage>> {
     use memdb::gate::{GateMode, GateStage, Gum, LearnOptions, Scenes};
     let stage = |scenes: Scenes| {
-        Some(GateStage {
-            gum: std::sync::Arc::new(Gum::new(scenes).expect("gate matcher")),
-            mode: GateMode::Drop,
-        })
+        Some(GateStage::new(
+            std::sync::Arc::new(Gum::new(scenes).expect("gate matcher")),
+            GateMode::Drop,
+            "bench",
+        ))
     };
     match mode {
         None => files.iter().map(|_| None).collect(),

@@ -72,10 +72,15 @@ pub struct GateEval {
 
 /// Scores `gum` on `texts` (a text passes when it hits any scene).
 pub fn evaluate(gum: &Gum, texts: &[LabelledText]) -> GateEval {
+    evaluate_with(texts, |text| gum.passes(text, None))
+}
+
+/// Scores the decision `keeps` on `texts`, timing it.
+pub fn evaluate_with(texts: &[LabelledText], mut keeps: impl FnMut(&str) -> bool) -> GateEval {
     let started = Instant::now();
     let decisions: Vec<(bool, bool)> = texts
         .iter()
-        .map(|t| (t.memorable, gum.passes(&t.text, None)))
+        .map(|t| (t.memorable, keeps(&t.text)))
         .collect();
     GateEval::of(&decisions, started.elapsed().as_secs_f64() * 1e6)
 }

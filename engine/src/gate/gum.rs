@@ -42,7 +42,7 @@ pub fn normalise(text: &str) -> String {
 }
 
 /// ` w1 w2 … wn `: the normalised text with the spaces that make every match whole words.
-fn padded(text: &str) -> String {
+pub(crate) fn padded(text: &str) -> String {
     let normal = normalise(text);
     let mut padded = String::with_capacity(normal.len() + 2);
     padded.push(' ');
@@ -98,6 +98,12 @@ impl std::fmt::Debug for Gum {
 #[error("the scene words cannot be compiled into one matcher: {0}")]
 pub struct GumError(String);
 
+impl GumError {
+    pub(crate) fn new(why: String) -> GumError {
+        GumError(why)
+    }
+}
+
 impl Gum {
     /// Builds the matcher of `scenes`.
     pub fn new(scenes: Scenes) -> Result<Gum, GumError> {
@@ -124,7 +130,7 @@ impl Gum {
                     .match_kind(MatchKind::Standard)
                     .build(&padded)
             })
-            .map_err(|e| GumError(e.to_string()))?;
+            .map_err(|e| GumError::new(e.to_string()))?;
         Ok(Gum {
             scenes,
             automaton,
@@ -140,12 +146,16 @@ impl Gum {
     /// Whether `text` matches any scene (with `intent`, any that applies to that source): the
     /// gate's decision without its explanation, stopping at the first word that decides it.
     pub fn passes(&self, text: &str, intent: Option<Source>) -> bool {
-        let padded = padded(text);
+        self.passes_padded(&padded(text), intent)
+    }
+
+    /// [`Gum::passes`] on a text already [`padded`].
+    pub(crate) fn passes_padded(&self, padded: &str, intent: Option<Source>) -> bool {
         let all = self.scenes.scenes();
         let applies = |s: usize| {
             intent.is_none_or(|i| all[s].intents.is_empty() || all[s].intents.contains(&i))
         };
-        self.automaton.find_overlapping_iter(&padded).any(|m| {
+        self.automaton.find_overlapping_iter(padded).any(|m| {
             self.patterns[m.pattern().as_usize()]
                 .1
                 .iter()
@@ -155,10 +165,14 @@ impl Gum {
 
     /// The scenes `text` matches; with `intent`, only the scenes that apply to that source.
     pub fn hits(&self, text: &str, intent: Option<Source>) -> GumHits {
-        let padded = padded(text);
+        self.hits_padded(&padded(text), intent)
+    }
+
+    /// [`Gum::hits`] on a text already [`padded`].
+    pub(crate) fn hits_padded(&self, padded: &str, intent: Option<Source>) -> GumHits {
         let all = self.scenes.scenes();
         let mut by_scene: Vec<Vec<String>> = vec![Vec::new(); all.len()];
-        for m in self.automaton.find_overlapping_iter(&padded) {
+        for m in self.automaton.find_overlapping_iter(padded) {
             let (word, scenes) = &self.patterns[m.pattern().as_usize()];
             for &s in scenes {
                 let applies =

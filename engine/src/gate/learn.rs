@@ -121,6 +121,7 @@ pub fn learn_lexicon(texts: &[(&str, bool)], options: &LearnOptions, name: &str)
             options.threshold
         )],
         negative: Vec::new(),
+        unless: Vec::new(),
         intents: Vec::new(),
     }])
 }

@@ -18,14 +18,27 @@ mod affinity;
 mod cpm;
 mod eval;
 mod gum;
+mod judge;
 mod learn;
+mod predicates;
 mod scenes;
 mod stage;
+mod stored;
 
 pub use affinity::{Affinity, store_affinity};
 pub use cpm::{Clustering, CpmOptions, cluster_intents};
-pub use eval::{GateEval, LabelledText, evaluate, locomo_texts};
+pub use eval::{GateEval, LabelledText, evaluate, evaluate_with, locomo_texts};
 pub use gum::{Gum, GumError, GumHits, SceneHit, normalise};
+pub use judge::{
+    ClusterPrompt, ClusterPrompts, JUDGE_SYSTEM, Judge, JudgeError, Verdict, judge_message,
+};
+#[cfg(feature = "llm")]
+pub use judge::{ModelJudge, parse_verdict};
 pub use learn::{LearnOptions, SalientWord, learn_lexicon, lexicons_leaving_one_out, score_words};
+pub use predicates::{PredicateHits, RulePredicates};
 pub use scenes::{BUILTIN_SCENES, Scene, SceneError, Scenes};
-pub use stage::{GateMode, GateStage, TAG_MEMORABLE, TAG_NOT_MEMORABLE, TAG_SCENE_PREFIX};
+pub use stage::{
+    GateDecision, GateMode, GateStage, JudgeStage, TAG_LEXICON_PREFIX, TAG_MEMORABLE,
+    TAG_NOT_MEMORABLE, TAG_SCENE_PREFIX,
+};
+pub use stored::{StoredLexicon, install_lexicon, stored_lexicon, stored_lexicons, use_lexicon};

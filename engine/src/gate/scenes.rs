@@ -60,6 +60,10 @@ pub struct Scene {
     pub positive: Vec<String>,
     /// What looks like the scene but is not memorable.
     pub negative: Vec<String>,
+    /// The negative rules as predicates: expressions (normalised) whose words do not count as
+    /// a hit ("sick of it", "killing me"): "GUM + rule predicates" matches the text with them
+    /// taken out.
+    pub unless: Vec<String>,
     /// The sources it applies to; empty: every source.
     pub intents: Vec<Source>,
 }
@@ -87,8 +91,34 @@ struct RawScene {
     positive: Vec<String>,
     #[serde(default)]
     negative: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    unless: Vec<String>,
     #[serde(default)]
     intents: Vec<String>,
+}
+
+/// `words` normalised, without duplicates; a word too long or with nothing to match is an
+/// error made by `error`.
+fn matchable(
+    words: &[String],
+    error: &dyn Fn(String) -> SceneError,
+) -> Result<Vec<String>, SceneError> {
+    let mut out: Vec<String> = Vec::with_capacity(words.len());
+    for word in words {
+        if word.chars().count() > MAX_WORD_CHARS {
+            return Err(error(format!(
+                "a word longer than {MAX_WORD_CHARS} characters"
+            )));
+        }
+        let normal = super::normalise(word);
+        if normal.is_empty() {
+            return Err(error(format!("`{word}` has no letter or digit to match")));
+        }
+        if !out.contains(&normal) {
+            out.push(normal);
+        }
+    }
+    Ok(out)
 }
 
 impl Scenes {
@@ -123,23 +153,8 @@ impl Scenes {
                 scene: name.clone(),
                 why,
             };
-            let mut words: Vec<String> = Vec::with_capacity(scene.words.len());
-            for word in &scene.words {
-                if word.chars().count() > MAX_WORD_CHARS {
-                    return Err(words_error(format!(
-                        "a word longer than {MAX_WORD_CHARS} characters"
-                    )));
-                }
-                let normal = super::normalise(word);
-                if normal.is_empty() {
-                    return Err(words_error(format!(
-                        "`{word}` has no letter or digit to match"
-                    )));
-                }
-                if !words.contains(&normal) {
-                    words.push(normal);
-                }
-            }
+            let words = matchable(&scene.words, &words_error)?;
+            let unless = matchable(&scene.unless, &words_error)?;
             if words.is_empty() {
                 return Err(words_error("no words".into()));
             }
@@ -161,6 +176,7 @@ impl Scenes {
                 words,
                 positive: scene.positive,
                 negative: scene.negative,
+                unless,
                 intents,
             });
         }
@@ -204,6 +220,7 @@ impl Scenes {
                     words: s.words.clone(),
                     positive: s.positive.clone(),
                     negative: s.negative.clone(),
+                    unless: s.unless.clone(),
                     intents: s.intents.iter().map(|i| i.name().to_owned()).collect(),
                 })
                 .collect(),
