@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use memdb::gate::{
-    GateEval, Gum, LabelledText, LearnOptions, Scenes, evaluate, learn_lexicon, locomo_texts,
+    GateEval, Gum, LabelledText, LearnOptions, Scene, Scenes, evaluate, learn_lexicon, locomo_texts,
 };
 use serde_json::{Value, json};
 
@@ -188,10 +188,16 @@ pub(crate) fn eval(
     cross_validate: bool,
     options: &LearnOptions,
     extras: &GateExtras,
+    expansion: Option<memdb::gate::Expansion>,
 ) -> Result<(Value, String)> {
     let groups = read_groups(locomo)?;
     let all: Vec<LabelledText> = groups.iter().flatten().cloned().collect();
     if !cross_validate {
+        if expansion.is_some() {
+            return Err(CliError::Usage(
+                "--expand grows learned lexicons: use it with --cross-validate",
+            ));
+        }
         let scenes = read_lexicon(lexicon)?;
         let words = scenes.word_count();
         let gate = std::sync::Arc::new(gum(scenes)?);
@@ -265,7 +271,14 @@ pub(crate) fn eval(
             "--cross-validate needs at least two conversations",
         ));
     }
-    let (rows, pooled) = leave_one_out(&groups, options)?;
+    let space = match expansion {
+        Some(e) => {
+            let texts: Vec<&str> = all.iter().map(|t| t.text.as_str()).collect();
+            Some(WordSpace::of(&texts, e)?)
+        }
+        None => None,
+    };
+    let (rows, pooled) = leave_one_out(&groups, options, space.as_ref())?;
     let mut lines = vec![HEADER.to_owned()];
     let mut folds = Vec::new();
     for (group, e, words) in &rows {
@@ -279,7 +292,43 @@ pub(crate) fn eval(
     let mut doc = figures(&pooled);
     doc["folds"] = Value::Array(folds);
     doc["threshold"] = json!(options.threshold);
+    if let Some(e) = expansion {
+        doc["expansion"] = json!({
+            "neighbours": e.neighbours, "min_cosine": e.min_cosine, "min_texts": e.min_texts,
+        });
+    }
     Ok((doc, lines.join("\n")))
+}
+
+/// The MiniLM vectors of a corpus's words, for seed expansion.
+struct WordSpace {
+    vectors: std::collections::HashMap<String, Vec<f32>>,
+    expansion: memdb::gate::Expansion,
+}
+
+impl WordSpace {
+    /// Encodes every word of `texts` (in at least `expansion.min_texts` of them) with the
+    /// installed encoder.
+    fn of(texts: &[&str], expansion: memdb::gate::Expansion) -> Result<WordSpace> {
+        use memdb_encode::Encoder;
+        let dir = crate::model::ensure_installed(true, crate::model::Download::Ask)?;
+        let encoder = memdb_encode::MiniLm::load(&dir, memdb_encode::EncoderOptions::default())?;
+        let words = memdb::gate::vocabulary(texts, expansion.min_texts);
+        let refs: Vec<&str> = words.iter().map(String::as_str).collect();
+        eprintln!("memdb: encoding {} words for seed expansion", refs.len());
+        let vectors = encoder.encode(&refs)?;
+        Ok(WordSpace {
+            vectors: words.into_iter().zip(vectors).collect(),
+            expansion,
+        })
+    }
+
+    /// `scenes` expanded by the words of `texts`.
+    fn expand(&self, scenes: &Scenes, texts: &[&str]) -> Scenes {
+        memdb::gate::expand_lexicon(scenes, texts, &self.expansion, &|w| {
+            self.vectors.get(w).cloned()
+        })
+    }
 }
 
 /// One held-out conversation's figures: (conversation, figures, lexicon words).
@@ -290,11 +339,25 @@ type Fold = (String, GateEval, usize);
 fn leave_one_out(
     groups: &[Vec<LabelledText>],
     options: &LearnOptions,
+    space: Option<&WordSpace>,
 ) -> Result<(Vec<Fold>, GateEval)> {
     let mut rows = Vec::new();
     let (mut decisions, mut total_us) = (Vec::new(), 0.0);
     let lexicons = memdb::gate::lexicons_leaving_one_out(groups, options);
-    for (held_out, scenes) in groups.iter().zip(lexicons) {
+    for (index, (held_out, scenes)) in groups.iter().zip(lexicons).enumerate() {
+        // Expanded by the words of the training conversations only.
+        let scenes = match space {
+            Some(space) => {
+                let train: Vec<&str> = groups
+                    .iter()
+                    .enumerate()
+                    .filter(|(j, _)| *j != index)
+                    .flat_map(|(_, g)| g.iter().map(|t| t.text.as_str()))
+                    .collect();
+                space.expand(&scenes, &train)
+            }
+            None => scenes,
+        };
         let words = scenes.word_count();
         let gate = gum(scenes)?;
         let e = evaluate(&gate, held_out);
@@ -324,7 +387,7 @@ pub(crate) fn sweep(locomo: &[PathBuf], thresholds: &[f64]) -> Result<(Value, St
             threshold,
             ..LearnOptions::default()
         };
-        let (rows, pooled) = leave_one_out(&groups, &options)?;
+        let (rows, pooled) = leave_one_out(&groups, &options, None)?;
         let words = rows.iter().map(|r| r.2).sum::<usize>() as f64 / rows.len().max(1) as f64;
         lines.push(format!(
             "{threshold:>9} | {words:>12.0} | {:>5.1} % | {:>6.1} % | {:>8.3} | {:>11.3}",
@@ -348,6 +411,7 @@ pub(crate) fn learn(
     out: Option<&Path>,
     store: Option<&Path>,
     options: &LearnOptions,
+    expansion: Option<memdb::gate::Expansion>,
 ) -> Result<Value> {
     if out.is_none() && store.is_none() {
         return Err(CliError::Usage(
@@ -360,7 +424,11 @@ pub(crate) fn learn(
         .flatten()
         .map(|t| (t.text.as_str(), t.memorable))
         .collect();
-    let scenes = learn_lexicon(&texts, options, "learned");
+    let mut scenes = learn_lexicon(&texts, options, "learned");
+    if let Some(e) = expansion {
+        let all: Vec<&str> = texts.iter().map(|(t, _)| *t).collect();
+        scenes = WordSpace::of(&all, e)?.expand(&scenes, &all);
+    }
     let words = scenes.word_count();
     let mut doc = json!({
         "texts": texts.len(),
@@ -602,5 +670,129 @@ pub(crate) fn clusters(
         "hits": e.hits.chunks(e.scenes.max(1)).collect::<Vec<_>>(),
         "clusters": json_clusters,
     });
+    Ok((doc, lines.join("\n")))
+}
+
+/// What `memdb gate generate` is asked to do.
+pub(crate) struct GenerateArgs<'a> {
+    pub(crate) endpoint: &'a str,
+    pub(crate) model: &'a str,
+    pub(crate) timeout: u64,
+    pub(crate) lexicon: Option<&'a Path>,
+    pub(crate) personas: Option<&'a Path>,
+    pub(crate) scenes: &'a [String],
+    pub(crate) out: Option<&'a Path>,
+    pub(crate) store: Option<&'a Path>,
+    pub(crate) show_progress: bool,
+}
+
+/// `memdb gate generate`: a scene catalogue grown by multi-view role-play (SAMD Eq. 4) through
+/// a model on loopback, written to a file and/or installed in a store.
+pub(crate) fn generate(args: &GenerateArgs<'_>) -> Result<(Value, String)> {
+    if args.out.is_none() && args.store.is_none() {
+        return Err(CliError::Usage(
+            "gate generate needs --out FILE, --store DIR or both",
+        ));
+    }
+    let base = read_lexicon(args.lexicon)?;
+    let chosen: Vec<Scene> = base
+        .scenes()
+        .iter()
+        .filter(|s| {
+            args.scenes.is_empty() || args.scenes.iter().any(|n| n.eq_ignore_ascii_case(&s.name))
+        })
+        .cloned()
+        .collect();
+    if chosen.is_empty() {
+        return Err(CliError::Usage("--scenes names no scene of the catalogue"));
+    }
+    let personas_text = match args.personas {
+        Some(file) => std::fs::read_to_string(file).map_err(|e| CliError::io("read", file, e))?,
+        None => memdb::gate::DEFAULT_PERSONAS.join("\n"),
+    };
+    let personas: Vec<&str> = personas_text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    if personas.is_empty() {
+        return Err(CliError::Usage("--personas names no persona"));
+    }
+    let model = memdb::gate::RoleplayModel::new(
+        args.endpoint,
+        args.model,
+        std::time::Duration::from_secs(args.timeout),
+    )
+    .map_err(|e| CliError::Gate {
+        file: PathBuf::from(args.endpoint),
+        reason: e.to_string(),
+    })?;
+    let mut bar = crate::progress::bar(
+        (chosen.len() * personas.len()) as u64,
+        "role-play",
+        args.show_progress,
+    );
+    let (grown, report) = memdb::gate::grow_by_roleplay(
+        &Scenes::from_scenes(chosen),
+        &personas,
+        &|persona, scene| model.words(persona, scene),
+        &mut |done, _| bar.set_position(done as u64),
+    );
+    bar.finish_and_clear();
+    // The grown scenes replace theirs in the whole catalogue.
+    let merged: Vec<Scene> = base
+        .scenes()
+        .iter()
+        .map(|s| {
+            grown
+                .scenes()
+                .iter()
+                .find(|g| g.name == s.name)
+                .unwrap_or(s)
+                .clone()
+        })
+        .collect();
+    let catalogue = Scenes::from_scenes(merged);
+    let added: usize = report.added.iter().map(|(_, w)| w.len()).sum();
+    let mut lines: Vec<String> = report
+        .added
+        .iter()
+        .map(|(scene, words)| format!("{scene}: +{} ({})", words.len(), words.join(", ")))
+        .collect();
+    for (persona, scene, why) in &report.failures {
+        lines.push(format!("failed: {scene} as {persona}: {why}"));
+    }
+    let mut doc = json!({
+        "personas": personas.len(),
+        "added": report.added.iter().map(|(s, w)| json!({"scene": s, "words": w})).collect::<Vec<_>>(),
+        "failures": report.failures.iter()
+            .map(|(p, s, why)| json!({"persona": p, "scene": s, "why": why}))
+            .collect::<Vec<_>>(),
+        "words": catalogue.word_count(),
+    });
+    if let Some(out) = args.out {
+        std::fs::write(out, catalogue.to_toml()).map_err(|e| CliError::io("write", out, e))?;
+        doc["out"] = json!(out.display().to_string());
+    }
+    if let Some(dir) = args.store {
+        let store = memdb::Store::open(dir, memdb::Options::default())
+            .map_err(|e| CliError::store(dir, e))?;
+        let origin = format!(
+            "role-play by {} ({} personas) over {}",
+            args.model,
+            personas.len(),
+            args.lexicon.map_or_else(
+                || "the built-in scenes".to_owned(),
+                |p| p.display().to_string()
+            )
+        );
+        let version = memdb::gate::install_lexicon(&store, &catalogue, &origin)?;
+        doc["version"] = json!(version);
+    }
+    lines.push(format!(
+        "{added} words added over {} personas; {} requests failed",
+        personas.len(),
+        report.failures.len()
+    ));
     Ok((doc, lines.join("\n")))
 }

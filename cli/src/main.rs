@@ -91,6 +91,8 @@ enum GateCommand {
         sweep: bool,
         #[command(flatten)]
         extras: GateExtrasArgs,
+        #[command(flatten)]
+        expand: ExpandArgs,
     },
     /// The store's intents (source kinds) clustered by the scenes their items hit (SAMD's CPM:
     /// SVD of the intent × scene matrix, Eq. 6 and Eq. 7), each cluster with its scenes'
@@ -129,6 +131,8 @@ enum GateCommand {
         /// The log-odds z-score a salient word exceeds.
         #[arg(long, default_value_t = 0.75)]
         threshold: f64,
+        #[command(flatten)]
+        expand: ExpandArgs,
     },
     /// Dry run: what the gate would keep or drop of FILES for the store in DIR (its current
     /// lexicon, unless --lexicon), and why. Writes nothing.
@@ -146,6 +150,36 @@ enum GateCommand {
         lexicon: Option<PathBuf>,
         #[command(flatten)]
         extras: GateExtrasArgs,
+    },
+    /// Grow a scene catalogue by multi-view role-play (SAMD Eq. 4): a model on loopback plays
+    /// each persona and lists the words it would use about each scene; the union joins the
+    /// scene. Writes the catalogue (--out) and/or installs it in a store (--store).
+    Generate {
+        /// The model's name on the server.
+        #[arg(long)]
+        model: String,
+        /// The model server's base URL (loopback only).
+        #[arg(long, default_value = "http://127.0.0.1:8080")]
+        endpoint: String,
+        /// Seconds one request may take.
+        #[arg(long, default_value_t = 120)]
+        timeout: u64,
+        /// The catalogue to grow (TOML; default: the built-in scenes).
+        #[arg(long)]
+        lexicon: Option<PathBuf>,
+        /// Personas, one per line (default: eight built-in ones of varied age, sex, career and
+        /// personality).
+        #[arg(long)]
+        personas: Option<PathBuf>,
+        /// Only these scenes (comma-separated names).
+        #[arg(long, value_delimiter = ',')]
+        scenes: Vec<String>,
+        /// Where to write the grown catalogue (TOML).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Install it as the next lexicon version of this store.
+        #[arg(long)]
+        store: Option<PathBuf>,
     },
     /// The store's gate lexicons (versioned): list them, install a TOML file as the next
     /// version, make a stored version current, or print one.
@@ -180,6 +214,27 @@ struct GateExtrasArgs {
     /// Seconds one judgement may take.
     #[arg(long, default_value_t = 60)]
     timeout: u64,
+}
+
+/// Seed expansion of a learned lexicon in the MiniLM space (`memdb gate learn` and `eval`).
+#[derive(clap::Args, Clone)]
+struct ExpandArgs {
+    /// Add the N nearest words of the training texts (MiniLM cosine) to each learned word.
+    #[arg(long, value_name = "N")]
+    expand: Option<usize>,
+    /// The cosine an added word must reach.
+    #[arg(long, default_value_t = 0.75)]
+    expand_min_cosine: f32,
+}
+
+impl ExpandArgs {
+    fn expansion(&self) -> Option<memdb::gate::Expansion> {
+        self.expand.map(|neighbours| memdb::gate::Expansion {
+            neighbours,
+            min_cosine: self.expand_min_cosine,
+            ..memdb::gate::Expansion::default()
+        })
+    }
 }
 
 impl GateExtrasArgs {
@@ -939,6 +994,7 @@ fn run(command: Command, out: &Out) -> Result<ExitCode> {
                     threshold,
                     sweep,
                     extras,
+                    expand,
                 },
         } => {
             let (doc, text) = if sweep {
@@ -954,6 +1010,7 @@ fn run(command: Command, out: &Out) -> Result<ExitCode> {
                     cross_validate,
                     &options,
                     &extras.extras(),
+                    expand.expansion(),
                 )?
             };
             out.emit(doc, || text);
@@ -984,13 +1041,20 @@ fn run(command: Command, out: &Out) -> Result<ExitCode> {
                     out: file,
                     store,
                     threshold,
+                    expand,
                 },
         } => {
             let options = memdb::gate::LearnOptions {
                 threshold,
                 ..memdb::gate::LearnOptions::default()
             };
-            let doc = gate::learn(&locomo, file.as_deref(), store.as_deref(), &options)?;
+            let doc = gate::learn(
+                &locomo,
+                file.as_deref(),
+                store.as_deref(),
+                &options,
+                expand.expansion(),
+            )?;
             out.emit(doc.clone(), || {
                 let mut text = format!(
                     "learned {} salient words from {} turns",
@@ -1021,6 +1085,32 @@ fn run(command: Command, out: &Out) -> Result<ExitCode> {
         } => {
             let (doc, text) =
                 gate::check(&dir, format, &files, lexicon.as_deref(), &extras.extras())?;
+            out.emit(doc, || text);
+        }
+        Command::Gate {
+            command:
+                GateCommand::Generate {
+                    model,
+                    endpoint,
+                    timeout,
+                    lexicon,
+                    personas,
+                    scenes,
+                    out: file,
+                    store,
+                },
+        } => {
+            let (doc, text) = gate::generate(&gate::GenerateArgs {
+                endpoint: &endpoint,
+                model: &model,
+                timeout,
+                lexicon: lexicon.as_deref(),
+                personas: personas.as_deref(),
+                scenes: &scenes,
+                out: file.as_deref(),
+                store: store.as_deref(),
+                show_progress: !out.json,
+            })?;
             out.emit(doc, || text);
         }
         Command::Gate {

@@ -266,3 +266,95 @@ fn gate_learn_installs_into_a_store_and_eval_names_the_rule_predicates() {
     assert!(ruled["memorable_kept"].as_f64() <= plain["memorable_kept"].as_f64());
     assert!(ruled["not_memorable_dropped"].as_f64() >= plain["not_memorable_dropped"].as_f64());
 }
+
+#[test]
+fn role_play_grows_the_chosen_scenes_and_the_judge_decides_in_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = common::init(dir.path());
+    // Role-play: each persona names a word of its own; one reply is not a word list.
+    let (url, requests) = common::stub_chat_server(|request| {
+        let system = request["messages"][0]["content"].as_str().unwrap_or("");
+        if system.contains("retired teacher") {
+            "no JSON here".to_owned()
+        } else if system.contains("student") {
+            r#"{"words": ["Vet bill", "zzqx"]}"#.to_owned()
+        } else {
+            r#"{"words": ["kibble"]}"#.to_owned()
+        }
+    });
+    let out = dir.path().join("grown.toml");
+    let doc = memdb(&[
+        "--json",
+        "gate",
+        "generate",
+        "--model",
+        "play",
+        "--endpoint",
+        &url,
+        "--scenes",
+        "pets",
+        "--out",
+        out.to_str().unwrap(),
+        "--store",
+        &store,
+    ]);
+    assert_eq!(doc["personas"], 8);
+    assert_eq!(doc["failures"].as_array().unwrap().len(), 1, "{doc}");
+    assert_eq!(
+        doc["added"],
+        serde_json::json!([{"scene": "pets", "words": ["vet bill", "zzqx", "kibble"]}])
+    );
+    assert_eq!(doc["version"], 1);
+    assert_eq!(
+        requests.try_iter().count(),
+        8,
+        "one request per persona for one scene"
+    );
+    let grown = std::fs::read_to_string(&out).unwrap();
+    assert!(grown.contains("\"kibble\""), "{grown}");
+    assert!(
+        grown.contains("name = \"family\""),
+        "other scenes kept: {grown}"
+    );
+
+    // The judge (a stub) overrules the GUM on what the GUM passes; the stored lexicon decides.
+    let input = dir.path().join("notes.jsonl");
+    std::fs::write(&input, NOTES).unwrap();
+    let (judge_url, judged) = common::stub_chat_server(|request| {
+        let user = request["messages"][1]["content"].as_str().unwrap_or("");
+        if user.contains("dentist") {
+            r#"{"memorable": true, "reason": "an appointment"}"#.to_owned()
+        } else {
+            r#"{"memorable": false, "reason": "small talk"}"#.to_owned()
+        }
+    });
+    let check = memdb(&[
+        "--json",
+        "gate",
+        "check",
+        &store,
+        input.to_str().unwrap(),
+        "--judge",
+        "j",
+        "--endpoint",
+        &judge_url,
+    ]);
+    assert_eq!(check["lexicon"], "v1");
+    let keeps: Vec<bool> = check["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["keep"].as_bool().unwrap())
+        .collect();
+    // dentist: GUM passes, judge keeps; heading home: GUM passes, judge drops; "zzqx mango":
+    // the role-played word passes the GUM, the judge drops it.
+    assert_eq!(keeps, [true, false, false], "{check}");
+    assert!(
+        check["items"][1]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("small talk"),
+        "{check}"
+    );
+    assert_eq!(judged.try_iter().count(), 3);
+}

@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use memdb::gate::{
-    ClusterPrompt, ClusterPrompts, GateMode, GateStage, Gum, Judge, JudgeError, JudgeStage, Scenes,
-    TAG_MEMORABLE, TAG_NOT_MEMORABLE, Verdict,
+    ClusterPrompt, ClusterPrompts, GateMode, GateModelError, GateStage, Gum, Judge, JudgeStage,
+    Scenes, TAG_MEMORABLE, TAG_NOT_MEMORABLE, Verdict,
 };
 use memdb::{
     EventTime, ITEM_VECTORS, IngestItem, IngestOptions, ItemDraft, ItemFields, Options, PageStage,
@@ -172,7 +172,7 @@ fn drop_mode_stores_a_correction_of_a_kept_item() {
 struct FixedJudge(Option<bool>);
 
 impl Judge for FixedJudge {
-    fn judge(&self, _text: &str, prompt: &ClusterPrompt) -> Result<Verdict, JudgeError> {
+    fn judge(&self, _text: &str, prompt: &ClusterPrompt) -> Result<Verdict, GateModelError> {
         assert!(
             !prompt.positive.is_empty(),
             "the judge gets the scenes' rules"
@@ -182,7 +182,8 @@ impl Judge for FixedJudge {
                 memorable,
                 reason: "fixed".into(),
             }),
-            None => Err(JudgeError::Malformed {
+            None => Err(GateModelError::Malformed {
+                expected: "a verdict",
                 why: "no verdict".into(),
                 snippet: String::new(),
             }),

@@ -8,7 +8,7 @@
 //!
 //! Invariants: the model's answer is untrusted — it must be one JSON object
 //! `{"memorable": bool, "reason": string}` (one code fence tolerated), anything else is a typed
-//! [`JudgeError`] and no verdict; a judge that fails never drops a text (the ingest stage keeps
+//! [`GateModelError`] and no verdict; a judge that fails never drops a text (the ingest stage keeps
 //! it and says why), so a stopped server cannot lose memories.
 
 use memdb_formats::item::Source;
@@ -27,20 +27,33 @@ pub struct Verdict {
     pub reason: String,
 }
 
-/// Why a judge gave no verdict.
+/// Why a model stage of the gate (the judge, role-play generation) got no usable answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum JudgeError {
+pub enum GateModelError {
     /// The model server failed (refused, timed out, HTTP error, not a chat completion).
     #[error(transparent)]
     Endpoint(#[from] crate::endpoint::EndpointError),
-    /// The answer is not a verdict.
-    #[error("the judge's answer is not a verdict ({why}): {snippet:?}")]
+    /// The answer is not what was asked for.
+    #[error("the model's answer is not {expected} ({why}): {snippet:?}")]
     Malformed {
+        /// What was asked for (`a verdict`, `a word list`).
+        expected: &'static str,
         /// What is wrong.
         why: String,
         /// The answer's start.
         snippet: String,
     },
+}
+
+impl GateModelError {
+    /// The error of `content`, which is not `expected`, for `why`.
+    pub(crate) fn malformed(expected: &'static str, content: &str, why: String) -> GateModelError {
+        GateModelError::Malformed {
+            expected,
+            why,
+            snippet: crate::endpoint::snippet(content),
+        }
+    }
 }
 
 /// The rules one text is judged by.
@@ -57,7 +70,7 @@ pub struct ClusterPrompt {
 /// A judge of memorability.
 pub trait Judge: Send + Sync + std::fmt::Debug {
     /// Whether `text` is worth remembering under `prompt`'s rules.
-    fn judge(&self, text: &str, prompt: &ClusterPrompt) -> Result<Verdict, JudgeError>;
+    fn judge(&self, text: &str, prompt: &ClusterPrompt) -> Result<Verdict, GateModelError>;
 }
 
 /// The CPM's clusters as the judge uses them: for each clustered intent, its cluster's scenes.
@@ -147,11 +160,8 @@ pub fn judge_message(text: &str, prompt: &ClusterPrompt) -> String {
 
 /// The verdict in a model's answer `content`.
 #[cfg(feature = "llm")]
-pub fn parse_verdict(content: &str) -> Result<Verdict, JudgeError> {
-    let malformed = |why: String| JudgeError::Malformed {
-        why,
-        snippet: crate::endpoint::snippet(content),
-    };
+pub fn parse_verdict(content: &str) -> Result<Verdict, GateModelError> {
+    let malformed = |why: String| GateModelError::malformed("a verdict", content, why);
     let value = crate::endpoint::json_reply(content).map_err(malformed)?;
     let memorable = value
         .get("memorable")
@@ -182,7 +192,7 @@ impl ModelJudge {
         base_url: &str,
         model: &str,
         timeout: std::time::Duration,
-    ) -> Result<ModelJudge, JudgeError> {
+    ) -> Result<ModelJudge, GateModelError> {
         Ok(ModelJudge {
             chat: crate::endpoint::LoopbackChat::new(base_url, timeout)?,
             model: model.to_owned(),
@@ -192,7 +202,7 @@ impl ModelJudge {
 
 #[cfg(feature = "llm")]
 impl Judge for ModelJudge {
-    fn judge(&self, text: &str, prompt: &ClusterPrompt) -> Result<Verdict, JudgeError> {
+    fn judge(&self, text: &str, prompt: &ClusterPrompt) -> Result<Verdict, GateModelError> {
         let schema = serde_json::json!({
             "type": "object",
             "properties": {
@@ -316,13 +326,13 @@ negative = ["it works"]
         assert!(!judge.judge("haha ok", &prompt).unwrap().memorable);
         assert!(matches!(
             judge.judge("x", &prompt),
-            Err(JudgeError::Malformed { .. })
+            Err(GateModelError::Malformed { .. })
         ));
         let err = judge.judge("x", &prompt).unwrap_err();
         assert!(err.to_string().contains("memorable"), "{err}");
         assert!(matches!(
             judge.judge("x", &prompt),
-            Err(JudgeError::Endpoint(_))
+            Err(GateModelError::Endpoint(_))
         ));
         let requests = server.join().unwrap();
         let first: serde_json::Value = serde_json::from_str(&requests[0]).unwrap();
@@ -344,6 +354,6 @@ negative = ["it works"]
             std::time::Duration::from_secs(1),
         )
         .unwrap_err();
-        assert!(matches!(err, JudgeError::Endpoint(_)), "{err}");
+        assert!(matches!(err, GateModelError::Endpoint(_)), "{err}");
     }
 }

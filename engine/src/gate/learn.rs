@@ -146,9 +146,133 @@ pub fn lexicons_leaving_one_out(
         .collect()
 }
 
+/// Seed expansion in an embedding space (issue 21 item 1): the words of the training texts
+/// nearest a learned word join the lexicon.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Expansion {
+    /// Neighbours taken per learned word.
+    pub neighbours: usize,
+    /// Cosine a neighbour must reach.
+    pub min_cosine: f32,
+    /// Fewest training texts a candidate word must be in.
+    pub min_texts: u32,
+}
+
+impl Default for Expansion {
+    fn default() -> Self {
+        Expansion {
+            neighbours: 3,
+            min_cosine: 0.75,
+            min_texts: 2,
+        }
+    }
+}
+
+/// The distinct words of `texts` that are in at least `min_texts` of them, sorted.
+pub fn vocabulary(texts: &[&str], min_texts: u32) -> Vec<String> {
+    let mut counts: HashMap<String, u32> = HashMap::new();
+    for text in texts {
+        for term in terms(text, false) {
+            *counts.entry(term).or_default() += 1;
+        }
+    }
+    let mut words: Vec<String> = counts
+        .into_iter()
+        .filter(|(_, n)| *n >= min_texts)
+        .map(|(w, _)| w)
+        .collect();
+    words.sort_unstable();
+    words
+}
+
+/// `scenes` with each scene's words joined by their nearest neighbours among the words of
+/// `texts` (by `vector`, unit-length: cosine is the dot product). A word without a vector
+/// neither seeds nor joins.
+pub fn expand_lexicon(
+    scenes: &Scenes,
+    texts: &[&str],
+    expansion: &Expansion,
+    vector: &dyn Fn(&str) -> Option<Vec<f32>>,
+) -> Scenes {
+    let candidates: Vec<(String, Vec<f32>)> = vocabulary(texts, expansion.min_texts)
+        .into_iter()
+        .filter_map(|w| vector(&w).map(|v| (w, v)))
+        .collect();
+    let grown = scenes
+        .scenes()
+        .iter()
+        .map(|scene| {
+            let mut scene = scene.clone();
+            let mut added: Vec<String> = Vec::new();
+            for seed in &scene.words {
+                let Some(seed_vector) = vector(seed) else {
+                    continue;
+                };
+                let mut near: Vec<(f32, &str)> = candidates
+                    .iter()
+                    .filter(|(w, _)| w != seed)
+                    .map(|(w, v)| (dot(&seed_vector, v), w.as_str()))
+                    .filter(|(c, _)| *c >= expansion.min_cosine)
+                    .collect();
+                near.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+                for (_, word) in near.into_iter().take(expansion.neighbours) {
+                    if !scene.words.iter().any(|w| w == word) && !added.iter().any(|w| w == word) {
+                        added.push(word.to_owned());
+                    }
+                }
+            }
+            scene.words.extend(added);
+            scene
+        })
+        .collect();
+    Scenes::from_parts(grown)
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn seeds_gain_their_nearest_words_of_the_training_texts() {
+        // A hand-made 2-d space: puppy and kitten near dog; tax far from it.
+        let space: HashMap<&str, [f32; 2]> = [
+            ("dog", [1.0, 0.0]),
+            ("puppy", [0.96, 0.28]),
+            ("kitten", [0.8, 0.6]),
+            ("tax", [0.0, 1.0]),
+        ]
+        .into_iter()
+        .collect();
+        let vector = |w: &str| space.get(w).map(|v| v.to_vec());
+        let seeds = Scenes::from_parts(vec![Scene {
+            name: "learned".into(),
+            words: vec!["dog".into()],
+            positive: vec![],
+            negative: vec![],
+            unless: vec![],
+            intents: vec![],
+        }]);
+        let texts = ["a puppy and a kitten", "puppy tax kitten", "tax", "dog"];
+        assert_eq!(vocabulary(&texts, 2), ["kitten", "puppy", "tax"]);
+        let grow = |neighbours, min_cosine| {
+            let e = Expansion {
+                neighbours,
+                min_cosine,
+                min_texts: 2,
+            };
+            expand_lexicon(&seeds, &texts, &e, &vector).scenes()[0]
+                .words
+                .clone()
+        };
+        assert_eq!(grow(1, 0.5), ["dog", "puppy"]);
+        assert_eq!(grow(3, 0.5), ["dog", "puppy", "kitten"]);
+        assert_eq!(grow(3, 0.9), ["dog", "puppy"]);
+        assert_eq!(grow(3, -1.0), ["dog", "puppy", "kitten", "tax"]);
+    }
 
     #[test]
     fn words_of_memorable_texts_score_high_and_shared_words_near_zero() {

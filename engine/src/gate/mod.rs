@@ -21,6 +21,7 @@ mod gum;
 mod judge;
 mod learn;
 mod predicates;
+mod roleplay;
 mod scenes;
 mod stage;
 mod stored;
@@ -30,12 +31,21 @@ pub use cpm::{Clustering, CpmOptions, cluster_intents};
 pub use eval::{GateEval, LabelledText, evaluate, evaluate_with, locomo_texts};
 pub use gum::{Gum, GumError, GumHits, SceneHit, normalise};
 pub use judge::{
-    ClusterPrompt, ClusterPrompts, JUDGE_SYSTEM, Judge, JudgeError, Verdict, judge_message,
+    ClusterPrompt, ClusterPrompts, GateModelError, JUDGE_SYSTEM, Judge, Verdict, judge_message,
 };
 #[cfg(feature = "llm")]
 pub use judge::{ModelJudge, parse_verdict};
-pub use learn::{LearnOptions, SalientWord, learn_lexicon, lexicons_leaving_one_out, score_words};
+pub use learn::{
+    Expansion, LearnOptions, SalientWord, expand_lexicon, learn_lexicon, lexicons_leaving_one_out,
+    score_words, vocabulary,
+};
 pub use predicates::{PredicateHits, RulePredicates};
+#[cfg(feature = "llm")]
+pub use roleplay::RoleplayModel;
+pub use roleplay::{
+    DEFAULT_PERSONAS, RoleplayReport, grow_by_roleplay, parse_words, roleplay_message,
+    roleplay_system,
+};
 pub use scenes::{BUILTIN_SCENES, Scene, SceneError, Scenes};
 pub use stage::{
     GateDecision, GateMode, GateStage, JudgeStage, TAG_LEXICON_PREFIX, TAG_MEMORABLE,
