@@ -1,11 +1,12 @@
 //! Arbitrary text as a scene catalogue (`memdb::gate::Scenes::from_toml`): never panics, and
 //! what it accepts keeps the matcher's invariants — named, uniquely named scenes, each with
 //! at least one normalised, non-empty, duplicate-free word — reads back from its own TOML as
-//! it is, and builds a matcher that can read the text itself.
+//! it is, and builds a matcher that can read the text itself, whose rule predicates (`unless`)
+//! only ever take hits away.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use memdb::gate::{Gum, Scenes, normalise};
+use memdb::gate::{Gum, RulePredicates, Scenes, normalise};
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
@@ -30,5 +31,20 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(gum) = Gum::new(scenes) {
         let hits = gum.hits(&text, None);
         assert_eq!(hits.is_memorable(), gum.passes(&text, None));
+        // The rule predicates only take hits away.
+        if let Ok(predicates) = RulePredicates::new(&gum) {
+            let ruled = predicates.hits(&gum, &text, None);
+            assert!(
+                ruled
+                    .hits
+                    .scenes
+                    .iter()
+                    .all(|h| hits.scenes.iter().any(|g| g.scene == h.scene))
+            );
+            assert_eq!(
+                ruled.hits.is_memorable(),
+                predicates.passes(&gum, &text, None)
+            );
+        }
     }
 });

@@ -16,7 +16,8 @@ use memdb_formats::segment::{
 };
 use memdb_vectors::{FlatIndexWriter, HnswIndex, HnswParams, Precision, VectorIndex};
 
-const TARGETS: [&str; 15] = [
+const TARGETS: [&str; 16] = [
+    "gate_reply",
     "caption_reply",
     "memory_reply",
     "scene_toml",

@@ -188,6 +188,38 @@ const THRESHOLDS: [f64; 9] = [0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5];
 
 /// (label, memorable kept %, others dropped %): the cross-validated curve, then the built-in
 /// scenes.
+/// The pooled leave-one-conversation-out point of the lexicons learned at `threshold`, each
+/// made into the gate's catalogue by `catalogue`.
+fn cross_validated(
+    groups: &[Vec<memdb::gate::LabelledText>],
+    threshold: f64,
+    catalogue: &dyn Fn(Scenes) -> Scenes,
+    name: String,
+) -> (String, f64, f64) {
+    let options = memdb::gate::LearnOptions {
+        threshold,
+        ..memdb::gate::LearnOptions::default()
+    };
+    let mut decisions = Vec::new();
+    for (held_out, learned) in groups
+        .iter()
+        .zip(memdb::gate::lexicons_leaving_one_out(groups, &options))
+    {
+        let gum = Gum::new(catalogue(learned)).expect("gum");
+        decisions.extend(
+            held_out
+                .iter()
+                .map(|t| (t.memorable, gum.passes(&t.text, None))),
+        );
+    }
+    let e = memdb::gate::GateEval::of(&decisions, 0.0);
+    (
+        name,
+        100.0 * e.memorable_kept,
+        100.0 * e.not_memorable_dropped,
+    )
+}
+
 fn tradeoff(dir: &Path) -> Vec<(String, f64, f64)> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
@@ -203,34 +235,37 @@ fn tradeoff(dir: &Path) -> Vec<(String, f64, f64)> {
         return points;
     }
     for threshold in THRESHOLDS {
-        let options = memdb::gate::LearnOptions {
+        points.push(cross_validated(
+            &groups,
             threshold,
-            ..memdb::gate::LearnOptions::default()
-        };
-        let lexicons = memdb::gate::lexicons_leaving_one_out(&groups, &options);
-        let mut decisions = Vec::new();
-        for (held_out, lexicon) in groups.iter().zip(lexicons) {
-            let gum = Gum::new(lexicon).expect("gum");
-            decisions.extend(
-                held_out
-                    .iter()
-                    .map(|t| (t.memorable, gum.passes(&t.text, None))),
-            );
-        }
-        let e = memdb::gate::GateEval::of(&decisions, 0.0);
-        points.push((
+            &|learned| learned,
             format!("z > {threshold}"),
-            100.0 * e.memorable_kept,
-            100.0 * e.not_memorable_dropped,
         ));
     }
+    // The built-in scenes joined by a lexicon learned on the other conversations.
+    let builtin = Scenes::builtin().expect("scenes");
+    points.push(cross_validated(
+        &groups,
+        2.0,
+        &|learned| {
+            let mut scenes = builtin.scenes().to_vec();
+            scenes.extend(learned.scenes().iter().cloned());
+            Scenes::from_scenes(scenes)
+        },
+        "built-in ∪ learned z > 2".into(),
+    ));
     let all: Vec<memdb::gate::LabelledText> = groups.into_iter().flatten().collect();
-    let e = memdb::gate::evaluate(
-        &Gum::new(Scenes::builtin().expect("scenes")).expect("gum"),
-        &all,
-    );
+    let gum = Gum::new(builtin).expect("gum");
+    let e = memdb::gate::evaluate(&gum, &all);
     points.push((
         "built-in scenes".into(),
+        100.0 * e.memorable_kept,
+        100.0 * e.not_memorable_dropped,
+    ));
+    let predicates = memdb::gate::RulePredicates::new(&gum).expect("predicates");
+    let e = memdb::gate::evaluate_with(&all, |t| predicates.passes(&gum, t, None));
+    points.push((
+        "built-in + rule predicates".into(),
         100.0 * e.memorable_kept,
         100.0 * e.not_memorable_dropped,
     ));

@@ -171,13 +171,32 @@ impl Gum {
     /// [`Gum::hits`] on a text already [`padded`].
     pub(crate) fn hits_padded(&self, padded: &str, intent: Option<Source>) -> GumHits {
         let all = self.scenes.scenes();
-        let mut by_scene: Vec<Vec<String>> = vec![Vec::new(); all.len()];
+        // Pattern ids first (each once, in the order first matched); words are copied only
+        // once per (scene, word) at the end: a long text can match hundreds of times.
+        let mut order: Vec<usize> = Vec::new();
+        // A linear scan while few patterns matched; a set once many have (long mail).
+        let mut seen: std::collections::HashSet<usize> = Default::default();
         for m in self.automaton.find_overlapping_iter(padded) {
-            let (word, scenes) = &self.patterns[m.pattern().as_usize()];
+            let p = m.pattern().as_usize();
+            let new = if order.len() < 16 {
+                !order.contains(&p)
+            } else {
+                if seen.is_empty() {
+                    seen.extend(order.iter().copied());
+                }
+                seen.insert(p)
+            };
+            if new {
+                order.push(p);
+            }
+        }
+        let mut by_scene: Vec<Vec<String>> = vec![Vec::new(); all.len()];
+        for p in order {
+            let (word, scenes) = &self.patterns[p];
             for &s in scenes {
                 let applies =
                     intent.is_none_or(|i| all[s].intents.is_empty() || all[s].intents.contains(&i));
-                if applies && !by_scene[s].contains(word) {
+                if applies {
                     by_scene[s].push(word.clone());
                 }
             }

@@ -43,7 +43,7 @@ pub use predicates::{PredicateHits, RulePredicates};
 #[cfg(feature = "llm")]
 pub use roleplay::RoleplayModel;
 pub use roleplay::{
-    DEFAULT_PERSONAS, RoleplayReport, grow_by_roleplay, parse_words, roleplay_message,
+    AskWords, DEFAULT_PERSONAS, RoleplayReport, grow_by_roleplay, parse_words, roleplay_message,
     roleplay_system,
 };
 pub use scenes::{BUILTIN_SCENES, Scene, SceneError, Scenes};

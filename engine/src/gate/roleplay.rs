@@ -101,12 +101,15 @@ pub struct RoleplayReport {
     pub failures: Vec<(String, String, String)>,
 }
 
+/// Asks one persona (first argument) for the words of one scene.
+pub type AskWords<'a> = dyn Fn(&str, &Scene) -> Result<Vec<String>, GateModelError> + 'a;
+
 /// `scenes` with each scene's words grown by the union of what `ask` (persona, scene) returns
 /// over `personas`; `progress` is told each (persona, scene) done.
 pub fn grow_by_roleplay(
     scenes: &Scenes,
     personas: &[&str],
-    ask: &dyn Fn(&str, &Scene) -> Result<Vec<String>, GateModelError>,
+    ask: &AskWords<'_>,
     progress: &mut dyn FnMut(usize, usize),
 ) -> (Scenes, RoleplayReport) {
     let mut grown: Vec<Scene> = scenes.scenes().to_vec();
