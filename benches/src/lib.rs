@@ -133,3 +133,27 @@ pub fn minilm_two_threads() -> (memdb_encode::MiniLm, memdb_encode::model::Model
     .unwrap_or_else(|e| panic!("{e}"));
     (encoder, model_dir)
 }
+
+/// Registers the embedded DejaVu Sans as plotters' `sans-serif` (no system font library).
+pub fn register_plot_font() {
+    static FONT: &[u8] = include_bytes!("../../engine/assets/fonts/DejaVuSans.ttf");
+    let _ = plotters::style::register_font("sans-serif", plotters::style::FontStyle::Normal, FONT);
+}
+
+/// A white chart area with the benches' caption, margin and label areas.
+pub fn chart_on<'a, 'b, DB: plotters::prelude::DrawingBackend>(
+    root: &'a plotters::prelude::DrawingArea<DB, plotters::coord::Shift>,
+    caption: &str,
+) -> Result<plotters::prelude::ChartBuilder<'a, 'b, DB>, Box<dyn std::error::Error>>
+where
+    DB::ErrorType: 'static,
+{
+    root.fill(&plotters::style::WHITE)?;
+    let mut chart = plotters::prelude::ChartBuilder::on(root);
+    chart
+        .caption(caption, ("sans-serif", 20))
+        .margin(20)
+        .x_label_area_size(45)
+        .y_label_area_size(55);
+    Ok(chart)
+}

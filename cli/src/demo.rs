@@ -30,7 +30,7 @@ pub(crate) fn run(store_dir: Option<PathBuf>, full: Option<PathBuf>, out: &Out) 
     let sample_path = dir.join("sample-memories.jsonl");
     std::fs::write(&sample_path, SAMPLE).map_err(|e| CliError::io("write", &sample_path, e))?;
     let mut files = vec![sample_path.clone()];
-    let summary = import::import_files(&store, ImportFormat::Jsonl, &files, 1000, false)?;
+    let summary = import::import_files(&store, ImportFormat::Jsonl, &files, 1000, false, None)?;
     std::fs::remove_file(&sample_path).map_err(|e| CliError::io("remove", &sample_path, e))?;
     let step = |title: &str, body: String| {
         if !out.json {
@@ -41,7 +41,7 @@ pub(crate) fn run(store_dir: Option<PathBuf>, full: Option<PathBuf>, out: &Out) 
 
     if let Some(shared) = &full {
         files = locomo_files(shared)?;
-        let s = import::import_files(&store, ImportFormat::Locomo, &files, 1000, !out.json)?;
+        let s = import::import_files(&store, ImportFormat::Locomo, &files, 1000, !out.json, None)?;
         step("full corpora: LoCoMo conversations", s.text());
     }
 

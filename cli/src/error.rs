@@ -127,6 +127,14 @@ pub(crate) enum CliError {
     /// The person said no (or no terminal could ask): nothing was done.
     #[error("{0}")]
     Declined(String),
+    /// A scene catalogue, lexicon or labelled file the gate cannot use.
+    #[error("{}: {reason}", .file.display())]
+    Gate {
+        /// The file.
+        file: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// `memdb export` needs an empty or new folder.
     #[error("{}: {reason}", .dir.display())]
     ExportTarget {

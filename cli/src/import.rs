@@ -48,12 +48,17 @@ pub(crate) struct Summary {
     skipped: Vec<String>,
     /// Things imported with a caveat (a damaged photo kept), and the store's warnings.
     warnings: Vec<String>,
+    /// What the gate (`--gate drop`) did not store: `ORIGIN: reason`.
+    gate_dropped: Vec<String>,
+    /// Items the gate (`--gate tag`) tagged with its decision.
+    gate_tagged: u64,
 }
 
 impl Summary {
     pub(crate) fn json(&self) -> Value {
         json!({"files": self.files, "added": self.added, "updated": self.updated,
-               "unchanged": self.unchanged, "skipped": self.skipped, "warnings": self.warnings})
+               "unchanged": self.unchanged, "skipped": self.skipped, "warnings": self.warnings,
+               "gate_dropped": self.gate_dropped, "gate_tagged": self.gate_tagged})
     }
 
     pub(crate) fn text(&self) -> String {
@@ -65,6 +70,15 @@ impl Summary {
             self.unchanged,
             self.skipped.len()
         );
+        if !self.gate_dropped.is_empty() {
+            text.push_str(&format!(
+                ", {} not memorable (dropped by the gate)",
+                self.gate_dropped.len()
+            ));
+        }
+        if self.gate_tagged > 0 {
+            text.push_str(&format!(", {} tagged by the gate", self.gate_tagged));
+        }
         for w in &self.warnings {
             text.push_str(&format!("\n  warning: {w}"));
         }
@@ -91,6 +105,20 @@ enum Input {
 }
 
 impl Input {
+    /// Its bytes.
+    fn read(&self) -> std::io::Result<Vec<u8>> {
+        match self {
+            Input::File { path, .. } => std::fs::read(path),
+            Input::Stdin => {
+                let mut bytes = Vec::new();
+                std::io::stdin()
+                    .lock()
+                    .read_to_end(&mut bytes)
+                    .map(|_| bytes)
+            }
+        }
+    }
+
     /// The path errors are reported against.
     fn shown(&self) -> PathBuf {
         match self {
@@ -226,11 +254,16 @@ struct Importer<'s> {
 }
 
 impl<'s> Importer<'s> {
-    fn new(store: &'s Store, batch_size: usize) -> Result<Importer<'s>> {
+    fn new(
+        store: &'s Store,
+        batch_size: usize,
+        gate: Option<memdb::gate::GateStage>,
+    ) -> Result<Importer<'s>> {
         Ok(Importer {
             ingest: store.ingest(memdb::IngestOptions {
                 batch_items: batch_size,
                 batch_blob_bytes: MAX_PENDING_BLOB_BYTES,
+                gate,
                 ..memdb::IngestOptions::commit_only()
             })?,
             pending_photos: HashMap::new(),
@@ -398,6 +431,12 @@ impl<'s> Importer<'s> {
         self.summary.updated = report.updated;
         self.summary.unchanged = report.unchanged;
         self.summary.warnings.extend(report.warnings);
+        self.summary.gate_tagged = report.gate_tagged;
+        self.summary.gate_dropped = report
+            .gate_dropped
+            .into_iter()
+            .map(|r| format!("{}: {}", r.origin, r.reason))
+            .collect();
         for r in report.rejected {
             let what = format!("{}: {}", r.origin, r.reason);
             eprintln!("memdb: skipped {what}");
@@ -425,14 +464,65 @@ fn merge_file_tags(stored: &[String], new: &[String]) -> Vec<String> {
     out
 }
 
+/// What `paths` would import, without a store (`memdb gate check`'s dry run): each record's
+/// origin (`FILE:LOCATION`) and draft, and what could not be read or parsed.
+pub(crate) fn drafts(
+    format: ImportFormat,
+    paths: &[PathBuf],
+) -> (Vec<(String, ItemDraft)>, Vec<String>) {
+    let (mut drafts, mut skipped) = (Vec::new(), Vec::new());
+    let mut inputs = Vec::new();
+    for path in paths {
+        inputs.extend(expand(format, path, &mut skipped));
+    }
+    for input in &inputs {
+        let bytes = match input.read() {
+            Ok(b) => b,
+            Err(e) => {
+                skipped.push(format!("{}: {}", input.shown().display(), io_reason(&e)));
+                continue;
+            }
+        };
+        let shown = input.shown();
+        if format == ImportFormat::Photos {
+            let name = shown
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            match photo::parse(&name, &bytes, PhotoLimits::default()) {
+                Ok(photo) => drafts.push((shown.display().to_string(), photo.draft)),
+                Err(kind) => skipped.push(
+                    ImportError {
+                        file: shown,
+                        location: None,
+                        kind,
+                    }
+                    .to_string(),
+                ),
+            }
+            continue;
+        }
+        let report = parse_input(format, input, &bytes);
+        skipped.extend(report.errors.iter().map(ToString::to_string));
+        drafts.extend(
+            report
+                .items
+                .into_iter()
+                .map(|item| (format!("{}:{}", shown.display(), item.location), item.draft)),
+        );
+    }
+    (drafts, skipped)
+}
+
 pub(crate) fn import_files(
     store: &Store,
     format: ImportFormat,
     paths: &[PathBuf],
     batch_size: usize,
     show_progress: bool,
+    gate: Option<memdb::gate::GateStage>,
 ) -> Result<Summary> {
-    let mut importer = Importer::new(store, batch_size)?;
+    let mut importer = Importer::new(store, batch_size, gate)?;
     let mut inputs = Vec::new();
     for path in paths {
         let mut skipped = Vec::new();
@@ -448,17 +538,7 @@ pub(crate) fn import_files(
     );
     for input in &inputs {
         bar.inc(1);
-        let bytes = match input {
-            Input::File { path, .. } => std::fs::read(path),
-            Input::Stdin => {
-                let mut bytes = Vec::new();
-                std::io::stdin()
-                    .lock()
-                    .read_to_end(&mut bytes)
-                    .map(|_| bytes)
-            }
-        };
-        let bytes = match bytes {
+        let bytes = match input.read() {
             Ok(b) => b,
             Err(e) => {
                 let what = format!("{}: {}", input.shown().display(), io_reason(&e));

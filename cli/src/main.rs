@@ -10,6 +10,7 @@ mod demo;
 mod embed;
 mod error;
 mod export;
+mod gate;
 mod import;
 mod model;
 mod ops;
@@ -56,6 +57,198 @@ enum OpsCommand {
     },
 }
 
+/// `memdb import --gate`.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum GateArg {
+    Off,
+    Tag,
+    Drop,
+}
+
+#[derive(Subcommand)]
+enum GateCommand {
+    /// Score a lexicon (a scene catalogue; the built-in scenes by default) on LoCoMo turns: a
+    /// turn is memorable when a question of its file cites it. Prints texts, memorable, the
+    /// share of memorable turns kept and of the others dropped, accuracy, weighted F1 and µs
+    /// per text.
+    Eval {
+        /// LoCoMo files, or folders of them.
+        #[arg(long, required = true, num_args = 1..)]
+        locomo: Vec<PathBuf>,
+        /// The lexicon (scene catalogue TOML, as `memdb gate learn` writes).
+        #[arg(long)]
+        lexicon: Option<PathBuf>,
+        /// Leave one conversation out: each file's turns gated by a lexicon learned on the
+        /// other files only; per-fold rows and the pooled figures.
+        #[arg(long)]
+        cross_validate: bool,
+        /// Learning: the log-odds z-score a salient word exceeds.
+        #[arg(long, default_value_t = 0.75)]
+        threshold: f64,
+        /// The trade-off curve instead: cross-validated kept and dropped shares for each
+        /// threshold (0.25 to 2.5).
+        #[arg(long, conflicts_with_all = ["lexicon", "cross_validate"])]
+        sweep: bool,
+        #[command(flatten)]
+        extras: GateExtrasArgs,
+        #[command(flatten)]
+        expand: ExpandArgs,
+    },
+    /// The store's intents (source kinds) clustered by the scenes their items hit (SAMD's CPM:
+    /// SVD of the intent × scene matrix, Eq. 6 and Eq. 7), each cluster with its scenes'
+    /// positive and negative rules, for a person to review.
+    Clusters {
+        /// Store directory.
+        dir: PathBuf,
+        /// The scene catalogue (TOML; the built-in scenes by default).
+        #[arg(long)]
+        lexicon: Option<PathBuf>,
+        /// A scene belongs to an intent when at least this share of its items hit it.
+        #[arg(long, default_value_t = 0.05)]
+        min_share: f64,
+        /// σ: a one of the matrix counts as rebuilt above it (the rank rule: > 90 %).
+        #[arg(long, default_value_t = 0.5)]
+        sigma: f64,
+        /// ε: the largest distance inside an Eq. 6 cluster.
+        #[arg(long, default_value_t = 0.5)]
+        epsilon: f64,
+        /// A fixed rank instead of the 90 % rule.
+        #[arg(long)]
+        rank: Option<usize>,
+    },
+    /// Learn a lexicon from LoCoMo turns (log-odds with an informative Dirichlet prior,
+    /// memorable against not) and write it as a scene catalogue.
+    Learn {
+        /// LoCoMo files, or folders of them.
+        #[arg(long, required = true, num_args = 1..)]
+        locomo: Vec<PathBuf>,
+        /// Where to write the lexicon (TOML).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Install it as the next lexicon version of this store (and make it current).
+        #[arg(long)]
+        store: Option<PathBuf>,
+        /// The log-odds z-score a salient word exceeds.
+        #[arg(long, default_value_t = 0.75)]
+        threshold: f64,
+        #[command(flatten)]
+        expand: ExpandArgs,
+    },
+    /// Dry run: what the gate would keep or drop of FILES for the store in DIR (its current
+    /// lexicon, unless --lexicon), and why. Writes nothing.
+    Check {
+        /// Store directory.
+        dir: PathBuf,
+        /// Files or folders to read, as `memdb import` reads them.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Input format.
+        #[arg(long, value_enum, default_value = "jsonl")]
+        format: ImportFormat,
+        /// The scene catalogue or learned lexicon (TOML) instead of the store's.
+        #[arg(long)]
+        lexicon: Option<PathBuf>,
+        #[command(flatten)]
+        extras: GateExtrasArgs,
+    },
+    /// Grow a scene catalogue by multi-view role-play (SAMD Eq. 4): a model on loopback plays
+    /// each persona and lists the words it would use about each scene; the union joins the
+    /// scene. Writes the catalogue (--out) and/or installs it in a store (--store).
+    Generate {
+        /// The model's name on the server.
+        #[arg(long)]
+        model: String,
+        /// The model server's base URL (loopback only).
+        #[arg(long, default_value = "http://127.0.0.1:8080")]
+        endpoint: String,
+        /// Seconds one request may take.
+        #[arg(long, default_value_t = 120)]
+        timeout: u64,
+        /// The catalogue to grow (TOML; default: the built-in scenes).
+        #[arg(long)]
+        lexicon: Option<PathBuf>,
+        /// Personas, one per line (default: eight built-in ones of varied age, sex, career and
+        /// personality).
+        #[arg(long)]
+        personas: Option<PathBuf>,
+        /// Only these scenes (comma-separated names).
+        #[arg(long, value_delimiter = ',')]
+        scenes: Vec<String>,
+        /// Where to write the grown catalogue (TOML).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Install it as the next lexicon version of this store.
+        #[arg(long)]
+        store: Option<PathBuf>,
+    },
+    /// The store's gate lexicons (versioned): list them, install a TOML file as the next
+    /// version, make a stored version current, or print one.
+    Lexicon {
+        /// Store directory.
+        dir: PathBuf,
+        /// Install this scene catalogue or learned lexicon (TOML) as the next version.
+        #[arg(long, conflicts_with_all = ["use_version", "export"])]
+        install: Option<PathBuf>,
+        /// Make stored version N current.
+        #[arg(long = "use", value_name = "N", conflicts_with = "export")]
+        use_version: Option<u32>,
+        /// Print stored version N as TOML.
+        #[arg(long, value_name = "N")]
+        export: Option<u32>,
+    },
+}
+
+/// What the gate adds to the GUM (`memdb gate eval` and `check`).
+#[derive(clap::Args, Clone)]
+struct GateExtrasArgs {
+    /// "GUM + rule predicates": a scene's `unless` expressions ("sick of it") are not hits.
+    #[arg(long)]
+    rules: bool,
+    /// Ask this model (on --endpoint) about each text the GUM passes, with the rules of its
+    /// intent's cluster (SAMD's judge).
+    #[arg(long, value_name = "MODEL")]
+    judge: Option<String>,
+    /// The judge's server base URL (loopback only).
+    #[arg(long, default_value = "http://127.0.0.1:8080")]
+    endpoint: String,
+    /// Seconds one judgement may take.
+    #[arg(long, default_value_t = 60)]
+    timeout: u64,
+}
+
+/// Seed expansion of a learned lexicon in the MiniLM space (`memdb gate learn` and `eval`).
+#[derive(clap::Args, Clone)]
+struct ExpandArgs {
+    /// Add the N nearest words of the training texts (MiniLM cosine) to each learned word.
+    #[arg(long, value_name = "N")]
+    expand: Option<usize>,
+    /// The cosine an added word must reach.
+    #[arg(long, default_value_t = 0.75)]
+    expand_min_cosine: f32,
+}
+
+impl ExpandArgs {
+    fn expansion(&self) -> Option<memdb::gate::Expansion> {
+        self.expand.map(|neighbours| memdb::gate::Expansion {
+            neighbours,
+            min_cosine: self.expand_min_cosine,
+            ..memdb::gate::Expansion::default()
+        })
+    }
+}
+
+impl GateExtrasArgs {
+    fn extras(&self) -> gate::GateExtras {
+        gate::GateExtras {
+            rules: self.rules,
+            judge: self
+                .judge
+                .clone()
+                .map(|model| (self.endpoint.clone(), model, self.timeout)),
+        }
+    }
+}
+
 #[derive(Parser)]
 #[command(name = "memdb", version, about)]
 struct Cli {
@@ -89,6 +282,27 @@ enum Command {
         /// Create the store if DIR holds none.
         #[arg(long)]
         create: bool,
+        /// The memorability gate: `off` (default) stores everything; `tag` stores everything
+        /// and tags each item with the decision and its scenes; `drop` does not store what no
+        /// scene matches (listed in the report).
+        #[arg(long, value_enum, default_value = "off")]
+        gate: GateArg,
+        /// The gate's scene catalogue or learned lexicon (TOML; default: the store's current
+        /// lexicon, else the built-in scenes).
+        #[arg(long)]
+        lexicon: Option<PathBuf>,
+        /// The gate with rule predicates: a scene's `unless` expressions are not hits.
+        #[arg(long)]
+        gate_rules: bool,
+        /// The gate asks this model (on --gate-endpoint) about each text the GUM passes.
+        #[arg(long, value_name = "MODEL")]
+        gate_judge: Option<String>,
+        /// The gate judge's server base URL (loopback only).
+        #[arg(long, default_value = "http://127.0.0.1:8080")]
+        gate_endpoint: String,
+        /// Seconds one judgement may take.
+        #[arg(long, default_value_t = 60)]
+        gate_timeout: u64,
     },
     /// Show one item by id, or by external id with --external.
     Get {
@@ -157,6 +371,11 @@ enum Command {
     Ops {
         #[command(subcommand)]
         command: OpsCommand,
+    },
+    /// The memorability gate: what is worth remembering before it is written.
+    Gate {
+        #[command(subcommand)]
+        command: GateCommand,
     },
     /// Remember what was said: extract its facts, compare each with the most similar stored
     /// memories, and ADD, UPDATE, DELETE or keep (NONE) them in one commit, printing what was
@@ -606,6 +825,12 @@ fn run(command: Command, out: &Out) -> Result<ExitCode> {
             files,
             batch,
             create,
+            gate: gate_mode,
+            lexicon,
+            gate_rules,
+            gate_judge,
+            gate_endpoint,
+            gate_timeout,
         } => {
             let store = if create {
                 Store::open_or_create(&dir, Options::default())
@@ -616,7 +841,27 @@ fn run(command: Command, out: &Out) -> Result<ExitCode> {
                 memdb::Error::NoStore { .. } => CliError::NoStore { dir: dir.clone() },
                 other => CliError::store(&dir, other),
             })?;
-            let summary = import::import_files(&store, format, &files, batch.max(1), !out.json)?;
+            let extras = gate::GateExtras {
+                rules: gate_rules,
+                judge: gate_judge.map(|model| (gate_endpoint, model, gate_timeout)),
+            };
+            let gate = match gate_mode {
+                GateArg::Off => None,
+                GateArg::Tag => Some(gate::stage(
+                    &store,
+                    lexicon.as_deref(),
+                    memdb::gate::GateMode::Tag,
+                    &extras,
+                )?),
+                GateArg::Drop => Some(gate::stage(
+                    &store,
+                    lexicon.as_deref(),
+                    memdb::gate::GateMode::Drop,
+                    &extras,
+                )?),
+            };
+            let summary =
+                import::import_files(&store, format, &files, batch.max(1), !out.json, gate)?;
             out.emit(summary.json(), || summary.text());
             if summary.imported_nothing() {
                 eprintln!(
@@ -739,6 +984,146 @@ fn run(command: Command, out: &Out) -> Result<ExitCode> {
             };
             let summary = ops::eval(&scenarios, decider, !out.json)?;
             out.emit(summary.json(), || summary.text());
+        }
+        Command::Gate {
+            command:
+                GateCommand::Eval {
+                    locomo,
+                    lexicon,
+                    cross_validate,
+                    threshold,
+                    sweep,
+                    extras,
+                    expand,
+                },
+        } => {
+            let (doc, text) = if sweep {
+                gate::sweep(&locomo, &[0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5])?
+            } else {
+                let options = memdb::gate::LearnOptions {
+                    threshold,
+                    ..memdb::gate::LearnOptions::default()
+                };
+                gate::eval(
+                    &locomo,
+                    lexicon.as_deref(),
+                    cross_validate,
+                    &options,
+                    &extras.extras(),
+                    expand.expansion(),
+                )?
+            };
+            out.emit(doc, || text);
+        }
+        Command::Gate {
+            command:
+                GateCommand::Clusters {
+                    dir,
+                    lexicon,
+                    min_share,
+                    sigma,
+                    epsilon,
+                    rank,
+                },
+        } => {
+            let options = memdb::gate::CpmOptions {
+                sigma,
+                epsilon,
+                rank,
+            };
+            let (doc, text) = gate::clusters(&dir, lexicon.as_deref(), min_share, &options)?;
+            out.emit(doc, || text);
+        }
+        Command::Gate {
+            command:
+                GateCommand::Learn {
+                    locomo,
+                    out: file,
+                    store,
+                    threshold,
+                    expand,
+                },
+        } => {
+            let options = memdb::gate::LearnOptions {
+                threshold,
+                ..memdb::gate::LearnOptions::default()
+            };
+            let doc = gate::learn(
+                &locomo,
+                file.as_deref(),
+                store.as_deref(),
+                &options,
+                expand.expansion(),
+            )?;
+            out.emit(doc.clone(), || {
+                let mut text = format!(
+                    "learned {} salient words from {} turns",
+                    doc["words"], doc["texts"]
+                );
+                if let Some(file) = &file {
+                    text.push_str(&format!(" into {}", file.display()));
+                }
+                if let Some(store) = &store {
+                    text.push_str(&format!(
+                        "; installed as gate lexicon v{} of {}",
+                        doc["version"],
+                        store.display()
+                    ));
+                }
+                text
+            });
+        }
+        Command::Gate {
+            command:
+                GateCommand::Check {
+                    dir,
+                    files,
+                    format,
+                    lexicon,
+                    extras,
+                },
+        } => {
+            let (doc, text) =
+                gate::check(&dir, format, &files, lexicon.as_deref(), &extras.extras())?;
+            out.emit(doc, || text);
+        }
+        Command::Gate {
+            command:
+                GateCommand::Generate {
+                    model,
+                    endpoint,
+                    timeout,
+                    lexicon,
+                    personas,
+                    scenes,
+                    out: file,
+                    store,
+                },
+        } => {
+            let (doc, text) = gate::generate(&gate::GenerateArgs {
+                endpoint: &endpoint,
+                model: &model,
+                timeout,
+                lexicon: lexicon.as_deref(),
+                personas: personas.as_deref(),
+                scenes: &scenes,
+                out: file.as_deref(),
+                store: store.as_deref(),
+                show_progress: !out.json,
+            })?;
+            out.emit(doc, || text);
+        }
+        Command::Gate {
+            command:
+                GateCommand::Lexicon {
+                    dir,
+                    install,
+                    use_version,
+                    export,
+                },
+        } => {
+            let (doc, text) = gate::lexicon(&dir, install.as_deref(), use_version, export)?;
+            out.emit(doc, || text);
         }
         Command::Remember {
             dir,

@@ -13,7 +13,7 @@
 use std::time::Duration;
 
 #[cfg(feature = "llm")]
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// Why a call to a local model server failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -148,6 +148,37 @@ impl LoopbackChat {
                 ))
             })
     }
+}
+
+/// The chat request of one JSON-answering model stage (a memory-operation expert, the gate's
+/// judge): its own model (or adapter), greedy, at most 512 tokens, a system and a user message, in JSON mode with the reply's schema (llama.cpp and
+/// llama-cpp-python constrain decoding to it, others to a JSON object): a small model otherwise
+/// answers with prose, code or another shape. The strict parse still checks every reply.
+#[cfg(feature = "llm")]
+pub(crate) fn json_mode_request(model: &str, schema: Value, system: &str, user: &str) -> Value {
+    json!({
+        "model": model,
+        "temperature": 0.0,
+        "max_tokens": 512,
+        "response_format": {"type": "json_object", "schema": schema},
+        "messages": [
+            {"role": "system", "content": system},
+            {"role": "user", "content": user},
+        ],
+    })
+}
+
+/// A model's answer as one JSON value: the whole content, or the one code fence it is in.
+#[cfg(feature = "llm")]
+pub(crate) fn json_reply(content: &str) -> std::result::Result<Value, String> {
+    let trimmed = content.trim();
+    let body = trimmed
+        .strip_prefix("```json")
+        .or_else(|| trimmed.strip_prefix("```"))
+        .and_then(|rest| rest.strip_suffix("```"))
+        .unwrap_or(trimmed)
+        .trim();
+    serde_json::from_str(body).map_err(|e| e.to_string())
 }
 
 /// A loopback HTTP server for tests: answers each connection with the next canned reply

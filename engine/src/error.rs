@@ -153,6 +153,12 @@ pub enum Error {
         /// The id it named.
         id: u64,
     },
+    /// A gate lexicon version the store does not hold (`gate::use_lexicon`).
+    #[error("this store has no gate lexicon version {version}")]
+    NoLexicon {
+        /// The version asked for.
+        version: u32,
+    },
     /// An item given to a write batch is not acceptable.
     #[error("item #{index} of the batch is invalid: {reason}")]
     InvalidItem {

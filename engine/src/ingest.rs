@@ -89,6 +89,8 @@ pub struct IngestOptions {
     pub graph: Option<GraphOptions>,
     /// Which pages to compose (after the graph, so pages record their nodes).
     pub pages: PageStage,
+    /// The memorability gate before each commit; `None` (the default) stores everything.
+    pub gate: Option<crate::gate::GateStage>,
     /// How pages are composed.
     #[cfg(feature = "render")]
     pub page_options: crate::scrapbook::PageOptions,
@@ -104,6 +106,7 @@ impl Default for IngestOptions {
             embed: true,
             graph: Some(GraphOptions::default()),
             pages: PageStage::All,
+            gate: None,
             #[cfg(feature = "render")]
             page_options: crate::scrapbook::PageOptions::default(),
         }
@@ -190,6 +193,13 @@ pub struct IngestReport {
     pub rejected: Vec<Rejected>,
     /// The store's warnings about puts and deletes.
     pub warnings: Vec<String>,
+    /// Items the gate dropped (`GateMode::Drop`), each with why.
+    pub gate_dropped: Vec<Rejected>,
+    /// Items the gate tagged with its decision (`GateMode::Tag`).
+    pub gate_tagged: u64,
+    /// Items the gate found not memorable and stored all the same, because they correct an
+    /// item already stored (same external id).
+    pub gate_corrections: u64,
     /// Items the place stage gave a place before they committed.
     pub placed: u64,
     /// The pass over stored items (`None`: it did not run, or had run before).
@@ -429,11 +439,51 @@ impl Ingest<'_> {
         let mut batch = self.store.batch();
         // Who each put of the batch is, for the report.
         let mut puts: Vec<(String, Option<String>)> = Vec::with_capacity(self.pending.len());
+        // Read once per commit, and only when the gate finds an item not memorable.
+        let mut snapshot: Option<crate::store::Snapshot> = None;
         for mut item in std::mem::take(&mut self.pending) {
             if let Some(places) = &self.options.places
                 && fill_place(&mut item.draft.fields, places)
             {
                 self.report.placed += 1;
+            }
+            if let Some(gate) = &self.options.gate {
+                let decision = gate.apply(&mut item.draft.fields);
+                if let Some(why) = decision.judge_failed {
+                    self.report.warnings.push(format!(
+                        "{}: kept without the gate's judge: {why}",
+                        item.origin
+                    ));
+                }
+                if !decision.keep && gate.mode == crate::gate::GateMode::Drop {
+                    // A correction of a stored item passes: dropping it would leave the old
+                    // text current (SPEC.md §8.7).
+                    let stored = match &item.draft.fields.external_id {
+                        Some(external) => {
+                            if snapshot.is_none() {
+                                snapshot = Some(self.store.snapshot()?);
+                            }
+                            puts.iter().any(|(_, e)| e.as_ref() == Some(external))
+                                || match &snapshot {
+                                    Some(snap) => snap.get_by_external_id(external)?.is_some(),
+                                    None => false,
+                                }
+                        }
+                        None => false,
+                    };
+                    if !stored {
+                        self.report.gate_dropped.push(Rejected {
+                            origin: item.origin,
+                            external_id: item.draft.fields.external_id,
+                            reason: decision.reason,
+                        });
+                        continue;
+                    }
+                    self.report.gate_corrections += 1;
+                }
+                if gate.mode == crate::gate::GateMode::Tag {
+                    self.report.gate_tagged += 1;
+                }
             }
             // What the store would refuse is set aside first: the rest then moves into the
             // batch without a copy, and a bad item costs no transaction.

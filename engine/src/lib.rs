@@ -29,6 +29,7 @@ mod error;
 mod fixtures;
 #[cfg(feature = "render")]
 pub mod forget;
+pub mod gate;
 pub mod graph;
 mod ingest;
 mod open;

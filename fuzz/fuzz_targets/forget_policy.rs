@@ -10,7 +10,20 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(policy) = Policy::from_toml(&text) {
         policy.validate().expect("an accepted policy is valid");
         let mut last = 0;
-        for age in [i64::MIN, -1, 0, 1, 30, 179, 180, 365, 729, 730, 10_000, i64::MAX] {
+        for age in [
+            i64::MIN,
+            -1,
+            0,
+            1,
+            30,
+            179,
+            180,
+            365,
+            729,
+            730,
+            10_000,
+            i64::MAX,
+        ] {
             let stage = policy.stage_for(age);
             assert!(stage < policy.stages.len());
             assert!(stage >= last, "stages never go back as pages age");

@@ -54,7 +54,12 @@ fuzz_target!(|data: &[u8]| {
             assert!(original.file.split('/').all(|part| part != ".."));
             assert!(!original.file.contains('\\'));
             assert_eq!(original.sha256.len(), 64);
-            assert!(original.sha256.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')));
+            assert!(
+                original
+                    .sha256
+                    .bytes()
+                    .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+            );
         }
     }
     assert!(at.windows(2).all(|w| w[0] < w[1]));

@@ -42,7 +42,11 @@ fuzz_target!(|data: &[u8]| {
             .expect("every turn has an external id");
         if array {
             let (sample, _) = id.split_once('/').expect("<sample_id>/<dia_id>");
-            assert!(item.location.starts_with(&format!("{sample}/session_")), "{}", item.location);
+            assert!(
+                item.location.starts_with(&format!("{sample}/session_")),
+                "{}",
+                item.location
+            );
         } else {
             assert!(id.starts_with("7/"), "{id}");
         }
@@ -51,7 +55,11 @@ fuzz_target!(|data: &[u8]| {
     for error in &report.errors {
         let at = error.location.as_deref().unwrap_or_default();
         assert!(
-            if array { at.starts_with('[') || at.contains("/session_") } else { at.starts_with("session_") },
+            if array {
+                at.starts_with('[') || at.contains("/session_")
+            } else {
+                at.starts_with("session_")
+            },
             "{error}"
         );
     }

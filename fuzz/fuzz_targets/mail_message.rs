@@ -18,7 +18,12 @@ fuzz_target!(|data: &[u8]| {
         for item in &report.items {
             let fields = &item.draft.fields;
             assert!(fields.validate().is_ok());
-            assert!(fields.body.as_ref().is_none_or(|b| b.chars().count() <= MAX_BODY_CHARS));
+            assert!(
+                fields
+                    .body
+                    .as_ref()
+                    .is_none_or(|b| b.chars().count() <= MAX_BODY_CHARS)
+            );
         }
     }
 });

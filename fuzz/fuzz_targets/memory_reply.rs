@@ -9,8 +9,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use memdb::ops::{
-    MAX_FACT_CHARS, MAX_FACTS, Operation, parse_answer_reply, parse_facts_reply,
-    parse_update_reply,
+    MAX_FACT_CHARS, MAX_FACTS, Operation, parse_answer_reply, parse_facts_reply, parse_update_reply,
 };
 
 fuzz_target!(|data: &[u8]| {

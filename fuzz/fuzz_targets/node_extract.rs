@@ -19,7 +19,11 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(node.phrase.trim(), node.phrase);
         assert_eq!(node.phrase.to_lowercase(), node.phrase);
         assert!(node.phrase.chars().count() <= MAX_NODE_CHARS);
-        assert!(seen.insert(node.phrase.clone()), "duplicate {}", node.phrase);
+        assert!(
+            seen.insert(node.phrase.clone()),
+            "duplicate {}",
+            node.phrase
+        );
     }
     assert_eq!(query_nodes(&text), nodes);
 });

@@ -20,14 +20,23 @@ fuzz_target!(|data: &[u8]| {
             assert!((1..=8).contains(&photo.orientation));
             let fields = &photo.draft.fields;
             assert!(fields.validate().is_ok());
-            assert_eq!(fields.external_id.as_deref(), Some(content_id(data).as_str()));
+            assert_eq!(
+                fields.external_id.as_deref(),
+                Some(content_id(data).as_str())
+            );
             assert_eq!(fields.tags[..2], ["photo", "file:fuzz.jpg"]);
-            assert_eq!(fields.tags.iter().any(|t| t == DAMAGED_TAG), photo.damage.is_some());
+            assert_eq!(
+                fields.tags.iter().any(|t| t == DAMAGED_TAG),
+                photo.damage.is_some()
+            );
             assert_eq!(
                 u64::from(image.width) * u64::from(image.height),
                 u64::from(photo.width) * u64::from(photo.height)
             );
-            assert_eq!(image.rgb.len() as u64, u64::from(image.width) * u64::from(image.height) * 3);
+            assert_eq!(
+                image.rgb.len() as u64,
+                u64::from(image.width) * u64::from(image.height) * 3
+            );
         }
         (Err(a), Err(b)) => assert_eq!(a, b),
         _ => panic!(

@@ -23,6 +23,10 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(&decode_record(&bytes).expect("and decodes"), record);
     }
     for (offset, len) in &found.blobs {
-        assert!(offset.checked_add(*len).is_some_and(|end| end as usize <= data.len()));
+        assert!(
+            offset
+                .checked_add(*len)
+                .is_some_and(|end| end as usize <= data.len())
+        );
     }
 });

@@ -16,9 +16,11 @@ use memdb_formats::segment::{
 };
 use memdb_vectors::{FlatIndexWriter, HnswIndex, HnswParams, Precision, VectorIndex};
 
-const TARGETS: [&str; 14] = [
+const TARGETS: [&str; 16] = [
+    "gate_reply",
     "caption_reply",
     "memory_reply",
+    "scene_toml",
     "segment_entry",
     "segment_salvage",
     "item_record",

@@ -565,8 +565,7 @@ fn plot(rows: &[Value], out_dir: &Path) {
     let hi = raw.max(points.iter().map(|p| p.1).fold(0.0, f64::max)) * 1.4;
     let r_lo = points.iter().map(|p| p.2).fold(f64::MAX, f64::min) - 3.0;
     let r_hi = points.iter().map(|p| p.2).fold(0.0, f64::max) + 3.0;
-    static FONT: &[u8] = include_bytes!("../../../engine/assets/fonts/DejaVuSans.ttf");
-    let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, FONT);
+    memdb_benches::register_plot_font();
     let svg = out_dir.join("footprint.svg");
     let png = out_dir.join("footprint.png");
     let bounds = (lo, hi, r_lo, r_hi);
@@ -598,16 +597,11 @@ where
     DB::ErrorType: 'static,
 {
     use plotters::prelude::*;
-    root.fill(&WHITE)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            "memdb: storage vs LoCoMo Recall@10 by forgetting policy",
-            ("sans-serif", 20),
-        )
-        .margin(20)
-        .x_label_area_size(45)
-        .y_label_area_size(55)
-        .build_cartesian_2d((lo..hi).log_scale(), r_lo..r_hi)?;
+    let mut chart = memdb_benches::chart_on(
+        &root,
+        "memdb: storage vs LoCoMo Recall@10 by forgetting policy",
+    )?
+    .build_cartesian_2d((lo..hi).log_scale(), r_lo..r_hi)?;
     chart
         .configure_mesh()
         .x_desc("store size, MiB (photos + mail + LoCoMo; log scale)")

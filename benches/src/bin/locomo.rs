@@ -12,8 +12,14 @@
 //!
 //! ```sh
 //! cargo run --release -p memdb-benches --bin locomo -- [DATA_DIR] [--json OUT] [--skip-peer]
-//!     [--weights DENSE,LEXICAL,GRAPH] [--full-only]
+//!     [--weights DENSE,LEXICAL,GRAPH] [--full-only] [--gate builtin|cv]
 //! ```
+//!
+//! `--gate` ingests through the memorability gate in drop mode (issue 21): `builtin` with the
+//! built-in scenes, `cv` with a lexicon learned on the other conversations only (log-odds,
+//! default threshold). A question whose evidence the gate dropped can only miss. The store
+//! bytes (segments and catalog) of all conversations are printed, to compare with a run
+//! without `--gate`.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -47,6 +53,10 @@ struct Conversation {
     questions: Vec<Question>,
     rankings: Rankings,
     ingest_s: f64,
+    /// Segment and catalog bytes of its store after ingest.
+    store_bytes: u64,
+    /// Turns the gate did not store.
+    gate_dropped: usize,
 }
 
 fn main() {
@@ -80,13 +90,15 @@ fn main() {
 
     let (encoder, model_dir) = memdb_benches::minilm_two_threads();
 
+    let gates = gate_stages(value("--gate").as_deref(), &files);
     let mut conversations = Vec::new();
     let mut search_us: Vec<u64> = Vec::new();
     let mut encode_us: Vec<u64> = Vec::new();
     let mut graph_us: Vec<u64> = Vec::new();
-    for file in &files {
+    for (file, gate) in files.iter().zip(gates) {
         let conv = run_conversation(
             file,
+            gate,
             &encoder,
             weights,
             &mut search_us,
@@ -116,6 +128,12 @@ fn main() {
         }
     }
 
+    let bytes: u64 = conversations.iter().map(|c| c.store_bytes).sum();
+    let dropped: usize = conversations.iter().map(|c| c.gate_dropped).sum();
+    println!(
+        "store bytes (segments + catalog, all conversations): {bytes}; turns the gate dropped: {dropped} (gate: {})",
+        value("--gate").unwrap_or_else(|| "off".into())
+    );
     let report = report(&conversations, &search_us, &encode_us, &graph_us);
     if let Some(parent) = json_out.parent() {
         std::fs::create_dir_all(parent).ok();
@@ -124,8 +142,39 @@ fn main() {
     eprintln!("wrote {}", json_out.display());
 }
 
+/// The gate stage of each file's ingest (`None`: no gate).
+fn gate_stages(mode: Option<&str>, files: &[PathBuf]) -> Vec<Option<memdb::gate::GateStage>> {
+    use memdb::gate::{GateMode, GateStage, Gum, LearnOptions, Scenes};
+    let stage = |scenes: Scenes| {
+        Some(GateStage::new(
+            std::sync::Arc::new(Gum::new(scenes).expect("gate matcher")),
+            GateMode::Drop,
+            "bench",
+        ))
+    };
+    match mode {
+        None => files.iter().map(|_| None).collect(),
+        Some("builtin") => files
+            .iter()
+            .map(|_| stage(Scenes::builtin().expect("built-in scenes")))
+            .collect(),
+        Some("cv") => {
+            let labelled: Vec<Vec<memdb::gate::LabelledText>> = files
+                .iter()
+                .map(|f| memdb::gate::locomo_texts(f, &std::fs::read(f).unwrap()).unwrap())
+                .collect();
+            memdb::gate::lexicons_leaving_one_out(&labelled, &LearnOptions::default())
+                .into_iter()
+                .map(stage)
+                .collect()
+        }
+        Some(other) => panic!("--gate {other}: builtin or cv"),
+    }
+}
+
 fn run_conversation(
     file: &Path,
+    gate: Option<memdb::gate::GateStage>,
     encoder: &MiniLm,
     weights: [f64; 3],
     search_us: &mut Vec<u64>,
@@ -157,6 +206,7 @@ fn run_conversation(
     let vectors = encoder.encode(&texts).unwrap();
     let ingest = memdb::IngestOptions {
         pages: memdb::PageStage::Skip,
+        gate,
         ..memdb::IngestOptions::default()
     };
     let items_in = imported.items.iter().zip(&vectors).map(|(item, vector)| {
@@ -168,6 +218,7 @@ fn run_conversation(
         .ingest_items(items_in, Some(encoder), ingest, &mut |_, _, _| {})
         .unwrap();
     assert!(report.rejected.is_empty(), "{:?}", report.rejected);
+    let gate_dropped = report.gate_dropped.len();
     assert_eq!(
         report.embedded.unwrap().encoded,
         0,
@@ -181,7 +232,10 @@ fn run_conversation(
     batch.define_vectors(I8_SPACE, memdb::Precision::I8);
     for (item, vector) in imported.items.iter().zip(vectors) {
         let ext = item.draft.fields.external_id.clone().unwrap();
-        let stored = snapshot.get_by_external_id(&ext).unwrap().unwrap();
+        // Not stored: the gate dropped it.
+        let Some(stored) = snapshot.get_by_external_id(&ext).unwrap() else {
+            continue;
+        };
         let (time, source) = (
             item.draft.fields.time.unix_ms,
             item.draft.fields.source.code(),
@@ -192,6 +246,7 @@ fn run_conversation(
     }
     batch.commit().unwrap();
     let ingest_s = started.elapsed().as_secs_f64();
+    let store_bytes = store.stats().unwrap().total_bytes();
 
     let questions: Vec<Question> = qa
         .into_iter()
@@ -309,6 +364,8 @@ fn run_conversation(
         questions,
         rankings,
         ingest_s,
+        store_bytes,
+        gate_dropped,
     }
 }
 

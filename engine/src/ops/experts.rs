@@ -12,9 +12,10 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::DeciderError;
-use super::model::{expert_request, json_reply, malformed};
+use super::model::malformed;
 use super::remember::{FactExtractor, Message};
 use crate::endpoint::LoopbackChat;
+use crate::endpoint::{json_mode_request, json_reply};
 use crate::error::Result;
 
 /// The most facts one extraction may return.
@@ -82,7 +83,7 @@ impl FactExtractor for ModelExtractor {
             "required": ["facts"]
         });
         let user = format!("Input:\n{}", conversation.join("\n"));
-        let request = expert_request(&self.model, schema, EXTRACT_SYSTEM, &user);
+        let request = json_mode_request(&self.model, schema, EXTRACT_SYSTEM, &user);
         let content = self.chat.complete(&request).map_err(DeciderError::from)?;
         Ok(parse_facts_reply(&content)?)
     }
@@ -128,7 +129,7 @@ impl ModelAnswerer {
             "required": ["answer", "cited"]
         });
         let user = format!("Memories: {}\nQuestion: {question}", Value::Array(memories));
-        let request = expert_request(&self.model, schema, ANSWER_SYSTEM, &user);
+        let request = json_mode_request(&self.model, schema, ANSWER_SYSTEM, &user);
         let content = self.chat.complete(&request).map_err(DeciderError::from)?;
         let ids: Vec<u64> = evidence.iter().map(|(id, _)| *id).collect();
         Ok(parse_answer_reply(&content, &ids)?)

@@ -18,7 +18,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::{Candidate, Decider, DeciderError, Decision, Operation};
-use crate::endpoint::{LoopbackChat, snippet};
+use crate::endpoint::{LoopbackChat, json_mode_request, json_reply, snippet};
 use crate::error::Result;
 
 const SYSTEM: &str = "You are a smart memory manager which controls the memory of a system. You can perform four operations: (1) add into the memory, (2) update the memory, (3) delete from the memory, and (4) no change. Compare the new retrieved facts with the existing memory and for each decide: ADD if it is new information; UPDATE if it is about an existing memory but different or more informative (keep that memory's id); DELETE if it contradicts or retracts an existing memory; NONE if it is already present. Return the IDs from the input only for UPDATE, DELETE and NONE. Do not return anything except the JSON.";
@@ -116,23 +116,6 @@ pub fn parse_update_reply(
     Err(malformed("no operation for the new fact".to_owned()))
 }
 
-/// The chat request of one memory-operation expert: its own model (or adapter), greedy, at most
-/// 512 tokens, a system and a user message, in JSON mode with the reply's schema (llama.cpp and
-/// llama-cpp-python constrain decoding to it, others to a JSON object): a small model otherwise
-/// answers with prose, code or another shape. The strict parse still checks every reply.
-pub(super) fn expert_request(model: &str, schema: Value, system: &str, user: &str) -> Value {
-    json!({
-        "model": model,
-        "temperature": 0.0,
-        "max_tokens": 512,
-        "response_format": {"type": "json_object", "schema": schema},
-        "messages": [
-            {"role": "system", "content": system},
-            {"role": "user", "content": user},
-        ],
-    })
-}
-
 /// The error of a reply that is not what operation `expected` (a why, then the reply's start).
 pub(super) fn malformed<'c>(
     expected: &'static str,
@@ -143,18 +126,6 @@ pub(super) fn malformed<'c>(
         why,
         snippet: snippet(content),
     }
-}
-
-/// A model's answer as one JSON value: the whole content, or the one code fence it is in.
-pub(super) fn json_reply(content: &str) -> std::result::Result<Value, String> {
-    let trimmed = content.trim();
-    let body = trimmed
-        .strip_prefix("```json")
-        .or_else(|| trimmed.strip_prefix("```"))
-        .and_then(|rest| rest.strip_suffix("```"))
-        .unwrap_or(trimmed)
-        .trim();
-    serde_json::from_str(body).map_err(|e| e.to_string())
 }
 
 impl Decider for ModelDecider {
@@ -169,7 +140,7 @@ impl Decider for ModelDecider {
             Value::Array(old),
             json!([fact]),
         );
-        let request = expert_request(&self.update_model, update_schema(), SYSTEM, &user);
+        let request = json_mode_request(&self.update_model, update_schema(), SYSTEM, &user);
         let content = self.chat.complete(&request).map_err(DeciderError::from)?;
         Ok(parse_update_reply(&content, candidates.len())?)
     }

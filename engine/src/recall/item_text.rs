@@ -8,7 +8,8 @@
 //!   Location: Paris 16 Passy, Paris, Île-de-France, France; Camera: FUJIFILM FinePixS2Pro;
 //!   Orientation: landscape; Tags: photo` — so a photo is found by its place, its time in words,
 //!   its camera and what a captioner said of it. Tags the importers add for their own
-//!   bookkeeping (`file:`, `time:`, `camera:`, `image:`) are left out.
+//!   bookkeeping (`file:`, `time:`, `camera:`, `image:`) and the gate's decision (`gate:`)
+//!   are left out.
 //!
 //! Invariant: the text of an item depends on its fields only. The recipe has a version
 //! ([`ITEM_TEXT_VERSION`]); vectors made with an older recipe are made again for the sources
@@ -38,7 +39,7 @@ pub(crate) fn changed_sources(from: u32) -> Vec<Source> {
 }
 
 /// Tag prefixes the importers write for their own bookkeeping, not as what a photo is about.
-const INTERNAL_TAGS: [&str; 4] = ["file:", "time:", "camera:", "image:"];
+const INTERNAL_TAGS: [&str; 5] = ["file:", "time:", "camera:", "image:", "gate:"];
 
 /// The text of an item that recall ranks: for images, its SGM fields one after another; for
 /// every other source date, who, and its text fields, the form the LoCoMo benchmark measures

@@ -125,7 +125,7 @@ enum BatchOp {
     },
     /// A store-wide setting (`settings` table, SPEC.md §5).
     Setting {
-        key: &'static str,
+        key: String,
         value: String,
     },
 }
@@ -334,8 +334,11 @@ impl<'s> WriteBatch<'s> {
     }
 
     /// Sets the store-wide setting `key` (`settings`, SPEC.md §5) to `value` in this commit.
-    pub(crate) fn set_setting(&mut self, key: &'static str, value: String) -> &mut Self {
-        self.ops.push(BatchOp::Setting { key, value });
+    pub(crate) fn set_setting(&mut self, key: impl Into<String>, value: String) -> &mut Self {
+        self.ops.push(BatchOp::Setting {
+            key: key.into(),
+            value,
+        });
         self
     }
 
@@ -893,7 +896,7 @@ fn stage_op<'t>(
         BatchOp::Setting { key, value } => {
             txn.open_table(catalog::SETTINGS)
                 .ctx("open settings")?
-                .insert(key, value.as_str())
+                .insert(key.as_str(), value.as_str())
                 .ctx("write settings")?;
         }
     }

@@ -1,0 +1,54 @@
+//! The memorability gate (SAMD, ../shared/papers/samd-memory-discrimination.txt §3–4): decides
+//! *before writing* whether a text is worth remembering.
+//!
+//! Owns the scene catalogue ([`Scenes`]: scenes with salient words and phrases and the positive
+//! and negative rules of an optional judge; the built-in one is `scenes.toml`, user scenes
+//! come from TOML) and the Gating Unit Module ([`Gum`]): one Aho-Corasick automaton over every
+//! scene's words, matched against the text's normalised words; any hit passes, and the
+//! scene-hit list (which scenes, by which words) is the explanation a person sees.
+//!
+//! Invariants:
+//! - a word or phrase matches only whole normalised words (lower case; every run of
+//!   characters that are not letters, digits or an in-word apostrophe is one space), so case,
+//!   punctuation and line breaks never decide a match;
+//! - a scene catalogue that does not parse, or names a scene twice, or has a scene without
+//!   words, is a typed [`SceneError`] naming the scene: nothing half-loaded.
+
+mod affinity;
+mod cpm;
+mod eval;
+mod gum;
+mod judge;
+mod learn;
+mod predicates;
+mod roleplay;
+mod scenes;
+mod stage;
+mod stored;
+
+pub use affinity::{Affinity, store_affinity};
+pub use cpm::{Clustering, CpmOptions, cluster_intents};
+pub use eval::{GateEval, LabelledText, evaluate, evaluate_with, locomo_texts};
+pub use gum::{Gum, GumError, GumHits, SceneHit, normalise};
+pub use judge::{
+    ClusterPrompt, ClusterPrompts, GateModelError, JUDGE_SYSTEM, Judge, Verdict, judge_message,
+};
+#[cfg(feature = "llm")]
+pub use judge::{ModelJudge, parse_verdict};
+pub use learn::{
+    Expansion, LearnOptions, SalientWord, expand_lexicon, learn_lexicon, lexicons_leaving_one_out,
+    score_words, vocabulary,
+};
+pub use predicates::{PredicateHits, RulePredicates};
+#[cfg(feature = "llm")]
+pub use roleplay::RoleplayModel;
+pub use roleplay::{
+    AskWords, DEFAULT_PERSONAS, RoleplayReport, grow_by_roleplay, parse_words, roleplay_message,
+    roleplay_system,
+};
+pub use scenes::{BUILTIN_SCENES, Scene, SceneError, Scenes};
+pub use stage::{
+    GateDecision, GateMode, GateStage, JudgeStage, TAG_LEXICON_PREFIX, TAG_MEMORABLE,
+    TAG_NOT_MEMORABLE, TAG_SCENE_PREFIX,
+};
+pub use stored::{StoredLexicon, install_lexicon, stored_lexicon, stored_lexicons, use_lexicon};

@@ -1,0 +1,225 @@
+//! The gate as a stage of ingest (issue 21 item 4): before an item commits, the GUM reads its
+//! recall text with its source as the intent — then, when configured, the rule predicates
+//! (the scenes' `unless` expressions) and the judge (a local model given the intent cluster's
+//! rules). `Tag` stores everything and records the decision on the item (tag `gate:memorable`
+//! with a `gate:scene:<name>` tag per scene hit, or `gate:not-memorable`, and
+//! `gate:lexicon:<name>`); `Drop` stores nothing of a text found not memorable and reports it
+//! with why. Off (no stage) is the default until the gate is measured to keep what matters.
+//!
+//! Invariants: a correction of an item already stored (same external id) is never dropped —
+//! it changes a memory the store kept, and dropping it would leave the old text current (the
+//! ingest checks this, [`GateDecision::keep`] does not know the store); a judge that fails
+//! never drops a text.
+
+use std::sync::Arc;
+
+use memdb_formats::item::{ItemFields, ItemRecord};
+
+use super::gum::{Gum, GumHits};
+use super::judge::{ClusterPrompts, Judge};
+use super::predicates::RulePredicates;
+
+/// Tag of an item the gate found memorable.
+pub const TAG_MEMORABLE: &str = "gate:memorable";
+/// Tag of an item the gate found not memorable (kept, in `Tag` mode).
+pub const TAG_NOT_MEMORABLE: &str = "gate:not-memorable";
+/// Prefix of the tags naming the scenes an item hit.
+pub const TAG_SCENE_PREFIX: &str = "gate:scene:";
+/// Prefix of the tag naming the lexicon that decided.
+pub const TAG_LEXICON_PREFIX: &str = "gate:lexicon:";
+/// The prefix of every tag the gate writes (a decision replaces them all).
+const GATE_TAGS: [&str; 4] = [
+    TAG_MEMORABLE,
+    TAG_NOT_MEMORABLE,
+    TAG_SCENE_PREFIX,
+    TAG_LEXICON_PREFIX,
+];
+
+/// The recall text of an item not stored yet (what the gate reads).
+fn text_of(fields: &ItemFields) -> String {
+    crate::recall::item_text(&ItemRecord {
+        id: 0,
+        ingest_time_ms: 0,
+        fields: fields.clone(),
+        supersedes: None,
+        blobs: Vec::new(),
+    })
+}
+
+/// What the stage does with its decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GateMode {
+    /// Store everything; record the decision and its scenes as tags.
+    Tag,
+    /// Store only what the gate finds memorable; report the rest.
+    Drop,
+}
+
+/// The judge a stage asks, with the prompts of the store's intent clusters.
+#[derive(Debug, Clone)]
+pub struct JudgeStage {
+    /// The judge.
+    pub judge: Arc<dyn Judge>,
+    /// The CPM's clusters (empty: each text is judged by the rules of the scenes it hit).
+    pub prompts: Arc<ClusterPrompts>,
+}
+
+/// The ingest's gate stage.
+#[derive(Debug, Clone)]
+pub struct GateStage {
+    /// The matcher (its scene catalogue).
+    pub gum: Arc<Gum>,
+    /// What to do.
+    pub mode: GateMode,
+    /// "GUM + rule predicates": the scenes' `unless` expressions do not count as hits.
+    pub predicates: Option<Arc<RulePredicates>>,
+    /// The judge of what the GUM passes (`None`: the GUM, or the predicates, decide).
+    pub judge: Option<JudgeStage>,
+    /// The lexicon's name, recorded in `Tag` mode (`builtin`, `v3` for a stored version, a
+    /// file name).
+    pub lexicon: String,
+}
+
+/// One decision and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GateDecision {
+    /// Worth remembering.
+    pub keep: bool,
+    /// The scenes hit (after the predicates), with their words.
+    pub hits: GumHits,
+    /// Why, in words a person reads.
+    pub reason: String,
+    /// The judge failed and the text was kept (fail open): why it failed.
+    pub judge_failed: Option<String>,
+}
+
+impl GateStage {
+    /// A stage of `mode` with the GUM alone.
+    pub fn new(gum: Arc<Gum>, mode: GateMode, lexicon: impl Into<String>) -> GateStage {
+        GateStage {
+            gum,
+            mode,
+            predicates: None,
+            judge: None,
+            lexicon: lexicon.into(),
+        }
+    }
+
+    /// The decision on `fields` (nothing recorded).
+    pub fn decide(&self, fields: &ItemFields) -> GateDecision {
+        let text = text_of(fields);
+        let intent = Some(fields.source);
+        let (hits, voided) = match &self.predicates {
+            Some(p) => {
+                let got = p.hits(&self.gum, &text, intent);
+                (got.hits, got.voided)
+            }
+            None => (self.gum.hits(&text, intent), Vec::new()),
+        };
+        if !hits.is_memorable() {
+            let reason = if voided.is_empty() {
+                "not memorable: no word of any scene".to_owned()
+            } else {
+                let said: Vec<String> = voided
+                    .iter()
+                    .map(|v| format!("{} (\"{}\")", v.name, v.words.join("\", \"")))
+                    .collect();
+                format!(
+                    "not memorable: only figures of speech of {}",
+                    said.join(", ")
+                )
+            };
+            return GateDecision {
+                keep: false,
+                hits,
+                reason,
+                judge_failed: None,
+            };
+        }
+        let scenes = describe(&hits);
+        let Some(judge) = &self.judge else {
+            return GateDecision {
+                keep: true,
+                hits,
+                reason: format!("memorable: {scenes}"),
+                judge_failed: None,
+            };
+        };
+        let prompt = judge.prompts.prompt(self.gum.scenes(), intent, &hits);
+        match judge.judge.judge(&text, &prompt) {
+            Ok(verdict) => GateDecision {
+                keep: verdict.memorable,
+                reason: format!(
+                    "{} by the judge ({}); scenes: {scenes}",
+                    if verdict.memorable {
+                        "memorable"
+                    } else {
+                        "not memorable"
+                    },
+                    verdict.reason
+                ),
+                hits,
+                judge_failed: None,
+            },
+            Err(e) => GateDecision {
+                keep: true,
+                reason: format!("memorable: {scenes} (the judge failed)"),
+                hits,
+                judge_failed: Some(e.to_string()),
+            },
+        }
+    }
+
+    /// Decides on `fields`; in `Tag` mode records the decision on the item (replacing an
+    /// earlier decision's tags). In `Drop` mode with the GUM alone, stops at the first word
+    /// that decides (no explanation is built for a kept item).
+    pub fn apply(&self, fields: &mut ItemFields) -> GateDecision {
+        if self.mode == GateMode::Drop && self.predicates.is_none() && self.judge.is_none() {
+            let keep = self.gum.passes(&text_of(fields), Some(fields.source));
+            return GateDecision {
+                keep,
+                hits: GumHits::default(),
+                reason: if keep {
+                    "memorable".to_owned()
+                } else {
+                    "not memorable: no word of any scene".to_owned()
+                },
+                judge_failed: None,
+            };
+        }
+        let decision = self.decide(fields);
+        if self.mode == GateMode::Tag {
+            fields
+                .tags
+                .retain(|t| !GATE_TAGS.iter().any(|g| t.starts_with(g)));
+            fields.tags.push(
+                if decision.keep {
+                    TAG_MEMORABLE
+                } else {
+                    TAG_NOT_MEMORABLE
+                }
+                .to_owned(),
+            );
+            fields.tags.extend(
+                decision
+                    .hits
+                    .scenes
+                    .iter()
+                    .map(|s| format!("{TAG_SCENE_PREFIX}{}", s.name)),
+            );
+            fields
+                .tags
+                .push(format!("{TAG_LEXICON_PREFIX}{}", self.lexicon));
+        }
+        decision
+    }
+}
+
+/// `family ("mom", "sister"), health ("doctor")`.
+fn describe(hits: &GumHits) -> String {
+    hits.scenes
+        .iter()
+        .map(|s| format!("{} (\"{}\")", s.name, s.words.join("\", \"")))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
