@@ -167,6 +167,25 @@ fn drop_mode_stores_a_correction_of_a_kept_item() {
     assert_eq!(t3.fields.body.as_deref(), Some("fine, thanks"));
 }
 
+#[test]
+fn drop_mode_keeps_photos_whatever_their_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::create(dir.path().join("s"), Options::default()).unwrap();
+    let mut photo = turn("p1", 1, CHATTER);
+    photo.draft.fields.source = Source::Image;
+    photo.draft.fields.speaker = None;
+    let report = run(
+        &store,
+        builtin(GateMode::Drop),
+        vec![photo, turn("t2", 2, CHATTER)],
+    );
+    assert_eq!(report.added, 1, "{report:?}");
+    assert_eq!(report.gate_dropped.len(), 1);
+    assert_eq!(report.gate_dropped[0].external_id.as_deref(), Some("t2"));
+    let snap = store.snapshot().unwrap();
+    assert!(snap.get_by_external_id("p1").unwrap().is_some());
+}
+
 /// A judge with one answer, or none (a failing server).
 #[derive(Debug)]
 struct FixedJudge(Option<bool>);

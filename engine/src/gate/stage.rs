@@ -6,14 +6,15 @@
 //! `gate:lexicon:<name>`); `Drop` stores nothing of a text found not memorable and reports it
 //! with why. Off (no stage) is the default until the gate is measured to keep what matters.
 //!
-//! Invariants: a correction of an item already stored (same external id) is never dropped —
+//! Invariants: `Drop` never drops a photo or a video (their words do not say whether a picture
+//! matters, and the original would be lost); a correction of an item already stored (same external id) is never dropped —
 //! it changes a memory the store kept, and dropping it would leave the old text current (the
 //! ingest checks this, [`GateDecision::keep`] does not know the store); a judge that fails
 //! never drops a text.
 
 use std::sync::Arc;
 
-use memdb_formats::item::{ItemFields, ItemRecord};
+use memdb_formats::item::{ItemFields, ItemRecord, Source};
 
 use super::gum::{Gum, GumHits};
 use super::judge::{ClusterPrompts, Judge};
@@ -107,6 +108,9 @@ impl GateStage {
 
     /// The decision on `fields` (nothing recorded).
     pub fn decide(&self, fields: &ItemFields) -> GateDecision {
+        if let Some(kept) = self.picture_kept(fields) {
+            return kept;
+        }
         let text = text_of(fields);
         let intent = Some(fields.source);
         let (hits, voided) = match &self.predicates {
@@ -174,6 +178,9 @@ impl GateStage {
     /// earlier decision's tags). In `Drop` mode with the GUM alone, stops at the first word
     /// that decides (no explanation is built for a kept item).
     pub fn apply(&self, fields: &mut ItemFields) -> GateDecision {
+        if let Some(kept) = self.picture_kept(fields) {
+            return kept;
+        }
         if self.mode == GateMode::Drop && self.predicates.is_none() && self.judge.is_none() {
             let keep = self.gum.passes(&text_of(fields), Some(fields.source));
             return GateDecision {
@@ -212,6 +219,21 @@ impl GateStage {
                 .push(format!("{TAG_LEXICON_PREFIX}{}", self.lexicon));
         }
         decision
+    }
+}
+
+impl GateStage {
+    /// `Drop` never drops a photo or a video: the gate reads words, and a picture's text (its
+    /// caption, place, camera) says little of whether it is worth keeping, while dropping it
+    /// would lose the original. `Tag` still records what its words hit.
+    fn picture_kept(&self, fields: &ItemFields) -> Option<GateDecision> {
+        let picture = matches!(fields.source, Source::Image | Source::Video);
+        (self.mode == GateMode::Drop && picture).then(|| GateDecision {
+            keep: true,
+            hits: GumHits::default(),
+            reason: "kept: photos and videos are not gated by their words".to_owned(),
+            judge_failed: None,
+        })
     }
 }
 
