@@ -181,18 +181,36 @@ pub fn stored_lexicon(snapshot: &Snapshot, version: Option<u32>) -> Result<Optio
     }))
 }
 
-/// Every stored lexicon version, oldest first, and the current one's number.
+/// Every stored lexicon version, oldest first, and the current one's number. Found by a scan
+/// of the `gate_lexicon.` keys, so a damaged `latest` cannot make it probe billions of keys.
 pub fn stored_lexicons(snapshot: &Snapshot) -> Result<(Vec<StoredLexicon>, Option<u32>)> {
-    let latest = match snapshot.setting(LATEST)? {
-        Some(text) => parse_version(LATEST, &text)?,
-        None => 0,
-    };
+    use crate::error::CatalogResult;
     let current = snapshot
         .setting(CURRENT)?
         .map(|text| parse_version(CURRENT, &text))
         .transpose()?;
+    let mut versions: Vec<u32> = Vec::new();
+    {
+        let settings = snapshot
+            .txn()
+            .open_table(crate::store::catalog::SETTINGS)
+            .ctx("open settings")?;
+        for row in settings
+            .range::<&str>("gate_lexicon."..)
+            .ctx("read settings")?
+        {
+            let (key, _) = row.ctx("read settings")?;
+            let Some(rest) = key.value().strip_prefix("gate_lexicon.") else {
+                break;
+            };
+            if let Ok(version) = rest.parse::<u32>() {
+                versions.push(version);
+            }
+        }
+    }
+    versions.sort_unstable();
     let mut all = Vec::new();
-    for version in 1..=latest {
+    for version in versions {
         if let Some(lexicon) = stored_lexicon(snapshot, Some(version))? {
             all.push(lexicon);
         }
@@ -248,6 +266,16 @@ mod tests {
         assert_eq!(current, Some(1));
         // The next install is version 3, whatever is current.
         assert_eq!(install_lexicon(&store, &catalogue("x"), "c").unwrap(), 3);
+        // Versions list in number order past 9 (keys sort as text).
+        for n in 4..=11 {
+            assert_eq!(install_lexicon(&store, &catalogue("x"), "d").unwrap(), n);
+        }
+        let (all, current) = stored_lexicons(&store.snapshot().unwrap()).unwrap();
+        assert_eq!(
+            all.iter().map(|l| l.version).collect::<Vec<_>>(),
+            (1..=11).collect::<Vec<_>>()
+        );
+        assert_eq!(current, Some(11));
     }
 
     #[test]
