@@ -112,12 +112,7 @@ pub(crate) fn stage(
         stage.predicates = Some(std::sync::Arc::new(predicates(&gum)?));
     }
     if let Some((endpoint, model, timeout)) = &extras.judge {
-        let judge =
-            memdb::gate::ModelJudge::new(endpoint, model, std::time::Duration::from_secs(*timeout))
-                .map_err(|e| CliError::Gate {
-                    file: PathBuf::from(endpoint),
-                    reason: e.to_string(),
-                })?;
+        let judge = model_judge(endpoint, model, *timeout)?;
         let options = memdb::gate::CpmOptions::default();
         let affinity = memdb::gate::store_affinity(&snapshot, &gum, DEFAULT_MIN_SHARE)?;
         let prompts = memdb::gate::cluster_intents(
@@ -134,6 +129,16 @@ pub(crate) fn stage(
         });
     }
     Ok(stage)
+}
+
+/// The judge `model` at `endpoint`, `timeout` seconds per call.
+fn model_judge(endpoint: &str, model: &str, timeout: u64) -> Result<memdb::gate::ModelJudge> {
+    memdb::gate::ModelJudge::new(endpoint, model, std::time::Duration::from_secs(timeout)).map_err(
+        |e| CliError::Gate {
+            file: PathBuf::from(endpoint),
+            reason: e.to_string(),
+        },
+    )
 }
 
 /// A scene belongs to an intent's row of the affinity matrix when at least this share of the
@@ -205,17 +210,7 @@ pub(crate) fn eval(
         let judge = extras
             .judge
             .as_ref()
-            .map(|(endpoint, model, timeout)| {
-                memdb::gate::ModelJudge::new(
-                    endpoint,
-                    model,
-                    std::time::Duration::from_secs(*timeout),
-                )
-                .map_err(|e| CliError::Gate {
-                    file: PathBuf::from(endpoint),
-                    reason: e.to_string(),
-                })
-            })
+            .map(|(endpoint, model, timeout)| model_judge(endpoint, model, *timeout))
             .transpose()?;
         let mut judge_failures = 0usize;
         let e = memdb::gate::evaluate_with(&all, |text| {

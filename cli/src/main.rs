@@ -845,21 +845,14 @@ fn run(command: Command, out: &Out) -> Result<ExitCode> {
                 rules: gate_rules,
                 judge: gate_judge.map(|model| (gate_endpoint, model, gate_timeout)),
             };
-            let gate = match gate_mode {
+            let mode = match gate_mode {
                 GateArg::Off => None,
-                GateArg::Tag => Some(gate::stage(
-                    &store,
-                    lexicon.as_deref(),
-                    memdb::gate::GateMode::Tag,
-                    &extras,
-                )?),
-                GateArg::Drop => Some(gate::stage(
-                    &store,
-                    lexicon.as_deref(),
-                    memdb::gate::GateMode::Drop,
-                    &extras,
-                )?),
+                GateArg::Tag => Some(memdb::gate::GateMode::Tag),
+                GateArg::Drop => Some(memdb::gate::GateMode::Drop),
             };
+            let gate = mode
+                .map(|mode| gate::stage(&store, lexicon.as_deref(), mode, &extras))
+                .transpose()?;
             let summary =
                 import::import_files(&store, format, &files, batch.max(1), !out.json, gate)?;
             out.emit(summary.json(), || summary.text());

@@ -116,6 +116,16 @@ fn import_with_the_gate_drops_or_tags() {
     );
 }
 
+/// Each item's keep-or-drop in a `gate check` document.
+fn keeps(check: &Value) -> Vec<bool> {
+    check["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["keep"].as_bool().unwrap())
+        .collect()
+}
+
 const NOTES: &str = concat!(
     r#"{"external_id":"a","source":"note","time":"2024-05-01T10:00:00Z","body":"Booked the dentist for Friday."}"#,
     "\n",
@@ -139,12 +149,7 @@ fn a_stored_lexicon_is_versioned_and_used_by_import_and_check() {
     assert_eq!(listed["versions"], serde_json::json!([]));
     let check = memdb(&["--json", "gate", "check", store, input]);
     assert_eq!(check["lexicon"], "builtin");
-    let keeps: Vec<bool> = check["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["keep"].as_bool().unwrap())
-        .collect();
+    let keeps = keeps(&check);
     // "home" is a word of the places scene; only the rule predicates void "heading home".
     assert_eq!(keeps, [true, true, false], "{check}");
     let ruled = memdb(&["--json", "gate", "check", store, input, "--rules"]);
@@ -340,12 +345,7 @@ fn role_play_grows_the_chosen_scenes_and_the_judge_decides_in_check() {
         &judge_url,
     ]);
     assert_eq!(check["lexicon"], "v1");
-    let keeps: Vec<bool> = check["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["keep"].as_bool().unwrap())
-        .collect();
+    let keeps = keeps(&check);
     // dentist: GUM passes, judge keeps; heading home: GUM passes, judge drops; "zzqx mango":
     // the role-played word passes the GUM, the judge drops it.
     assert_eq!(keeps, [true, false, false], "{check}");

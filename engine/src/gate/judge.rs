@@ -176,13 +176,48 @@ pub fn parse_verdict(content: &str) -> Result<Verdict, GateModelError> {
     Ok(Verdict { memorable, reason })
 }
 
-/// A judge behind a local OpenAI-compatible server (feature `llm`).
+/// A model on a local OpenAI-compatible server, asked for one JSON object per call: what the
+/// judge and role-play share (feature `llm`).
 #[cfg(feature = "llm")]
 #[derive(Debug, Clone)]
-pub struct ModelJudge {
+pub(super) struct GateModel {
     chat: crate::endpoint::LoopbackChat,
     model: String,
 }
+
+#[cfg(feature = "llm")]
+impl GateModel {
+    /// `model` at `base_url`, each call bounded by `timeout`; refuses a URL that is not
+    /// `http://` to a loopback host.
+    pub(super) fn new(
+        base_url: &str,
+        model: &str,
+        timeout: std::time::Duration,
+    ) -> Result<GateModel, GateModelError> {
+        Ok(GateModel {
+            chat: crate::endpoint::LoopbackChat::new(base_url, timeout)?,
+            model: model.to_owned(),
+        })
+    }
+
+    /// The reply's content to `system` and `user` in JSON mode with `schema`, at `temperature`.
+    pub(super) fn ask(
+        &self,
+        schema: serde_json::Value,
+        system: &str,
+        user: &str,
+        temperature: f64,
+    ) -> Result<String, GateModelError> {
+        let mut request = crate::endpoint::json_mode_request(&self.model, schema, system, user);
+        request["temperature"] = serde_json::json!(temperature);
+        Ok(self.chat.complete(&request)?)
+    }
+}
+
+/// A judge behind a local OpenAI-compatible server (feature `llm`).
+#[cfg(feature = "llm")]
+#[derive(Debug, Clone)]
+pub struct ModelJudge(GateModel);
 
 #[cfg(feature = "llm")]
 impl ModelJudge {
@@ -193,10 +228,7 @@ impl ModelJudge {
         model: &str,
         timeout: std::time::Duration,
     ) -> Result<ModelJudge, GateModelError> {
-        Ok(ModelJudge {
-            chat: crate::endpoint::LoopbackChat::new(base_url, timeout)?,
-            model: model.to_owned(),
-        })
+        GateModel::new(base_url, model, timeout).map(ModelJudge)
     }
 }
 
@@ -211,13 +243,11 @@ impl Judge for ModelJudge {
             },
             "required": ["memorable", "reason"]
         });
-        let request = crate::endpoint::json_mode_request(
-            &self.model,
-            schema,
-            JUDGE_SYSTEM,
-            &judge_message(text, prompt),
-        );
-        parse_verdict(&self.chat.complete(&request)?)
+        // Greedy: a verdict should not depend on the draw.
+        let content = self
+            .0
+            .ask(schema, JUDGE_SYSTEM, &judge_message(text, prompt), 0.0)?;
+        parse_verdict(&content)
     }
 }
 

@@ -145,10 +145,7 @@ pub fn grow_by_roleplay(
 /// Role-play through a local OpenAI-compatible server (feature `llm`).
 #[cfg(feature = "llm")]
 #[derive(Debug, Clone)]
-pub struct RoleplayModel {
-    chat: crate::endpoint::LoopbackChat,
-    model: String,
-}
+pub struct RoleplayModel(super::judge::GateModel);
 
 #[cfg(feature = "llm")]
 impl RoleplayModel {
@@ -159,10 +156,7 @@ impl RoleplayModel {
         model: &str,
         timeout: std::time::Duration,
     ) -> Result<RoleplayModel, GateModelError> {
-        Ok(RoleplayModel {
-            chat: crate::endpoint::LoopbackChat::new(base_url, timeout)?,
-            model: model.to_owned(),
-        })
+        super::judge::GateModel::new(base_url, model, timeout).map(RoleplayModel)
     }
 
     /// The words `persona` gives for `scene`.
@@ -172,15 +166,14 @@ impl RoleplayModel {
             "properties": {"words": {"type": "array", "items": {"type": "string"}}},
             "required": ["words"]
         });
-        let mut request = crate::endpoint::json_mode_request(
-            &self.model,
+        // Role-play wants variety across personas, not the single most likely list.
+        let content = self.0.ask(
             schema,
             &roleplay_system(persona),
             &roleplay_message(scene),
-        );
-        // Role-play wants variety across personas, not the single most likely list.
-        request["temperature"] = serde_json::json!(0.7);
-        parse_words(&self.chat.complete(&request)?)
+            0.7,
+        )?;
+        parse_words(&content)
     }
 }
 
