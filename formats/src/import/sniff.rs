@@ -134,7 +134,8 @@ fn iso_media(head: &[u8]) -> FileKind {
     let box_len = head.get(..4).map_or(0, |b| {
         b.iter().fold(0usize, |n, &x| (n << 8) | usize::from(x))
     });
-    let end = box_len.clamp(12, head.len());
+    // Not `clamp(12, len)`: a head shorter than 12 bytes would make min > max and panic.
+    let end = box_len.min(head.len());
     let major = head.get(8..12).unwrap_or_default();
     let compatible = head.get(16..end).unwrap_or_default();
     let mut brands = std::iter::once(major).chain(compatible.chunks_exact(4));
@@ -193,6 +194,11 @@ mod tests {
             (ftyp(b"avif\0\0\0\0avifmif1"), FileKind::Avif),
             (ftyp(b"mif1\0\0\0\0mif1avif"), FileKind::Avif),
             (ftyp(b"qt  \0\0\0\0qt  "), FileKind::Video),
+            // Cut short inside the box (the fuzzer's find: a 10-byte head once panicked).
+            (b"\0\0\0\x18ftypic".to_vec(), FileKind::Video),
+            (b"\0\0\0\x18ftyp".to_vec(), FileKind::Video),
+            (b"\0\0\0\x18ftypheic\0\0".to_vec(), FileKind::Heic),
+            (b"\0\0\0\x02ftypmif1\0\0\0\0avif".to_vec(), FileKind::Heif),
             (b"%PDF-1.7\n".to_vec(), FileKind::Pdf),
             (b"PK\x03\x04\x14\0".to_vec(), FileKind::Zip),
             (
