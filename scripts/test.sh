@@ -14,6 +14,10 @@ fi
 # in a network namespace whose only interface is loopback, a test that tried to open a network
 # connection would fail (reliability R12: nothing leaves the device, the test suite included).
 cargo test --workspace --all-targets --no-run "$@"
+# The Python package (python/) and the MCP server's tests with the official Python MCP client:
+# the virtual environment, its pinned tools (maturin, pytest, mcp) and the wheel need the
+# network (pip) once; the tests themselves run isolated below.
+scripts/python-tests.sh prepare
 isolate=()
 for flags in -n -rn; do
   if unshare "$flags" sh -c 'ip link set lo up' 2>/dev/null; then
@@ -26,7 +30,8 @@ if [ ${#isolate[@]} -eq 0 ]; then
   echo "memdb: WARNING: this machine refuses network namespaces; tests run with the network" >&2
 fi
 "${isolate[@]}" cargo test --offline --workspace --all-targets "$@"
+"${isolate[@]}" scripts/python-tests.sh run
 # Doc tests build dependencies under another profile hash, so including the crates that link burn
 # would compile burn a second time (6 minutes on 2 cores). Their doc examples are `no_run` and the
 # same calls are compiled by `--all-targets` (engine/encode/examples/throughput.rs).
-"${isolate[@]}" cargo test --offline --workspace --doc --exclude memdb-encode --exclude memdb-benches
+"${isolate[@]}" cargo test --offline --workspace --doc --exclude memdb-encode --exclude memdb-benches --exclude memdb-py

@@ -124,6 +124,9 @@ pub(crate) enum CliError {
         /// The statement.
         statement: String,
     },
+    /// The MCP server could not start or its session failed.
+    #[error("mcp: {0}")]
+    Mcp(String),
     /// The person said no (or no terminal could ask): nothing was done.
     #[error("{0}")]
     Declined(String),

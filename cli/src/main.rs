@@ -12,6 +12,7 @@ mod error;
 mod export;
 mod gate;
 mod import;
+mod mcp;
 mod model;
 mod ops;
 mod output;
@@ -492,6 +493,16 @@ enum Command {
         #[arg(long)]
         now: Option<String>,
     },
+    /// Serve the store to agents over the Model Context Protocol (stdio): add, search, list,
+    /// update, delete memories, their history, query statements and forgetting. Logs go to
+    /// stderr; the store stays readable by other processes while it serves.
+    Mcp {
+        /// Store directory.
+        dir: PathBuf,
+        /// Let the `query` tool run statements that write (a `FORGET` that is not a dry run).
+        #[arg(long)]
+        allow_writes: bool,
+    },
     /// An interactive shell on a store: history, multi-line input, completion, timing.
     Shell {
         /// Store directory.
@@ -813,6 +824,7 @@ fn run(command: Command, out: &Out) -> Result<ExitCode> {
             shell::query(&dir, &text, now_ms, out.json)?;
         }
         Command::Shell { dir } => shell::shell(&dir, out.json)?,
+        Command::Mcp { dir, allow_writes } => mcp::serve(&dir, allow_writes)?,
         Command::Init { dir } => {
             Store::create(&dir, Options::default())?;
             out.emit(serde_json::json!({ "created": dir }), || {

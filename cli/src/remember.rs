@@ -96,7 +96,7 @@ pub(crate) fn remember(
     Ok(())
 }
 
-fn remembered_json(r: &Remembered) -> Value {
+pub(crate) fn remembered_json(r: &Remembered) -> Value {
     json!({
         "fact": r.fact,
         "event": r.applied.kind.name(),
@@ -139,19 +139,7 @@ pub(crate) fn log(dir: &Path, since: Option<&str>, out: &Out) -> Result<()> {
             }
         };
         let (old, new) = texts_of(history, row);
-        json_rows.push(json!({
-            "id": row.seq,
-            "memory_id": row.memory_id,
-            "old_memory": old,
-            "new_memory": new,
-            "event": row.kind.name(),
-            "created_at": rfc3339(row.system_ms),
-            "valid_time": row.valid_ms.map(rfc3339),
-            "is_deleted": matches!(row.kind, memdb::MemoryOpKind::Delete | memdb::MemoryOpKind::Purge),
-            "actor_id": row.actor,
-            "role": row.role,
-            "reason": row.reason,
-        }));
+        json_rows.push(op_row_json(row, old.as_deref(), new.as_deref()));
         lines.push(format!(
             "{:>6}  {}  {:<6} memory {:<6} {}{}",
             row.seq,
@@ -181,10 +169,49 @@ pub(crate) fn log(dir: &Path, since: Option<&str>, out: &Out) -> Result<()> {
     Ok(())
 }
 
+/// A memory's text as Mem0's columns show it: its body (a note's or a message's words, as
+/// written), else the text it is searched by (a photo's SGM fields).
+pub(crate) fn memory_text(item: &memdb::Item) -> String {
+    match &item.fields.body {
+        Some(body) => body.clone(),
+        None => memdb::recall::item_text(item),
+    }
+}
+
+/// One op of the log in Mem0's history columns, with the texts of the version it closed
+/// (`old`) and of the one it wrote (`new`).
+fn op_row_json(row: &MemoryOpRow, old: Option<&str>, new: Option<&str>) -> Value {
+    json!({
+        "id": row.seq,
+        "memory_id": row.memory_id,
+        "old_memory": old,
+        "new_memory": new,
+        "event": row.kind.name(),
+        "created_at": rfc3339(row.system_ms),
+        "valid_time": row.valid_ms.map(rfc3339),
+        "is_deleted": matches!(row.kind, memdb::MemoryOpKind::Delete | memdb::MemoryOpKind::Purge),
+        "actor_id": row.actor,
+        "role": row.role,
+        "reason": row.reason,
+    })
+}
+
+/// A memory's history in Mem0's columns (its ops, oldest first), for `memory_history`.
+pub(crate) fn history_json(history: &memdb::MemoryHistory) -> Vec<Value> {
+    history
+        .ops
+        .iter()
+        .map(|row| {
+            let (old, new) = texts_of(history, row);
+            op_row_json(row, old.as_deref(), new.as_deref())
+        })
+        .collect()
+}
+
 /// The text of the version op `row` closed and of the one it wrote (when still stored), from
 /// its memory's `history`.
 fn texts_of(history: &memdb::MemoryHistory, row: &MemoryOpRow) -> (Option<String>, Option<String>) {
-    let text = |v: &memdb::MemoryVersion| memdb::recall::item_text(&v.record);
+    let text = |v: &memdb::MemoryVersion| memory_text(&v.record);
     let old = history
         .versions
         .iter()

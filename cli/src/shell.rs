@@ -39,7 +39,8 @@ pub(crate) struct Session {
     now_ms: Option<i64>,
 }
 
-fn needs_encoder(statement: &Statement) -> bool {
+/// Whether a statement needs the encoder (a `RECALL`, explained or not).
+pub(crate) fn needs_encoder(statement: &Statement) -> bool {
     matches!(
         statement,
         Statement::Query(Query::Recall(_)) | Statement::Explain(Query::Recall(_))
@@ -47,7 +48,7 @@ fn needs_encoder(statement: &Statement) -> bool {
 }
 
 /// Whether a statement writes to the store.
-fn writes(statement: &Statement) -> bool {
+pub(crate) fn writes(statement: &Statement) -> bool {
     matches!(statement, Statement::Forget(f) if !f.dry_run)
 }
 

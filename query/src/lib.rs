@@ -36,7 +36,7 @@ pub use error::{ParseError, QueryError};
 pub use exec::{
     ItemDetail, ItemRow, NodeDetail, Output, PathRow, Plan, QueryContext, Rows, Stage, StatsRow,
 };
-pub use parser::{KEYWORDS, parse, parse_script};
+pub use parser::{KEYWORDS, parse, parse_instant, parse_script};
 pub use render::{
     Block, forget_block, forget_json, item_block, item_json, item_row_json, items_block, to_blocks,
     to_json,

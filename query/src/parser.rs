@@ -573,21 +573,27 @@ impl<'t> Parser<'t> {
 
     fn instant(&mut self) -> Result<Instant> {
         let (text, at) = self.date_token()?;
-        if !text.contains(['T', 't']) {
-            return Date::from_str(&text)
-                .map(Instant::Day)
-                .map_err(|e| self.error_at(at, format!("bad date `{text}`: {e}")));
-        }
-        // With an offset it is an instant; without one it is read as UTC.
-        Timestamp::from_str(&text)
-            .or_else(|_| {
-                DateTime::from_str(&text)
-                    .and_then(|dt| dt.to_zoned(TimeZone::UTC))
-                    .map(|z| z.timestamp())
-            })
-            .map(Instant::At)
-            .map_err(|e| self.error_at(at, format!("bad instant `{text}`: {e}")))
+        parse_instant(&text).map_err(|reason| self.error_at(at, reason))
     }
+}
+
+/// A day (`YYYY-MM-DD`) or an instant (RFC 3339; without an offset it is read as UTC), as
+/// the statements' time literals read it; the error says which and why. Tool and binding
+/// arguments (`since`, `as_of`) go through it, so they mean what a statement's times mean.
+pub fn parse_instant(text: &str) -> std::result::Result<Instant, String> {
+    if !text.contains(['T', 't']) {
+        return Date::from_str(text)
+            .map(Instant::Day)
+            .map_err(|e| format!("bad date `{text}`: {e}"));
+    }
+    Timestamp::from_str(text)
+        .or_else(|_| {
+            DateTime::from_str(text)
+                .and_then(|dt| dt.to_zoned(TimeZone::UTC))
+                .map(|z| z.timestamp())
+        })
+        .map(Instant::At)
+        .map_err(|e| format!("bad instant `{text}`: {e}"))
 }
 
 /// The expected keyword closest to `word`, if it is close enough to be a typo.

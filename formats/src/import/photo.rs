@@ -860,7 +860,10 @@ mod tests {
         assert_eq!(found(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR"), "PNG image");
         assert_eq!(found(b"\0\0\0\x18ftypheic\0\0\0\0mif1heic"), "HEIC image");
         // An `ftyp` box cut short (the fuzzer's crash input, fuzz/seeds/photo_file).
-        assert_eq!(found(b"\0\0\0\x18ftypic"), "not an image (MP4/QuickTime video)");
+        assert_eq!(
+            found(b"\0\0\0\x18ftypic"),
+            "not an image (MP4/QuickTime video)"
+        );
         assert_eq!(found(b"GIF89a"), "GIF image");
         assert_eq!(found(b"hello, world\n"), "not an image (text)");
         assert_eq!(found(b"\0\x01\x02\x03"), "not an image");

@@ -1,0 +1,270 @@
+"""memdb: an embedded, on-device store of one person's long-term memory.
+
+A store is one folder. Open it, put memories in (``ingest``, ``import_*``, ``remember``), and
+ask it (``recall``, ``query``, ``get``, ``history``)::
+
+    import memdb
+
+    with memdb.Store.open("my.memdb") as store:
+        store.ingest([{"source": "note", "time": "2024-05-01T09:30:00+01:00",
+                       "body": "Booked the hotel in Lisbon"}])
+        for hit in store.recall("where did I book a hotel?", k=3):
+            print(hit.id, round(hit.score, 3), hit.text)
+
+Everything runs in-process in the Rust engine (``memdb._native``): the GIL is released while
+the engine works (ingest, recall, forgetting, compaction), items and rows come back as plain
+dicts and lists, recall hits as the :class:`Hit` dataclass, and every failure is a
+:class:`MemdbError` subclass (or ``TypeError`` / ``ValueError`` for a bad argument).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Union
+
+from . import _native
+from ._errors import (
+    AlreadyExistsError,
+    CatalogDamagedError,
+    ClosedError,
+    ConflictError,
+    ConsentError,
+    CorruptionError,
+    InvalidItemError,
+    LockedError,
+    MemdbError,
+    ModelError,
+    NoStoreError,
+    NotFoundError,
+    PolicyError,
+    QueryError,
+    QuerySyntaxError,
+    ReadOnlyError,
+    StorageError,
+    UnsupportedVersionError,
+)
+
+__version__: str = _native.__version__
+
+__all__ = [
+    "Store",
+    "Hit",
+    "Explanation",
+    "model_location",
+    "MemdbError",
+    "LockedError",
+    "ReadOnlyError",
+    "AlreadyExistsError",
+    "NoStoreError",
+    "UnsupportedVersionError",
+    "StorageError",
+    "CorruptionError",
+    "CatalogDamagedError",
+    "ModelError",
+    "NotFoundError",
+    "ConsentError",
+    "ConflictError",
+    "ClosedError",
+    "PolicyError",
+    "InvalidItemError",
+    "QueryError",
+    "QuerySyntaxError",
+]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+# Keys of a query document that are about the statement, not its rows.
+_DOCUMENT_KEYS = frozenset({"statement", "kind", "plan", "query_nodes"})
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """Why recall found an item: its rank under each signal that found it (1-based), the graph
+    nodes and the place of the question it matched, and its EM-Path and page (day)."""
+
+    dense_rank: Optional[int]
+    lexical_rank: Optional[int]
+    graph_rank: Optional[int]
+    place_rank: Optional[int]
+    place: Optional[str]
+    nodes: List[str]
+    path: Optional[int]
+    page: Optional[str]
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One recalled item: its id, fused score (higher is better), the text recall indexed it
+    by, the item itself (a dict, as ``Store.get`` shows it, without history), and why."""
+
+    id: int
+    score: float
+    text: str
+    item: Optional[Dict[str, Any]]
+    explanation: Explanation
+
+
+def model_location() -> tuple:
+    """Where the on-device encoder's weights are looked for, and whether they are there."""
+    return _native.model_location()
+
+
+def _paths(paths: Union[PathLike, Iterable[PathLike]]) -> List[str]:
+    if isinstance(paths, (str, bytes, os.PathLike)):
+        return [os.fspath(paths)]  # type: ignore[list-item]
+    return [os.fspath(p) for p in paths]  # type: ignore[misc]
+
+
+class Store:
+    """An open memdb store. Use ``Store.open(path)`` (or ``Store(path)``), ideally in a
+    ``with`` block: closing it releases its lock so another process can open it."""
+
+    __slots__ = ("_native",)
+
+    def __init__(self, path: PathLike, *, create: bool = True, read_only: bool = False) -> None:
+        self._native = _native.Store.open(path, create=create, read_only=read_only)
+
+    @classmethod
+    def open(cls, path: PathLike, *, create: bool = True, read_only: bool = False) -> "Store":
+        """Opens the store at ``path``; creates it there when ``create`` and the folder holds
+        none. ``read_only`` opens it beside its writer (another process) without a lock."""
+        return cls(path, create=create, read_only=read_only)
+
+    # life
+
+    def close(self) -> None:
+        """Closes the store and releases its lock (a second close does nothing)."""
+        self._native.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._native.closed
+
+    @property
+    def path(self) -> str:
+        return self._native.path
+
+    @property
+    def read_only(self) -> bool:
+        return self._native.read_only
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._native.close()
+
+    def __repr__(self) -> str:
+        return repr(self._native)
+
+    # writing
+
+    def ingest(
+        self, items: Iterable[Mapping[str, Any]], *, embed: bool = True, batch: int = 1000
+    ) -> Dict[str, Any]:
+        """Stores items given as dicts in memdb's JSONL shape (``source``, ``time``, ``body``,
+        ``tags``, ``external_id``, ...; SPEC.md §8.1). An item with the external id of a stored
+        one updates it. Bad items are listed in ``skipped``; the rest land. With ``embed``,
+        the new items are then embedded and added to the memory graph (under ``derived``)."""
+        return self._native.ingest(items, embed=embed, batch=batch)
+
+    def import_jsonl(
+        self, paths: Union[PathLike, Iterable[PathLike]], *, embed: bool = True, batch: int = 1000
+    ) -> Dict[str, Any]:
+        """Imports memdb JSONL files (``memdb export`` writes them)."""
+        return self._native.import_files("jsonl", _paths(paths), embed=embed, batch=batch)
+
+    def import_locomo(
+        self, paths: Union[PathLike, Iterable[PathLike]], *, embed: bool = True, batch: int = 1000
+    ) -> Dict[str, Any]:
+        """Imports LoCoMo conversation files (one chat item per turn)."""
+        return self._native.import_files("locomo", _paths(paths), embed=embed, batch=batch)
+
+    def import_mail(
+        self, paths: Union[PathLike, Iterable[PathLike]], *, embed: bool = True, batch: int = 1000
+    ) -> Dict[str, Any]:
+        """Imports e-mail: .eml files, mbox files, Maildirs and folders of them."""
+        return self._native.import_files("mail", _paths(paths), embed=embed, batch=batch)
+
+    def import_photos(
+        self, paths: Union[PathLike, Iterable[PathLike]], *, embed: bool = True, batch: int = 1000
+    ) -> Dict[str, Any]:
+        """Imports JPEG photos (files or folders), keeping each original."""
+        return self._native.import_files("photos", _paths(paths), embed=embed, batch=batch)
+
+    def embed(self) -> Dict[str, Any]:
+        """Embeds items without a vector; brings the memory graph and pages up to date."""
+        return self._native.embed()
+
+    def remember(
+        self, text: str, *, speaker: Optional[str] = None, time: Any = None
+    ) -> List[Dict[str, Any]]:
+        """Mem0's write path: each fact of ``text`` becomes an ADD, UPDATE, DELETE or NONE of
+        a memory, decided against the most similar memories and applied in one commit."""
+        return self._native.remember(text, speaker=speaker, time=time)
+
+    def delete(self, key: Union[int, str], *, reason: Optional[str] = None) -> Dict[str, Any]:
+        """Retires the memory with id ``key`` (or external id, a str); its versions stay."""
+        return self._native.delete(key, reason=reason)
+
+    def forget(
+        self,
+        policy: str = "timed-gentle",
+        as_of: Any = None,
+        *,
+        dry_run: bool = False,
+        drop_originals: bool = False,
+    ) -> Dict[str, Any]:
+        """Forgets by ``policy`` (a built-in name: no-forget, very-soft, softer-old,
+        timed-gentle, boundary-365; or a TOML file) as of ``as_of`` (a date; default today).
+        ``dry_run`` reports the plan only; dropping photo originals needs ``drop_originals``."""
+        return self._native.forget(policy, as_of, dry_run=dry_run, drop_originals=drop_originals)
+
+    def compact(self, *, all: bool = False) -> Dict[str, Any]:
+        """Reclaims dead space: rewrites segments (all of them with ``all``)."""
+        return self._native.compact(all=all)
+
+    # reading
+
+    def recall(
+        self, query: str, k: int = 10, filters: Optional[Mapping[str, Any]] = None
+    ) -> List[Hit]:
+        """The ``k`` items that best answer ``query``, best first. ``filters``: ``source``
+        (image, video, email, chat, note), ``from`` / ``to`` (a day ``YYYY-MM-DD`` or a
+        date-time with an offset, both ends included), ``ids`` (item ids to choose from),
+        ``signals`` (a subset of dense, lexical, graph, place)."""
+        return [
+            Hit(h["id"], h["score"], h["text"], h["item"], Explanation(**h["explanation"]))
+            for h in self._native.recall(query, k, filters)
+        ]
+
+    def query(self, statement: str) -> List[Dict[str, Any]]:
+        """Runs one statement of the query language (``ITEMS``, ``RECALL``, ``HISTORY``,
+        ``PATHS MATCHING``, ``SHOW``, ``FORGET``) and returns its rows as dicts."""
+        doc = self._native.query(statement)
+        rows = doc.get("rows")
+        if rows is not None:
+            return rows
+        return [{k: v for k, v in doc.items() if k not in _DOCUMENT_KEYS}]
+
+    def query_document(self, statement: str) -> Dict[str, Any]:
+        """``query`` with the whole result: ``statement``, ``kind``, the rows and the ``plan``."""
+        return self._native.query(statement)
+
+    def get(self, key: Union[int, str]) -> Optional[Dict[str, Any]]:
+        """The item with id ``key`` (or external id, a str), or None."""
+        return self._native.get(key)
+
+    def history(self, key: Union[int, str]) -> Dict[str, Any]:
+        """Every version of a memory (oldest first, with valid and system times) and its
+        logged operations."""
+        return self._native.history(key)
+
+    def stats(self) -> Dict[str, Any]:
+        """Items, blobs, segments, bytes, pages and the encoder model."""
+        return self._native.stats()
+
+    def check(self) -> Dict[str, Any]:
+        """Verifies every checksum; ``clean`` is False when anything is damaged."""
+        return self._native.check()
