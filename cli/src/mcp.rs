@@ -29,6 +29,7 @@ use base64::Engine as _;
 use memdb::ops::{Message, RememberOptions, RuleDecider, RuleThresholds, SentenceExtractor};
 use memdb::{EventTime, IngestOptions, ItemFields, MemoryOp, OpNote, Source, Store, Validity};
 use memdb_encode::MiniLm;
+use memdb_query::reports::memory_text;
 use memdb_query::{
     Distance, DistanceUnit, Filter, Instant, Query, QueryContext, Recall, Show, Statement,
     StoreQuery, TimeFilter, TimeTravel, item_json, item_row_json, parse_instant, parse_script,
@@ -317,7 +318,7 @@ fn source(text: &str) -> Result<Source> {
 /// A memory as lists show it: every field, and `memory`, its text.
 fn memory_json(item: &memdb::Item) -> Value {
     let mut json = item_json(item);
-    json["memory"] = json!(crate::remember::memory_text(item));
+    json["memory"] = json!(memory_text(item));
     json
 }
 
@@ -365,7 +366,9 @@ impl MemoryServer {
                 }],
                 &options,
             )?;
-            done.iter().map(crate::remember::remembered_json).collect()
+            done.iter()
+                .map(memdb_query::reports::remembered_json)
+                .collect()
         } else {
             let time = time.unwrap_or_else(|| EventTime::utc(now_ms()));
             let mut fields = ItemFields::new(source.unwrap_or(Source::Note), time);
@@ -473,7 +476,7 @@ impl MemoryServer {
             .iter()
             .map(|row| {
                 let mut hit = item_row_json(row);
-                hit["memory"] = json!(crate::remember::memory_text(&row.item));
+                hit["memory"] = json!(memory_text(&row.item));
                 hit
             })
             .collect();
@@ -517,7 +520,7 @@ impl MemoryServer {
         let dropped = snapshot.dropped_blobs(id)?;
         let versions = snapshot.versions(id)?;
         let mut json = crate::output::item_detail_json(&item, &dropped, &versions);
-        json["memory"] = json!(crate::remember::memory_text(&item));
+        json["memory"] = json!(memory_text(&item));
         Ok(json)
     }
 
@@ -531,7 +534,7 @@ impl MemoryServer {
             .ok_or_else(|| CliError::NoItem {
                 key: call.id.to_string(),
             })?;
-        let old = crate::remember::memory_text(&item);
+        let old = memory_text(&item);
         let mut fields = item.fields;
         fields.body = Some(call.text.clone());
         let applied = state.store.apply(vec![MemoryOp::Update {
@@ -745,7 +748,7 @@ impl MemoryServer {
             }
             Ok(json!({
                 "memory_id": call.id,
-                "history": crate::remember::history_json(&history),
+                "history": memdb_query::reports::history_ops_json(&history),
             }))
         })())
     }

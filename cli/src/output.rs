@@ -2,8 +2,10 @@
 
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use memdb::{CheckReport, CompactReport, Item, Stats};
-use memdb_query::{Block, ItemRow, item_block, item_json, item_row_json, items_block};
+use memdb_query::{Block, ItemRow, item_block, items_block};
 use serde_json::{Value, json};
+
+pub(crate) use memdb_query::reports::{check_json, damage_json, item_detail_json, stats_json};
 
 /// Where results go: tables for people, JSON for scripts.
 pub(crate) struct Out {
@@ -65,35 +67,6 @@ pub(crate) fn block_text(block: Block) -> String {
     }
 }
 
-/// An item with what the store knows about its past: the blobs forgetting dropped (when, by
-/// which policy) and its earlier versions (each as `HISTORY` shows it, with `replaced`).
-pub(crate) fn item_detail_json(
-    item: &Item,
-    dropped: &[memdb::DroppedBlob],
-    versions: &[memdb::ItemVersion],
-) -> Value {
-    let mut json = item_json(item);
-    json["dropped_blobs"] = dropped
-        .iter()
-        .map(|d| {
-            json!({
-                "blob": d.id, "kind": d.kind.name(), "bytes": d.len,
-                "dropped": memdb::EventTime::utc(d.dropped_ms).to_rfc3339(), "why": d.why,
-            })
-        })
-        .collect();
-    json["earlier_versions"] = versions
-        .iter()
-        .map(|v| {
-            item_row_json(&ItemRow {
-                replaced_ms: Some(v.replaced_ms),
-                ..ItemRow::plain(v.record.clone())
-            })
-        })
-        .collect();
-    json
-}
-
 /// `item_detail_json` as the item's field/value table (earlier versions summarised:
 /// `HISTORY OF id` shows them whole).
 pub(crate) fn item_detail_table(
@@ -151,24 +124,6 @@ pub(crate) fn rows_table(rows: &[ItemRow]) -> String {
 pub(crate) fn list_table(items: &[Item]) -> String {
     let rows: Vec<ItemRow> = items.iter().cloned().map(ItemRow::plain).collect();
     rows_table(&rows)
-}
-
-pub(crate) fn stats_json(s: &Stats) -> Value {
-    json!({
-        "items": s.items,
-        "items_by_source": s.items_by_source.iter().map(|(src, n)| (src.name().to_owned(), json!(n))).collect::<serde_json::Map<_, _>>(),
-        "item_bytes": s.item_bytes,
-        "blobs": s.blobs(),
-        "blob_bytes": s.blob_bytes(),
-        "blobs_by_kind": s.blobs_by_kind.iter().map(|(k, n, b)| (k.name().to_owned(), json!({"count": n, "bytes": b}))).collect::<serde_json::Map<_, _>>(),
-        "segments": s.segments.len(),
-        "segment_bytes": s.segment_bytes,
-        "live_bytes": s.live_bytes(),
-        "dead_bytes": s.dead_bytes,
-        "catalog_bytes": s.catalog_bytes,
-        "total_bytes": s.total_bytes(),
-        "pages_by_stage": s.pages_by_stage.iter().map(|(stage, pages, pixels, bytes)| json!({"stage": stage, "pages": pages, "with_pixels": pixels, "bytes": bytes})).collect::<Vec<_>>(),
-    })
 }
 
 pub(crate) fn stats_table(s: &Stats) -> String {
@@ -231,28 +186,6 @@ pub(crate) fn stats_table(s: &Stats) -> String {
         ]);
     }
     t.to_string()
-}
-
-pub(crate) fn check_json(r: &CheckReport) -> Value {
-    json!({
-        "clean": r.is_clean(), "segments": r.segments, "entries": r.entries, "items": r.items,
-        "blobs": r.blobs, "bytes": r.bytes,
-        "problems": r.problems.iter().map(|p| json!({
-            "segment": p.segment.map(|s| format!("{s:016x}")), "page": p.page(), "offset": p.offset, "what": p.what
-        })).collect::<Vec<_>>(),
-        "lost": damage_json(&r.damage),
-    })
-}
-
-/// What damage makes unreadable, as JSON.
-pub(crate) fn damage_json(d: &memdb::Damage) -> Value {
-    json!({
-        "items": d.items,
-        "versions": d.versions.iter().map(|(item, seq)| json!({"item": item, "version": seq})).collect::<Vec<_>>(),
-        "blobs": d.blobs.iter().map(|b| json!({"blob": b.id, "kind": b.kind.name(), "bytes": b.len, "owner": b.owner})).collect::<Vec<_>>(),
-        "vectors": d.vectors.iter().map(|(space, key)| json!({"space": space, "key": key})).collect::<Vec<_>>(),
-        "pages": d.pages,
-    })
 }
 
 /// What damage makes unreadable, in a few lines (empty when nothing is).

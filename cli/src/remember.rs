@@ -6,13 +6,14 @@ use std::time::Duration;
 
 use memdb::ops::{
     Decider, FactExtractor, Message, ModelAnswerer, ModelDecider, ModelExtractor, RememberOptions,
-    Remembered, RuleDecider, RuleThresholds, SentenceExtractor,
+    RuleDecider, RuleThresholds, SentenceExtractor,
 };
-use memdb::{EventTime, MemoryOpRow, Store};
+use memdb::{EventTime, Store};
 use serde_json::{Value, json};
 
 use crate::error::{CliError, Result};
 use crate::output::Out;
+use memdb_query::reports::{op_row_json, rfc3339, texts_of};
 
 /// The loopback models of the three operations (each its own model or LoRA adapter).
 pub(crate) struct Experts {
@@ -69,7 +70,11 @@ pub(crate) fn remember(
         &options,
     )?;
     out.emit(
-        Value::Array(done.iter().map(remembered_json).collect()),
+        Value::Array(
+            done.iter()
+                .map(memdb_query::reports::remembered_json)
+                .collect(),
+        ),
         || {
             if done.is_empty() {
                 return "no fact to remember in that text".to_owned();
@@ -94,27 +99,6 @@ pub(crate) fn remember(
         },
     );
     Ok(())
-}
-
-pub(crate) fn remembered_json(r: &Remembered) -> Value {
-    json!({
-        "fact": r.fact,
-        "event": r.applied.kind.name(),
-        "decided": r.decision.op.name(),
-        "memory_id": r.applied.id,
-        "target": r.target,
-        "old_memory": r.target_text,
-        "reason": r.decision.reason,
-        "seq": r.applied.seq,
-        "created_at": rfc3339(r.applied.system_ms),
-    })
-}
-
-fn rfc3339(ms: i64) -> Value {
-    match jiff::Timestamp::from_millisecond(ms) {
-        Ok(t) => json!(t.to_string()),
-        Err(_) => Value::Null,
-    }
 }
 
 /// `memdb log STORE [--since T]`: the operation log, oldest first, in Mem0's history columns.
@@ -167,65 +151,6 @@ pub(crate) fn log(dir: &Path, since: Option<&str>, out: &Out) -> Result<()> {
         }
     });
     Ok(())
-}
-
-/// A memory's text as Mem0's columns show it: its body (a note's or a message's words, as
-/// written), else the text it is searched by (a photo's SGM fields).
-pub(crate) fn memory_text(item: &memdb::Item) -> String {
-    match &item.fields.body {
-        Some(body) => body.clone(),
-        None => memdb::recall::item_text(item),
-    }
-}
-
-/// One op of the log in Mem0's history columns, with the texts of the version it closed
-/// (`old`) and of the one it wrote (`new`).
-fn op_row_json(row: &MemoryOpRow, old: Option<&str>, new: Option<&str>) -> Value {
-    json!({
-        "id": row.seq,
-        "memory_id": row.memory_id,
-        "old_memory": old,
-        "new_memory": new,
-        "event": row.kind.name(),
-        "created_at": rfc3339(row.system_ms),
-        "valid_time": row.valid_ms.map(rfc3339),
-        "is_deleted": matches!(row.kind, memdb::MemoryOpKind::Delete | memdb::MemoryOpKind::Purge),
-        "actor_id": row.actor,
-        "role": row.role,
-        "reason": row.reason,
-    })
-}
-
-/// A memory's history in Mem0's columns (its ops, oldest first), for `memory_history`.
-pub(crate) fn history_json(history: &memdb::MemoryHistory) -> Vec<Value> {
-    history
-        .ops
-        .iter()
-        .map(|row| {
-            let (old, new) = texts_of(history, row);
-            op_row_json(row, old.as_deref(), new.as_deref())
-        })
-        .collect()
-}
-
-/// The text of the version op `row` closed and of the one it wrote (when still stored), from
-/// its memory's `history`.
-fn texts_of(history: &memdb::MemoryHistory, row: &MemoryOpRow) -> (Option<String>, Option<String>) {
-    let text = |v: &memdb::MemoryVersion| memory_text(&v.record);
-    let old = history
-        .versions
-        .iter()
-        .find(|v| v.closed_by == Some(row.seq))
-        .map(text);
-    let new = match row.kind {
-        memdb::MemoryOpKind::Add | memdb::MemoryOpKind::Update => history
-            .versions
-            .iter()
-            .find(|v| v.system_from_ms() == row.system_ms)
-            .map(text),
-        _ => None,
-    };
-    (old, new)
 }
 
 /// `memdb ask STORE QUESTION`: recall's evidence, and with `--model` an answer citing it.

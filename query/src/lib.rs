@@ -25,6 +25,7 @@ mod exec;
 mod lexer;
 mod parser;
 mod render;
+pub mod reports;
 
 use std::time::Instant as Clock;
 

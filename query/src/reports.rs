@@ -1,0 +1,173 @@
+//! The engine's reports as JSON documents: the one shape the `memdb` CLI (`--json`), the MCP
+//! server and the Python package give of a store's statistics, a check, an item with its past,
+//! and memory operations (in Mem0's history columns). Items inside them go through
+//! [`crate::item_json`], the one renderer of an item.
+
+use memdb::{CheckReport, Item, MemoryHistory, MemoryOpKind, MemoryOpRow, MemoryVersion, Stats};
+use serde_json::{Value, json};
+
+use crate::{ItemRow, item_json, item_row_json};
+
+/// UTC milliseconds as RFC 3339 text (`null` outside the calendar).
+pub fn rfc3339(ms: i64) -> Value {
+    match jiff::Timestamp::from_millisecond(ms) {
+        Ok(t) => json!(t.to_string()),
+        Err(_) => Value::Null,
+    }
+}
+
+/// A store's statistics (`memdb stats --json`).
+pub fn stats_json(s: &Stats) -> Value {
+    json!({
+        "items": s.items,
+        "items_by_source": s.items_by_source.iter().map(|(src, n)| (src.name().to_owned(), json!(n))).collect::<serde_json::Map<_, _>>(),
+        "item_bytes": s.item_bytes,
+        "blobs": s.blobs(),
+        "blob_bytes": s.blob_bytes(),
+        "blobs_by_kind": s.blobs_by_kind.iter().map(|(k, n, b)| (k.name().to_owned(), json!({"count": n, "bytes": b}))).collect::<serde_json::Map<_, _>>(),
+        "segments": s.segments.len(),
+        "segment_bytes": s.segment_bytes,
+        "live_bytes": s.live_bytes(),
+        "dead_bytes": s.dead_bytes,
+        "catalog_bytes": s.catalog_bytes,
+        "total_bytes": s.total_bytes(),
+        "pages_by_stage": s.pages_by_stage.iter().map(|(stage, pages, pixels, bytes)| json!({"stage": stage, "pages": pages, "with_pixels": pixels, "bytes": bytes})).collect::<Vec<_>>(),
+    })
+}
+
+/// A full check (`memdb check --json`).
+pub fn check_json(r: &CheckReport) -> Value {
+    json!({
+        "clean": r.is_clean(), "segments": r.segments, "entries": r.entries, "items": r.items,
+        "blobs": r.blobs, "bytes": r.bytes, "catalog_damaged": r.catalog_damaged,
+        "problems": r.problems.iter().map(|p| json!({
+            "segment": p.segment.map(|s| format!("{s:016x}")), "page": p.page(), "offset": p.offset, "what": p.what
+        })).collect::<Vec<_>>(),
+        "lost": damage_json(&r.damage),
+    })
+}
+
+/// What damage makes unreadable.
+pub fn damage_json(d: &memdb::Damage) -> Value {
+    json!({
+        "items": d.items,
+        "versions": d.versions.iter().map(|(item, seq)| json!({"item": item, "version": seq})).collect::<Vec<_>>(),
+        "blobs": d.blobs.iter().map(|b| json!({"blob": b.id, "kind": b.kind.name(), "bytes": b.len, "owner": b.owner})).collect::<Vec<_>>(),
+        "vectors": d.vectors.iter().map(|(space, key)| json!({"space": space, "key": key})).collect::<Vec<_>>(),
+        "pages": d.pages,
+    })
+}
+
+/// An item with what the store knows about its past (`memdb get --json`): the blobs
+/// forgetting dropped (when, by which policy) and its earlier versions (each as `HISTORY`
+/// shows it, with `replaced`).
+pub fn item_detail_json(
+    item: &Item,
+    dropped: &[memdb::DroppedBlob],
+    versions: &[memdb::ItemVersion],
+) -> Value {
+    let mut json = item_json(item);
+    json["dropped_blobs"] = dropped
+        .iter()
+        .map(|d| {
+            json!({
+                "blob": d.id, "kind": d.kind.name(), "bytes": d.len,
+                "dropped": memdb::EventTime::utc(d.dropped_ms).to_rfc3339(), "why": d.why,
+            })
+        })
+        .collect();
+    json["earlier_versions"] = versions
+        .iter()
+        .map(|v| {
+            item_row_json(&ItemRow {
+                replaced_ms: Some(v.replaced_ms),
+                ..ItemRow::plain(v.record.clone())
+            })
+        })
+        .collect();
+    json
+}
+
+/// A memory's text as Mem0's columns show it: its body (a note's or a message's words, as
+/// written), else the text it is searched by (a photo's SGM fields).
+pub fn memory_text(item: &Item) -> String {
+    match &item.fields.body {
+        Some(body) => body.clone(),
+        None => memdb::recall::item_text(item),
+    }
+}
+
+/// What `Store::apply` logged for one operation.
+pub fn applied_json(a: &memdb::AppliedOp) -> Value {
+    json!({
+        "event": a.kind.name(),
+        "memory_id": a.id,
+        "seq": a.seq,
+        "created_at": rfc3339(a.system_ms),
+    })
+}
+
+/// One fact of `Store::remember` (`memdb remember --json`): what was decided and done, and why.
+pub fn remembered_json(r: &memdb::ops::Remembered) -> Value {
+    json!({
+        "fact": r.fact,
+        "event": r.applied.kind.name(),
+        "decided": r.decision.op.name(),
+        "memory_id": r.applied.id,
+        "target": r.target,
+        "old_memory": r.target_text,
+        "reason": r.decision.reason,
+        "seq": r.applied.seq,
+        "created_at": rfc3339(r.applied.system_ms),
+    })
+}
+
+/// One op of the log in Mem0's history columns (`memdb log --json`), with the texts of the
+/// version it closed (`old`) and of the one it wrote (`new`).
+pub fn op_row_json(row: &MemoryOpRow, old: Option<&str>, new: Option<&str>) -> Value {
+    json!({
+        "id": row.seq,
+        "memory_id": row.memory_id,
+        "old_memory": old,
+        "new_memory": new,
+        "event": row.kind.name(),
+        "created_at": rfc3339(row.system_ms),
+        "valid_time": row.valid_ms.map(rfc3339),
+        "is_deleted": matches!(row.kind, MemoryOpKind::Delete | MemoryOpKind::Purge),
+        "actor_id": row.actor,
+        "role": row.role,
+        "reason": row.reason,
+    })
+}
+
+/// A memory's ops, oldest first, each as [`op_row_json`] with its texts.
+pub fn history_ops_json(history: &MemoryHistory) -> Vec<Value> {
+    history
+        .ops
+        .iter()
+        .map(|row| {
+            let (old, new) = texts_of(history, row);
+            op_row_json(row, old.as_deref(), new.as_deref())
+        })
+        .collect()
+}
+
+/// The text of the version op `row` closed and of the one it wrote (when still stored), from
+/// its memory's `history`.
+pub fn texts_of(history: &MemoryHistory, row: &MemoryOpRow) -> (Option<String>, Option<String>) {
+    let text = |v: &MemoryVersion| memory_text(&v.record);
+    let old = history
+        .versions
+        .iter()
+        .find(|v| v.closed_by == Some(row.seq))
+        .map(text);
+    let new = match row.kind {
+        MemoryOpKind::Add | MemoryOpKind::Update => history
+            .versions
+            .iter()
+            .find(|v| v.system_from_ms() == row.system_ms)
+            .map(text),
+        _ => None,
+    };
+    (old, new)
+}
