@@ -47,30 +47,9 @@ from ._errors import (
 
 __version__: str = _native.__version__
 
-__all__ = [
-    "Store",
-    "Hit",
-    "Explanation",
-    "model_location",
-    "MemdbError",
-    "LockedError",
-    "ReadOnlyError",
-    "AlreadyExistsError",
-    "NoStoreError",
-    "UnsupportedVersionError",
-    "StorageError",
-    "CorruptionError",
-    "CatalogDamagedError",
-    "ModelError",
-    "NotFoundError",
-    "ConsentError",
-    "ConflictError",
-    "ClosedError",
-    "PolicyError",
-    "InvalidItemError",
-    "QueryError",
-    "QuerySyntaxError",
-]
+from . import _errors
+
+__all__ = ["Store", "Hit", "Explanation", "model_location", *_errors.__all__]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
