@@ -1,7 +1,12 @@
-//! The committed seed corpora: the binary seeds are made by memdb-formats' own encoders, so
-//! they must change when the formats do. This test fails when a committed seed differs from
-//! what the encoders now write; `UPDATE_SEEDS=1 cargo test --manifest-path fuzz/Cargo.toml`
-//! rewrites them. It also keeps every corpus small (< 50 KB), as CI clones it.
+//! The committed seed corpora of the fuzz targets (`fuzz/seeds/TARGET`): the binary seeds are
+//! made by memdb-formats' own encoders, so they must change when the formats do. This test fails
+//! when a committed seed differs from what the encoders now write;
+//! `UPDATE_SEEDS=1 cargo test -p memdb-it --test fuzz_seeds` rewrites them. It also keeps every
+//! corpus small (< 50 KB), as CI clones it.
+//!
+//! It lives in the main workspace, not in `fuzz/` (its own workspace, built on nightly with
+//! coverage instrumentation), so that it reuses the test build instead of compiling every
+//! dependency a third time.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
@@ -36,10 +41,15 @@ const TARGETS: [&str; 16] = [
 ];
 const MAX_CORPUS_BYTES: u64 = 50 * 1024;
 
-fn seeds_dir(target: &str) -> PathBuf {
+/// `fuzz/`, beside this crate.
+fn fuzz_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("seeds")
-        .join(target)
+        .join("..")
+        .join("fuzz")
+}
+
+fn seeds_dir(target: &str) -> PathBuf {
+    fuzz_dir().join("seeds").join(target)
 }
 
 fn records() -> Vec<ItemRecord> {
@@ -368,7 +378,7 @@ fn generated_seeds_match_the_encoders() {
     }
     assert!(
         stale.is_empty(),
-        "seeds differ from the encoders (UPDATE_SEEDS=1 cargo test --manifest-path fuzz/Cargo.toml): {stale:?}"
+        "seeds differ from the encoders (UPDATE_SEEDS=1 cargo test -p memdb-it --test fuzz_seeds): {stale:?}"
     );
 }
 
@@ -383,9 +393,16 @@ fn every_target_has_a_small_seed_corpus() {
         }
         assert!(files >= 3, "{target}: {files} seeds");
         assert!(bytes < MAX_CORPUS_BYTES, "{target}: {bytes} bytes of seeds");
-        let source = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("fuzz_targets")
-            .join(format!("{target}.rs"));
+        let source = fuzz_dir().join("fuzz_targets").join(format!("{target}.rs"));
         assert!(source.is_file(), "{target} has no fuzz target");
+    }
+    // And the other way: every fuzz target is listed here, so none goes without seeds.
+    for entry in std::fs::read_dir(fuzz_dir().join("fuzz_targets")).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        assert!(
+            TARGETS.contains(&name.as_str()),
+            "fuzz target {name} is not in TARGETS"
+        );
     }
 }
