@@ -125,6 +125,8 @@ pub(crate) enum CliError {
         statement: String,
     },
     /// The MCP server could not start or its session failed.
+    #[error(transparent)]
+    Input(#[from] memdb_formats::ImportError),
     #[error("mcp: {0}")]
     Mcp(String),
     /// The person said no (or no terminal could ask): nothing was done.

@@ -26,7 +26,7 @@ use crate::progress::Progress;
 use memdb::{BlobKind, ItemDraft, Store};
 use memdb_formats::ImportError;
 use memdb_formats::import::photo::{self, PhotoLimits};
-use memdb_formats::import::{ImportReport, Imported, jsonl, locomo, mail};
+use memdb_formats::import::{ImportReport, Imported, atm, jsonl, locomo, mail};
 use serde_json::{Value, json};
 
 use crate::ImportFormat;
@@ -156,6 +156,9 @@ fn expand(format: ImportFormat, path: &Path, skipped: &mut Vec<String>) -> Vec<I
         skipped.push(format!("{}: is a folder (give the files)", path.display()));
         return Vec::new();
     }
+    if format == ImportFormat::Atm {
+        return atm_files(path, skipped);
+    }
     let mut out = Vec::new();
     let mut stack = vec![path.to_path_buf()];
     while let Some(dir) = stack.pop() {
@@ -199,6 +202,68 @@ fn expand(format: ImportFormat, path: &Path, skipped: &mut Vec<String>) -> Vec<I
     out
 }
 
+/// The ATM-Bench memory files in folder `dir` (not its subfolders), in the order
+/// [`atm::MemoryFile::ALL`] lists them; a folder with none of them is skipped with a reason.
+fn atm_files(dir: &Path, skipped: &mut Vec<String>) -> Vec<Input> {
+    let out: Vec<Input> = atm::MemoryFile::ALL
+        .iter()
+        .map(|kind| dir.join(kind.file_name()))
+        .filter(|path| path.is_file())
+        .map(|path| Input::File {
+            name: path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            path,
+        })
+        .collect();
+    if out.is_empty() {
+        let names: Vec<&str> = atm::MemoryFile::ALL.iter().map(|k| k.file_name()).collect();
+        skipped.push(format!(
+            "{}: holds no ATM-Bench memory file (looked for {})",
+            dir.display(),
+            names.join(", ")
+        ));
+    }
+    out
+}
+
+/// The kind of ATM-Bench memory file `name` is, by its name.
+fn atm_kind(name: &str) -> Option<atm::MemoryFile> {
+    let base = name.rsplit(['/', '\\']).next().unwrap_or(name);
+    atm::MemoryFile::ALL
+        .into_iter()
+        .find(|kind| kind.file_name() == base)
+}
+
+/// The media files under `dirs` (recursively), by file name: where an ATM-Bench image record's
+/// picture is, when the user downloaded the media too. The first of two files with one name
+/// wins (name order), as the benchmark's ids are unique names.
+fn media_index(dirs: &[PathBuf]) -> HashMap<String, PathBuf> {
+    let mut index = HashMap::new();
+    let mut stack: Vec<PathBuf> = dirs.iter().filter(|d| d.is_dir()).cloned().collect();
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut entries: Vec<(PathBuf, std::fs::FileType)> = entries
+            .filter_map(|e| e.ok().and_then(|e| Some((e.path(), e.file_type().ok()?))))
+            .collect();
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        for (path, kind) in entries {
+            if kind.is_dir() {
+                stack.push(path);
+            } else if kind.is_file()
+                && let Some(name) = path.file_name().map(|n| n.to_string_lossy().into_owned())
+                && !name.ends_with(".json")
+            {
+                index.entry(name).or_insert(path);
+            }
+        }
+    }
+    index
+}
+
 /// Whether `dir` is the `tmp/` of a Maildir (a sibling `cur/` or `new/` exists).
 fn is_maildir_tmp(dir: &Path) -> bool {
     dir.file_name().is_some_and(|n| n == "tmp")
@@ -239,6 +304,23 @@ fn parse_input(format: ImportFormat, input: &Input, bytes: &[u8]) -> ImportRepor
                 mail::parse(&shown, id_name, bytes)
             }
         }
+        ImportFormat::Atm => match atm_kind(name) {
+            Some(kind) => atm::parse(kind, &shown, bytes),
+            None => {
+                let names: Vec<&str> = atm::MemoryFile::ALL.iter().map(|k| k.file_name()).collect();
+                ImportReport {
+                    items: Vec::new(),
+                    errors: vec![ImportError {
+                        file: shown,
+                        location: None,
+                        kind: memdb_formats::ImportErrorKind::Unsupported {
+                            found: "not an ATM-Bench memory file".to_owned(),
+                            expected: format!("its files are named {}", names.join(", ")),
+                        },
+                    }],
+                }
+            }
+        },
         // Photos go through `Importer::photo`, which keeps the original bytes.
         ImportFormat::Photos => ImportReport::default(),
     }
@@ -402,13 +484,74 @@ impl<'s> Importer<'s> {
             );
             return Ok(());
         }
-        // An item that already holds these bytes as its original keeps them.
-        let stored = self.stored(item.draft.fields.external_id.as_deref())?;
+        self.stage_with_original(item.draft, bytes, origin)
+    }
+
+    /// One ATM-Bench record: an image keeps its picture as its original when the picture is
+    /// among `media` and is a JPEG the pages can show (else the record lands alone, with a
+    /// warning), unless the stored item already holds those bytes.
+    fn atm_record(
+        &mut self,
+        input: &Input,
+        item: Imported,
+        media: &HashMap<String, PathBuf>,
+    ) -> Result<()> {
+        let origin = format!("{}:{}", input.shown().display(), item.location);
+        let file = item
+            .draft
+            .fields
+            .tags
+            .iter()
+            .find_map(|t| t.strip_prefix("file:"))
+            .and_then(|name| media.get(name))
+            .filter(|_| item.draft.fields.source == memdb::Source::Image)
+            .cloned();
+        let Some(file) = file else {
+            return self.stage(item.draft, Vec::new(), origin);
+        };
+        let bytes = match std::fs::read(&file) {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                self.summary.warnings.push(format!(
+                    "{origin}: {}: {}; the record is kept without its picture",
+                    file.display(),
+                    io_reason(&e)
+                ));
+                return self.stage(item.draft, Vec::new(), origin);
+            }
+        };
+        if let Err(kind) = photo::parse(
+            &file
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            &bytes,
+            PhotoLimits::default(),
+        ) {
+            self.summary.warnings.push(format!(
+                "{origin}: {}: {kind}; the record is kept without its picture",
+                file.display()
+            ));
+            return self.stage(item.draft, Vec::new(), origin);
+        }
+        self.stage_with_original(item.draft, bytes, origin)
+    }
+
+    /// Stages `draft` with `bytes` as its original, unless the stored item of the same external
+    /// id already holds those bytes as its original (then it keeps them: a re-import adds none).
+    fn stage_with_original(
+        &mut self,
+        draft: ItemDraft,
+        bytes: Vec<u8>,
+        origin: String,
+    ) -> Result<()> {
+        let stored = self.stored(draft.fields.external_id.as_deref())?;
+        let wanted = photo::content_id(&bytes);
         let mut has_it = false;
         for blob in stored.iter().flat_map(|s| s.blobs.iter()) {
             if let Some(blob) = self.ingest.snapshot().blob(*blob)?
                 && blob.info().kind == BlobKind::Original
-                && photo::content_id(&blob) == photo::content_id(&bytes)
+                && photo::content_id(&blob) == wanted
             {
                 has_it = true;
             }
@@ -418,7 +561,7 @@ impl<'s> Importer<'s> {
         } else {
             vec![(BlobKind::Original, bytes)]
         };
-        self.stage(item.draft, blobs, origin)
+        self.stage(draft, blobs, origin)
     }
 
     /// Commits what is pending and takes the ingest's counts into the summary.
@@ -531,6 +674,12 @@ pub(crate) fn import_files(
             importer.skip(&crate::progress::bar(0, "", false), what);
         }
     }
+    // ATM-Bench images find their pictures anywhere under the folders given.
+    let media = if format == ImportFormat::Atm {
+        media_index(paths)
+    } else {
+        HashMap::new()
+    };
     let mut bar = crate::progress::bar(
         inputs.len() as u64,
         "importing files",
@@ -556,7 +705,11 @@ pub(crate) fn import_files(
             importer.skip(&bar, e.to_string());
         }
         for item in report.items {
-            importer.with_original(&bar, input, item)?;
+            if format == ImportFormat::Atm {
+                importer.atm_record(input, item, &media)?;
+            } else {
+                importer.with_original(&bar, input, item)?;
+            }
         }
     }
     bar.finish_and_clear();

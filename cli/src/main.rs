@@ -9,6 +9,7 @@ mod caption;
 mod demo;
 mod embed;
 mod error;
+mod eval;
 mod export;
 mod gate;
 mod import;
@@ -373,6 +374,11 @@ enum Command {
         #[command(subcommand)]
         command: OpsCommand,
     },
+    /// Benchmarks evaluated the way they evaluate themselves.
+    Eval {
+        #[command(subcommand)]
+        command: EvalCommand,
+    },
     /// The memorability gate: what is worth remembering before it is written.
     Gate {
         #[command(subcommand)]
@@ -593,6 +599,46 @@ enum ModelCommand {
     Path,
 }
 
+#[derive(Subcommand)]
+enum EvalCommand {
+    /// ATM-Bench (SPEC.md §12): retrieve for each question of QA (its JSON list, or an object
+    /// with `qas`) through the store, and print Recall@k, recall@gt and hit@1; with
+    /// --predictions, also QS (exact match for `number`, Jaccard for `list_recall`, the judge for
+    /// `open_end`) and Joint@k in the paper's form (QS × Recall@k) and the benchmark code's
+    /// (bool(QS) × Recall@k), overall and per question type.
+    Atm {
+        /// Store directory (made by `memdb import atm`).
+        dir: PathBuf,
+        /// The benchmark's QA file.
+        qa: PathBuf,
+        /// The system's answers: JSON Lines of {"id", "answer"}.
+        #[arg(long)]
+        predictions: Option<PathBuf>,
+        /// Cut-offs for Recall@k and Joint@k.
+        #[arg(long, default_value = "1,5,10")]
+        k: String,
+        /// Which signals retrieve: all fused, or one alone.
+        #[arg(long, value_enum, default_value = "full")]
+        retriever: eval::Retriever,
+        /// Score these rankings (a retrieval_recall_details.json) instead of retrieving.
+        #[arg(long)]
+        rankings: Option<PathBuf>,
+        /// Also write retrieval_recall_details.json, atm_results.json and summary.json here.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Judge open-ended answers with this model on --judge-endpoint (without one they are
+        /// reported as not scored).
+        #[arg(long, value_name = "MODEL")]
+        judge: Option<String>,
+        /// The judge's local OpenAI-compatible server (loopback only).
+        #[arg(long, default_value = "http://127.0.0.1:8080")]
+        judge_endpoint: String,
+        /// Seconds the judge may take per answer.
+        #[arg(long, default_value_t = 120)]
+        judge_timeout: u64,
+    },
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum ImportFormat {
     /// One SGM item per line (SPEC.md §8.1); a line's `original` file is stored with it.
@@ -604,6 +650,11 @@ enum ImportFormat {
     Photos,
     /// E-mail (files or folders): `.eml` messages, mbox mailboxes, Maildir folders.
     Mail,
+    /// ATM-Bench's memory files (a folder holding any of emails.json,
+    /// image_batch_results.json, video_batch_results.json, or those files): one item per
+    /// record, keyed by the benchmark's id; images whose files are in the folder keep them as
+    /// originals.
+    Atm,
 }
 
 fn main() -> ExitCode {
@@ -875,6 +926,34 @@ fn run(command: Command, out: &Out) -> Result<ExitCode> {
                 );
                 return Ok(ExitCode::from(2));
             }
+        }
+        Command::Eval {
+            command:
+                EvalCommand::Atm {
+                    dir,
+                    qa,
+                    predictions,
+                    k,
+                    retriever,
+                    rankings,
+                    out: out_dir,
+                    judge,
+                    judge_endpoint,
+                    judge_timeout,
+                },
+        } => {
+            let (doc, text) = eval::atm(eval::AtmArgs {
+                dir,
+                qa,
+                predictions,
+                ks: k,
+                retriever,
+                rankings,
+                out: out_dir,
+                judge: judge.map(|model| (judge_endpoint, model, judge_timeout)),
+                verbose: !out.json,
+            })?;
+            out.emit(doc, || text);
         }
         Command::Get { dir, key, external } => {
             let store = open_for_reading(&dir)?;

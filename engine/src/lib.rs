@@ -22,6 +22,7 @@
 // compiled but unused.
 #![cfg_attr(not(feature = "render"), allow(dead_code, unused_imports))]
 
+pub mod atm;
 mod caption;
 mod endpoint;
 mod error;

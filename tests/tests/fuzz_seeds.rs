@@ -21,7 +21,9 @@ use memdb_formats::segment::{
 };
 use memdb_vectors::{FlatIndexWriter, HnswIndex, HnswParams, Precision, VectorIndex};
 
-const TARGETS: [&str; 16] = [
+const TARGETS: [&str; 18] = [
+    "atm_memory",
+    "atm_qa",
     "gate_reply",
     "caption_reply",
     "memory_reply",

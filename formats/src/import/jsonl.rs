@@ -595,7 +595,7 @@ fn caption_provenance(value: Value) -> Result<Option<CaptionProvenance>, ImportE
     }))
 }
 
-fn invalid(field: &str, reason: String) -> ImportErrorKind {
+pub(super) fn invalid(field: &str, reason: String) -> ImportErrorKind {
     ImportErrorKind::InvalidField {
         field: field.to_owned(),
         reason,
@@ -609,7 +609,7 @@ fn unknown(field: &str, allowed: &[&str]) -> ImportErrorKind {
     )
 }
 
-fn string(field: &str, value: Value) -> Result<String, ImportErrorKind> {
+pub(super) fn string(field: &str, value: Value) -> Result<String, ImportErrorKind> {
     match value {
         Value::String(s) => Ok(s),
         other => Err(wrong_type(field, "a string", &other)),
@@ -617,7 +617,10 @@ fn string(field: &str, value: Value) -> Result<String, ImportErrorKind> {
 }
 
 /// Optional fields may be omitted or `null`; both mean "absent".
-fn optional_string(field: &str, value: Value) -> Result<Option<String>, ImportErrorKind> {
+pub(super) fn optional_string(
+    field: &str,
+    value: Value,
+) -> Result<Option<String>, ImportErrorKind> {
     match value {
         Value::Null => Ok(None),
         other => string(field, other).map(Some),
@@ -632,7 +635,7 @@ fn non_empty(field: &str, value: Option<String>) -> Result<Option<String>, Impor
     }
 }
 
-fn optional_number(field: &str, value: Value) -> Result<Option<f64>, ImportErrorKind> {
+pub(super) fn optional_number(field: &str, value: Value) -> Result<Option<f64>, ImportErrorKind> {
     match &value {
         Value::Null => Ok(None),
         // serde_json refuses NaN, infinities and out-of-range literals (`1e999`) while
@@ -649,7 +652,7 @@ fn optional_number(field: &str, value: Value) -> Result<Option<f64>, ImportError
 }
 
 /// A list of strings; `null` is the empty list.
-fn strings(field: &str, value: Value) -> Result<Vec<String>, ImportErrorKind> {
+pub(super) fn strings(field: &str, value: Value) -> Result<Vec<String>, ImportErrorKind> {
     match value {
         Value::Null => Ok(Vec::new()),
         Value::Array(values) => values

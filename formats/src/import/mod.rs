@@ -9,6 +9,8 @@
 //!   benchmark's question/evidence annotations for the benchmark programs.
 //! - [`mail`]: e-mail messages and mbox mailboxes (SPEC.md §8.3).
 //! - [`photo`]: JPEG photos (SPEC.md §8.4).
+//! - [`atm`]: ATM-Bench's memory files (e-mails, image and video records) and its question and
+//!   prediction files (SPEC.md §8.6).
 //! - [`sniff()`]: what a file is from its first bytes, so a refusal can say what it got
 //!   (`PNG image: memdb imports JPEG photos`).
 //!
@@ -33,6 +35,7 @@ use serde_json::Value;
 use crate::item::ItemDraft;
 use crate::{ImportError, ImportErrorKind};
 
+pub mod atm;
 pub mod jsonl;
 pub mod locomo;
 pub mod mail;
