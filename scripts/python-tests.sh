@@ -12,7 +12,7 @@
 #
 # The wheel is built with the dev profile into the workspace's target directory, with the
 # engine's features as `cargo test --workspace` has them (feature `workspace-test-build`), so
-# after the test build (`cargo test --workspace --exclude memdb-benches --all-targets --no-run`) it compiles pyo3 and this one crate and
+# after `cargo test --workspace --all-targets --no-run` it compiles pyo3 and this one crate and
 # reuses everything else (burn included). Tests need the shared corpora ($MEMDB_SHARED_DIR, else
 # ../shared) and the encoder's weights (scripts/install-model.sh); under CI=1 their absence fails.
 set -euo pipefail
@@ -48,14 +48,14 @@ prepare() {
     echo "memdb: python: the wheel build failed (whole log: $log)" >&2
     return 1
   fi
-  # After the test build (`cargo test --workspace --exclude memdb-benches --all-targets --no-run`) only pyo3 and memdb-py may compile:
+  # After `cargo test --workspace --all-targets --no-run` only pyo3 and memdb-py may compile:
   # anything else means python/Cargo.toml's `workspace-test-build` no longer matches the
   # features the workspace build gives that crate (it still works, only slower).
   local again
   again=$(sed -n 's/^ *Compiling \([^ ]*\) .*/\1/p' "$log" | grep -vE '^(memdb-py|pyo3.*)$' | sort -u | tr '\n' ' ' || true)
   if [ -n "$again" ]; then
     echo "memdb: python: note: the wheel build compiled $again(expected on a cold target" \
-      "directory; after the test build it means their features" \
+      "directory; after \`cargo test --workspace --all-targets --no-run\` it means their features" \
       "differ from the workspace build's: see workspace-test-build in python/Cargo.toml)" >&2
   fi
   elapsed "wheel built" "$start"

@@ -13,14 +13,7 @@ fi
 # Build first (that may fetch crates), then run every test where no other host can be reached:
 # in a network namespace whose only interface is loopback, a test that tried to open a network
 # connection would fail (reliability R12: nothing leaves the device, the test suite included).
-#
-# memdb-benches is left out: it has no tests, its programs are benchmarks (run in release, see
-# the README), and clippy --all-targets compiles them in CI.
-cargo test --workspace --exclude memdb-benches --all-targets --no-run "$@"
-# The Python package (python/) and the MCP server's tests with the official Python MCP client:
-# the virtual environment, its pinned tools (maturin, pytest, mcp) and the wheel need the
-# network (pip) once; the tests themselves run isolated below.
-scripts/python-tests.sh prepare
+cargo test --workspace --all-targets --no-run "$@"
 isolate=()
 for flags in -n -rn; do
   if unshare "$flags" sh -c 'ip link set lo up' 2>/dev/null; then
@@ -32,28 +25,50 @@ done
 if [ ${#isolate[@]} -eq 0 ]; then
   echo "memdb: WARNING: this machine refuses network namespaces; tests run with the network" >&2
 fi
-# The reliability suite (memdb-it: kill -9 loops, power-loss images, the two-minute
-# reader/writer test) runs beside the rest: its binaries spend much of their time waiting on
-# child processes and clocks, so on a 2-core machine the two halves share the cores instead of
-# taking turns (a few minutes of every CI run). Both select the same packages' features as the
-# build above, so nothing is compiled again; the reliability log is printed when both are done.
+# The reliability suite (memdb-it's integration tests: kill -9 loops, power-loss images, the
+# two-minute reader/writer test) runs beside the rest: its binaries spend much of their time
+# waiting on child processes and clocks, so on a 2-core machine the two halves share the cores
+# instead of taking turns. Both halves select the whole workspace and differ only in which test
+# targets they run, so cargo resolves the same features as the build above and compiles nothing
+# again (selecting packages with -p/--exclude would change features and rebuild the engine).
+# The target lists come from cargo metadata, so a new test file is never left out.
+mapfile -t split < <(cargo metadata --offline --no-deps --format-version 1 | python3 -c '
+import json, sys
+meta = json.load(sys.stdin)
+for pkg in meta["packages"]:
+    for target in pkg["targets"]:
+        if "test" in target["kind"]:
+            print(("it" if pkg["name"] == "memdb-it" else "rest") + " " + target["name"])
+')
+reliability=() rest=(--lib --bins --examples --benches)
+for line in "${split[@]}"; do
+  case $line in
+    "it "*) reliability+=(--test "${line#it }") ;;
+    "rest "*) rest+=(--test "${line#rest }") ;;
+  esac
+done
 it_log=$(mktemp)
 trap 'rm -f "$it_log"' EXIT
-"${isolate[@]}" cargo test --offline -p memdb-it --all-targets "$@" >"$it_log" 2>&1 &
+"${isolate[@]}" cargo test --offline --workspace "${reliability[@]}" "$@" >"$it_log" 2>&1 &
 it_pid=$!
 status=0
-"${isolate[@]}" cargo test --offline --workspace --exclude memdb-benches --exclude memdb-it \
-  --all-targets "$@" || status=$?
+"${isolate[@]}" cargo test --offline --workspace "${rest[@]}" "$@" || status=$?
 it_status=0
 wait "$it_pid" || it_status=$?
-echo "---- memdb-it (reliability suite) ----"
+echo "---- reliability suite (memdb-it) ----"
 cat "$it_log"
 if [ "$status" -ne 0 ] || [ "$it_status" -ne 0 ]; then
-  echo "memdb: tests failed (workspace: exit $status, memdb-it: exit $it_status)" >&2
+  echo "memdb: tests failed (exit $status; reliability suite: exit $it_status)" >&2
   exit 1
 fi
+# The Python package (python/) and the MCP server's tests with the official Python MCP client:
+# the virtual environment, its pinned tools (maturin, pytest, mcp) and the wheel need the
+# network (pip) once; the tests themselves run isolated. The wheel is built after the Rust tests:
+# maturin's environment rebuilds pyo3 for the wheel, and built before, it would have made the
+# Rust tests compile pyo3 and memdb-py again.
+scripts/python-tests.sh prepare
 "${isolate[@]}" scripts/python-tests.sh run
-# Doc tests build dependencies under another profile hash, so including the crates that link burn
-# would compile burn a second time (6 minutes on 2 cores). Their doc examples are `no_run` and the
-# same calls are compiled by `--all-targets` (engine/encode/examples/throughput.rs).
-"${isolate[@]}" cargo test --offline --workspace --doc --exclude memdb-encode --exclude memdb-benches --exclude memdb-py
+# Doc tests over the whole workspace: the same package selection as the build, so they reuse
+# its artifacts (leaving crates out with --exclude changed feature unification and rebuilt the
+# engine, about 3 minutes). memdb-py is a cdylib, which has no doc tests.
+"${isolate[@]}" cargo test --offline --workspace --doc
