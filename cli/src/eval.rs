@@ -359,7 +359,8 @@ fn write_outputs(dir: &Path, report: &Report, ks: &[usize], doc: &Value) -> Resu
         ("summary.json", doc.clone()),
     ] {
         let path = dir.join(name);
-        let text = serde_json::to_string_pretty(&value).unwrap_or_default();
+        // A `Value` always serialises; `Value`'s Display is the same JSON, compact.
+        let text = serde_json::to_string_pretty(&value).unwrap_or_else(|_| value.to_string());
         std::fs::write(&path, text + "\n").map_err(|e| CliError::io("write", &path, e))?;
     }
     Ok(())

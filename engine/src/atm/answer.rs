@@ -37,7 +37,7 @@ const ABSTENTIONS: [&str; 7] = [
     "insufficient information",
 ];
 
-const MONTHS: [(&str, u32); 23] = [
+const MONTHS: [(&str, u32); 24] = [
     ("january", 1),
     ("jan", 1),
     ("february", 2),
@@ -61,14 +61,11 @@ const MONTHS: [(&str, u32); 23] = [
     ("november", 11),
     ("nov", 11),
     ("december", 12),
+    ("dec", 12),
 ];
 
-/// "dec" is the 24th name; kept apart so `MONTHS` reads as pairs.
 fn month_number(name: &str) -> Option<u32> {
     let lower = name.to_lowercase();
-    if lower == "dec" {
-        return Some(12);
-    }
     MONTHS.iter().find(|(n, _)| *n == lower).map(|(_, m)| *m)
 }
 
