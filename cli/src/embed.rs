@@ -36,6 +36,10 @@ pub(crate) struct EmbedReport {
     pub(crate) graph: GraphReport,
     /// Pages composed again because their items changed.
     pub(crate) pages_refreshed: u64,
+    /// The style the item text was written in.
+    pub(crate) item_text: memdb::ItemTextStyle,
+    /// Vectors made again because their text changed (another style, or a newer recipe).
+    pub(crate) remade: u64,
 }
 
 impl EmbedReport {
@@ -48,6 +52,8 @@ impl EmbedReport {
             },
             "already_embedded": self.already,
             "pages_refreshed": self.pages_refreshed,
+            "item_text": self.item_text.name(),
+            "remade": self.remade,
             "seconds": self.seconds,
             "model": self.model,
             "threads": self.threads,
@@ -61,11 +67,13 @@ impl EmbedReport {
             0.0
         };
         format!(
-            "encoded {} items ({} already had a vector) with {} on {} thread(s) in {:.1} s ({rate:.0} items/s)\n\
+            "encoded {} items ({} already had a vector; {} made again from new text, {} style) with {} on {} thread(s) in {:.1} s ({rate:.0} items/s)\n\
              memory graph: {} items added, {} new nodes, {} phrases merged into existing nodes, {} new paths\n\
              pages of changed items brought up to date: {}",
             self.encoded,
             self.already,
+            self.remade,
+            self.item_text.name(),
             self.model,
             self.threads,
             self.seconds,
@@ -86,7 +94,23 @@ pub(crate) fn embed_missing(
     encoder: &MiniLm,
     progress: bool,
 ) -> Result<EmbedReport> {
+    embed_in_style(store, encoder, None, progress)
+}
+
+/// [`embed_missing`], after choosing `style` for the store's item text when one is given: the
+/// vectors made in the other style are dropped (in the commit that records the choice) and
+/// made again here.
+pub(crate) fn embed_in_style(
+    store: &Store,
+    encoder: &MiniLm,
+    style: Option<memdb::ItemTextStyle>,
+    progress: bool,
+) -> Result<EmbedReport> {
     let started = Instant::now();
+    let dropped = match style {
+        Some(style) => store.set_item_text_style(style)?,
+        None => 0,
+    };
     let mut stages = crate::progress::Stages::new(progress);
     let options = IngestOptions {
         pages: PageStage::Stale,
@@ -106,6 +130,8 @@ pub(crate) fn embed_missing(
         seconds: started.elapsed().as_secs_f64(),
         model: encoder.model_id().to_string(),
         threads: encoder.threads(),
+        item_text: store.snapshot()?.item_text_style()?,
+        remade: dropped + embedded.stale,
     })
 }
 

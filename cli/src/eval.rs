@@ -194,13 +194,15 @@ pub(crate) fn atm(args: AtmArgs) -> Result<(Value, String)> {
         eprintln!("memdb: skipped {w}");
     }
     let questions = &qa.questions;
-    let rankings: Vec<Ranking> = match &args.rankings {
+    // The store's item-text style when the store retrieves.
+    let (rankings, item_text): (Vec<Ranking>, Option<memdb::ItemTextStyle>) = match &args.rankings {
         Some(path) => {
             let mut by_id = read_rankings(path)?;
-            questions
+            let rankings = questions
                 .iter()
                 .map(|q| by_id.remove(&q.id).unwrap_or_default())
-                .collect()
+                .collect();
+            (rankings, None)
         }
         None => {
             let store = crate::open_for_reading(&args.dir)?;
@@ -225,7 +227,7 @@ pub(crate) fn atm(args: AtmArgs) -> Result<(Value, String)> {
                     bar.set_position(done as u64)
                 })?;
             bar.finish_and_clear();
-            rankings
+            (rankings, Some(store.snapshot()?.item_text_style()?))
         }
     };
     let judge = judge(&args.judge)?;
@@ -236,11 +238,11 @@ pub(crate) fn atm(args: AtmArgs) -> Result<(Value, String)> {
         judge.as_ref().map(|j| j as &dyn Judge),
         &ks,
     )?;
-    let doc = document(&report, &ks, &args, &warnings);
+    let doc = document(&report, &ks, &args, item_text, &warnings);
     if let Some(dir) = &args.out {
         write_outputs(dir, &report, &ks, &doc)?;
     }
-    let text = text(&report, &ks, &args, warnings.len());
+    let text = text(&report, &ks, &args, item_text, warnings.len());
     Ok((doc, text))
 }
 
@@ -284,7 +286,13 @@ fn summary_json(s: &Summary, ks: &[usize], with_predictions: bool) -> Value {
     doc
 }
 
-fn document(report: &Report, ks: &[usize], args: &AtmArgs, warnings: &[String]) -> Value {
+fn document(
+    report: &Report,
+    ks: &[usize],
+    args: &AtmArgs,
+    item_text: Option<memdb::ItemTextStyle>,
+    warnings: &[String],
+) -> Value {
     let by_type: serde_json::Map<String, Value> = report
         .by_type
         .iter()
@@ -302,6 +310,7 @@ fn document(report: &Report, ks: &[usize], args: &AtmArgs, warnings: &[String]) 
             Some(path) => format!("rankings from {}", path.display()),
             None => args.retriever.name().to_owned(),
         },
+        "item_text": item_text.map(memdb::ItemTextStyle::name),
         "judge": args.judge.as_ref().map(|(_, model, _)| model),
         "k": ks,
         "overall": summary_json(&report.overall, ks, report.with_predictions),
@@ -370,7 +379,13 @@ fn pct(x: f64) -> String {
     format!("{:.1}", 100.0 * x)
 }
 
-fn text(report: &Report, ks: &[usize], args: &AtmArgs, skipped: usize) -> String {
+fn text(
+    report: &Report,
+    ks: &[usize],
+    args: &AtmArgs,
+    item_text: Option<memdb::ItemTextStyle>,
+    skipped: usize,
+) -> String {
     let mut header: Vec<String> = vec!["questions".into(), "evidence".into()];
     header.extend(ks.iter().map(|k| format!("R@{k}")));
     header.extend(["R@gt".to_owned(), "hit@1".to_owned()]);
@@ -416,7 +431,11 @@ fn text(report: &Report, ks: &[usize], args: &AtmArgs, skipped: usize) -> String
     }
     let source = match &args.rankings {
         Some(path) => format!("rankings from {}", path.display()),
-        None => format!("retriever {}", args.retriever.name()),
+        None => format!(
+            "retriever {}, item text {}",
+            args.retriever.name(),
+            item_text.unwrap_or_default().name()
+        ),
     };
     let mut out = format!(
         "ATM-Bench evaluation of {} ({source})\n{table}",

@@ -367,6 +367,11 @@ enum Command {
     Embed {
         /// Store directory.
         dir: PathBuf,
+        /// The style of the item text the encoder and BM25 read: `sgm` (photos and videos as
+        /// Schema-Guided Memory fields, messages as dated fields; the default) or `descriptive`
+        /// (a paragraph). Choosing another style than the store's makes every vector again.
+        #[arg(long, value_name = "STYLE", value_parser = parse_item_text_style)]
+        item_text: Option<memdb::ItemTextStyle>,
     },
     /// Memory operations (ADD / UPDATE / DELETE / NONE): `memdb ops eval` scores the decider
     /// on labelled scenarios.
@@ -655,6 +660,14 @@ enum ImportFormat {
     /// record, keyed by the benchmark's id; images whose files are in the folder keep them as
     /// originals.
     Atm,
+}
+
+/// `--item-text`: a style by its name.
+fn parse_item_text_style(name: &str) -> std::result::Result<memdb::ItemTextStyle, String> {
+    memdb::ItemTextStyle::from_name(name).ok_or_else(|| {
+        let names: Vec<&str> = memdb::ItemTextStyle::ALL.iter().map(|s| s.name()).collect();
+        format!("{name}: not an item-text style ({})", names.join(" or "))
+    })
 }
 
 fn main() -> ExitCode {
@@ -1253,10 +1266,10 @@ fn run(command: Command, out: &Out) -> Result<ExitCode> {
                 return Ok(ExitCode::from(2));
             }
         }
-        Command::Embed { dir } => {
+        Command::Embed { dir, item_text } => {
             let store = open(&dir)?;
             let encoder = embed::encoder_for(&store, !out.json, model::Download::Ask)?;
-            let report = embed::embed_missing(&store, &encoder, !out.json)?;
+            let report = embed::embed_in_style(&store, &encoder, item_text, !out.json)?;
             out.emit(report.json(), || report.text());
         }
         Command::Similar {

@@ -162,22 +162,15 @@ fn retrieval_through_the_store_writes_the_benchmarks_shapes() {
     );
     json(&memdb(&["--json", "embed", &store]));
     let out = dir.path().join("results");
-    for retriever in ["full", "lexical", "flat"] {
-        let report = json(&memdb(&[
-            "--json",
-            "eval",
-            "atm",
-            &store,
-            &file("qa.json"),
-            "--predictions",
-            &file("predictions.jsonl"),
-            "--retriever",
-            retriever,
-            "--out",
-            out.to_str().unwrap(),
-        ]));
-        println!("{retriever}: {}", report["overall"]);
-        assert_eq!(report["overall"]["count"], 64);
+    let out_arg = out.to_str().unwrap();
+    let with_answers = [
+        "--predictions",
+        &file("predictions.jsonl"),
+        "--out",
+        out_arg,
+    ];
+    for (retriever, report) in evaluate_each_retriever(&store, "sgm", &with_answers) {
+        assert_eq!(report["overall"]["count"], 64, "{retriever}");
         assert_eq!(
             report["overall"]["qs"]["not_scored"], 16,
             "open_end without a judge"
@@ -228,6 +221,52 @@ fn retrieval_through_the_store_writes_the_benchmarks_shapes() {
         48,
         "number and list_recall answers"
     );
+
+    // The same store with descriptive item text (ATM-Bench's comparison): every vector is made
+    // again, the evaluation names the style, and the store stays clean. The figures of both
+    // styles are printed, not pinned (the closing note of issue 23 reports them).
+    let items = json(&memdb(&["--json", "stats", &store]))["items"].clone();
+    let embedded = json(&memdb(&[
+        "--json",
+        "embed",
+        &store,
+        "--item-text",
+        "descriptive",
+    ]));
+    assert_eq!(embedded["item_text"], "descriptive");
+    assert_eq!(embedded["remade"], items);
+    assert_eq!(embedded["encoded"], items);
+    evaluate_each_retriever(&store, "descriptive", &[]);
+    let bad = memdb(&["embed", &store, "--item-text", "poetic"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(common::stderr(&bad).contains("sgm or descriptive"));
+    let check = json(&memdb(&["--json", "check", &store]));
+    assert_eq!(check["clean"], true, "{check}");
+}
+
+/// `memdb eval atm` of the fixture's questions with each retriever (and `extra` arguments) over
+/// a store in the item-text `style`: the reports, by retriever, each naming the style.
+fn evaluate_each_retriever(store: &str, style: &str, extra: &[&str]) -> Vec<(String, Value)> {
+    let qa = file("qa.json");
+    ["full", "lexical", "flat"]
+        .into_iter()
+        .map(|retriever| {
+            let mut args = vec![
+                "--json",
+                "eval",
+                "atm",
+                store,
+                &qa,
+                "--retriever",
+                retriever,
+            ];
+            args.extend_from_slice(extra);
+            let report = json(&memdb(&args));
+            assert_eq!(report["item_text"], style, "{retriever}");
+            println!("{retriever}, {style}: {}", report["overall"]);
+            (retriever.to_owned(), report)
+        })
+        .collect()
 }
 
 #[test]

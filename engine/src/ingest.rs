@@ -259,10 +259,10 @@ impl Store {
     /// [`ITEM_VECTORS`], a window of items per commit (an interrupted run keeps what it
     /// committed). `progress` gets (items encoded, items to encode).
     ///
-    /// Vectors made from an older recipe of the item text (the store's `item_text` setting,
-    /// SPEC.md §5) are dropped first for the sources whose text changed since — in one commit
-    /// with the new setting, so the items are then simply missing their vector and an
-    /// interrupted run loses nothing.
+    /// Vectors made from another recipe of the item text (the store's `item_text` setting,
+    /// SPEC.md §5: an older version, or another style) are dropped first for the sources whose
+    /// text changed — in one commit with the new setting, so the items are then simply missing
+    /// their vector and an interrupted run loses nothing.
     pub fn embed_missing(
         &self,
         embedder: &dyn Embedder,
@@ -270,6 +270,7 @@ impl Store {
     ) -> Result<EmbedReport> {
         let stale = self.drop_stale_item_vectors()?;
         let snapshot = self.snapshot()?;
+        let style = snapshot.item_text_style()?;
         let done = snapshot.vector_keys(ITEM_VECTORS)?;
         let todo: Vec<u64> = snapshot
             .item_ids()?
@@ -291,7 +292,10 @@ impl Store {
                     items.push(item);
                 }
             }
-            let texts: Vec<String> = items.iter().map(crate::recall::item_text).collect();
+            let texts: Vec<String> = items
+                .iter()
+                .map(|i| crate::recall::item_text_in(i, style))
+                .collect();
             let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
             let vectors = crate::graph::embed_checked(embedder, &refs)?;
             let mut batch = self.batch();
@@ -314,22 +318,38 @@ impl Store {
         Ok(report)
     }
 
-    /// Drops the item vectors made from an older item-text recipe (see
-    /// [`embed_missing`](Store::embed_missing)) and records the current recipe; returns how
-    /// many it dropped.
+    /// Drops the item vectors made from another item-text recipe than this build's in the
+    /// store's style (see [`embed_missing`](Store::embed_missing)); returns how many it dropped.
     fn drop_stale_item_vectors(&self) -> Result<u64> {
+        let style = self.snapshot()?.item_text_style()?;
+        self.remake_recipe(crate::recall::Recipe::current(style))
+    }
+
+    /// Chooses the style the store writes its items' text in for the encoder and BM25: the
+    /// lexical index follows at once; the item vectors made in the other style are dropped in
+    /// the same commit and made again by the next [`embed_missing`](Store::embed_missing)
+    /// (`memdb embed --item-text`). Returns how many vectors it dropped (0 when the store
+    /// already has `style`).
+    pub fn set_item_text_style(&self, style: crate::recall::ItemTextStyle) -> Result<u64> {
+        self.remake_recipe(crate::recall::Recipe::current(style))
+    }
+
+    /// Makes `to` the store's item-text recipe: in one commit, drops the item vectors of the
+    /// sources whose text differs between the recorded recipe and `to`, and records `to`.
+    fn remake_recipe(&self, to: crate::recall::Recipe) -> Result<u64> {
         let snapshot = self.snapshot()?;
-        let recipe = snapshot
-            .setting(crate::recall::ITEM_TEXT_SETTING)?
-            .and_then(|v| v.parse::<u32>().ok())
-            .unwrap_or(1);
-        if recipe >= crate::recall::ITEM_TEXT_VERSION {
+        let from = crate::recall::Recipe::from_setting(
+            snapshot
+                .setting(crate::recall::ITEM_TEXT_SETTING)?
+                .as_deref(),
+        );
+        if from == to {
             return Ok(0);
         }
         let with_vector = snapshot.vector_keys(ITEM_VECTORS)?;
         let mut batch = self.batch();
         let mut dropped = 0;
-        for source in crate::recall::changed_sources(recipe) {
+        for source in crate::recall::changed_sources(from, to) {
             let filter = crate::store::ScanFilter {
                 source: Some(source),
                 ..crate::store::ScanFilter::default()
@@ -341,10 +361,7 @@ impl Store {
                 }
             }
         }
-        batch.set_setting(
-            crate::recall::ITEM_TEXT_SETTING,
-            crate::recall::ITEM_TEXT_VERSION.to_string(),
-        );
+        batch.set_setting(crate::recall::ITEM_TEXT_SETTING, to.setting());
         batch.commit()?;
         Ok(dropped)
     }

@@ -631,11 +631,12 @@ impl memdb::Embedder for LengthEmbedder {
 }
 
 /// The item vectors of a format-6 store were made from recipe 1 of the item text. The next
-/// embed drops those of images (whose text is SGM fields now) in one commit with the setting
-/// `item_text`, and makes them again from the new text; every other item keeps its vector, and
-/// a second run changes nothing.
+/// embed drops those of photos and videos (whose text is SGM fields now) in one commit with the
+/// setting `item_text`, and makes them again from the new text; every other item keeps its
+/// vector, and a second run changes nothing.
 #[test]
 fn a_version_6_store_embeds_its_images_again_from_their_new_text() {
+    let is_media = |source| matches!(source, Source::Image | Source::Video);
     let golden = golden(6);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store");
@@ -647,13 +648,13 @@ fn a_version_6_store_embeds_its_images_again_from_their_new_text() {
     let with_vector = before.vector_keys(ITEM_VECTORS).unwrap();
     let images: Vec<u64> = items
         .iter()
-        .filter(|i| i.fields.source == Source::Image && with_vector.contains(i.id))
+        .filter(|i| is_media(i.fields.source) && with_vector.contains(i.id))
         .map(|i| i.id)
         .collect();
     assert!(images.len() >= 5, "{images:?}");
     let others: Vec<(u64, Vec<f32>)> = items
         .iter()
-        .filter(|i| i.fields.source != Source::Image && with_vector.contains(i.id))
+        .filter(|i| !is_media(i.fields.source) && with_vector.contains(i.id))
         .map(|i| (i.id, stored.get(i.id).unwrap()))
         .collect();
     drop((stored, before));
@@ -668,7 +669,10 @@ fn a_version_6_store_embeds_its_images_again_from_their_new_text() {
     for id in &images {
         let item = snap.get(*id).unwrap().unwrap();
         let text = memdb::item_text(&item);
-        assert!(text.starts_with("Type: image"), "{text}");
+        assert!(
+            text.starts_with("Type: image") || text.starts_with("Type: video"),
+            "{text}"
+        );
         let v = stored.get(*id).unwrap();
         assert_eq!(
             v[1],
@@ -688,5 +692,132 @@ fn a_version_6_store_embeds_its_images_again_from_their_new_text() {
         .embed_missing(&LengthEmbedder, &mut |_, _| {})
         .unwrap();
     assert_eq!((again.stale, again.encoded), (0, 0));
+    assert!(store.check().unwrap().is_clean());
+}
+
+/// Choosing the descriptive style drops every item vector in the commit that records it; the
+/// lexical index follows at once and the next embed makes every vector again from the
+/// paragraphs; going back to SGM does the same the other way, and choosing the style a store
+/// already has changes nothing.
+#[test]
+fn the_item_text_style_is_the_stores_and_its_vectors_follow_it() {
+    use memdb::{IngestItem, IngestOptions, ItemTextStyle, RecallOptions, Signals};
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::create(dir.path().join("store"), Options::default()).unwrap();
+    let drafts = [
+        note("n1", "2024-03-01T09:00:00Z", "Booked the ferry to Naxos."),
+        note(
+            "n2",
+            "2024-03-02T20:15:00Z",
+            "Dinner with Lena at the harbour.",
+        ),
+        note(
+            "n3",
+            "2024-03-03T23:40:00Z",
+            "Could not sleep, read about volcanoes.",
+        ),
+    ];
+    store
+        .ingest_items(
+            drafts.iter().cloned().map(IngestItem::new),
+            Some(&LengthEmbedder),
+            IngestOptions::default(),
+            &mut |_, _, _| {},
+        )
+        .unwrap();
+    let text_lengths = |store: &Store| -> Vec<(f32, f32)> {
+        let snap = store.snapshot().unwrap();
+        let style = snap.item_text_style().unwrap();
+        let stored = snap.vectors(ITEM_VECTORS).unwrap().unwrap();
+        snap.scan(&ScanFilter::default())
+            .unwrap()
+            .iter()
+            .map(|item| {
+                let want = memdb::item_text_in(item, style).len() as f32 / 1000.0;
+                (stored.get(item.id).unwrap()[1], want)
+            })
+            .collect()
+    };
+    assert_eq!(
+        store.snapshot().unwrap().item_text_style().unwrap(),
+        ItemTextStyle::Sgm
+    );
+    assert!(text_lengths(&store).iter().all(|(got, want)| got == want));
+    // A word only the descriptive text has ("night": n3 was written at 23:40) finds it by BM25
+    // as soon as the style is chosen, before any vector is made again.
+    let lexical = RecallOptions {
+        signals: Signals {
+            dense: false,
+            lexical: true,
+            graph: false,
+            place: false,
+        },
+        ..RecallOptions::default()
+    };
+    let night = |store: &Store| -> Vec<u64> {
+        store
+            .recall("night", &lexical, &LengthEmbedder)
+            .unwrap()
+            .hits
+            .iter()
+            .map(|h| h.item)
+            .collect()
+    };
+    assert!(night(&store).is_empty());
+
+    assert_eq!(
+        store
+            .set_item_text_style(ItemTextStyle::Descriptive)
+            .unwrap(),
+        3
+    );
+    assert_eq!(
+        store.snapshot().unwrap().item_text_style().unwrap(),
+        ItemTextStyle::Descriptive
+    );
+    assert_eq!(
+        store
+            .snapshot()
+            .unwrap()
+            .vector_keys(ITEM_VECTORS)
+            .unwrap()
+            .len(),
+        0
+    );
+    let n3 = store
+        .snapshot()
+        .unwrap()
+        .get_by_external_id("n3")
+        .unwrap()
+        .unwrap()
+        .id;
+    assert_eq!(night(&store), [n3]);
+    let report = store
+        .embed_missing(&LengthEmbedder, &mut |_, _| {})
+        .unwrap();
+    assert_eq!((report.stale, report.encoded), (0, 3));
+    assert!(text_lengths(&store).iter().all(|(got, want)| got == want));
+    // The same style again: nothing dropped.
+    assert_eq!(
+        store
+            .set_item_text_style(ItemTextStyle::Descriptive)
+            .unwrap(),
+        0
+    );
+
+    // Reopened, the store keeps its style; back to SGM, every vector is made again.
+    drop(store);
+    let store = Store::open(dir.path().join("store"), Options::default()).unwrap();
+    assert_eq!(
+        store.snapshot().unwrap().item_text_style().unwrap(),
+        ItemTextStyle::Descriptive
+    );
+    assert_eq!(store.set_item_text_style(ItemTextStyle::Sgm).unwrap(), 3);
+    let report = store
+        .embed_missing(&LengthEmbedder, &mut |_, _| {})
+        .unwrap();
+    assert_eq!((report.stale, report.encoded), (0, 3));
+    assert!(text_lengths(&store).iter().all(|(got, want)| got == want));
+    assert!(night(&store).is_empty());
     assert!(store.check().unwrap().is_clean());
 }

@@ -172,9 +172,12 @@ class Store:
         """Imports JPEG photos (files or folders), keeping each original."""
         return self._native.import_files("photos", _paths(paths), embed=embed, batch=batch)
 
-    def embed(self) -> Dict[str, Any]:
-        """Embeds items without a vector; brings the memory graph and pages up to date."""
-        return self._native.embed()
+    def embed(self, *, item_text: Optional[str] = None) -> Dict[str, Any]:
+        """Embeds items without a vector; brings the memory graph and pages up to date.
+
+        ``item_text`` ("sgm", the default style, or "descriptive") first chooses the style of
+        the item text the encoder and BM25 read; vectors of the other style are made again."""
+        return self._native.embed(item_text=item_text)
 
     def remember(
         self, text: str, *, speaker: Optional[str] = None, time: Any = None

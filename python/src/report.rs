@@ -40,6 +40,7 @@ pub(crate) fn derived_json(r: &IngestReport) -> Value {
     json!({
         "encoded": embedded.encoded,
         "already_embedded": embedded.already,
+        "remade": embedded.stale,
         "graph": {
             "items": graph.items, "new_nodes": graph.new_nodes,
             "merged_phrases": graph.merged, "new_paths": graph.new_paths,

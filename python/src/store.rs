@@ -447,10 +447,33 @@ impl PyStore {
     }
 
     /// Embeds the items without a vector and brings the memory graph and pages up to date.
-    fn embed<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    /// `item_text` ("sgm" or "descriptive") first chooses the style of the item text the
+    /// encoder and BM25 read; vectors made in the other style are made again.
+    #[pyo3(signature = (*, item_text = None))]
+    fn embed<'py>(
+        &self,
+        py: Python<'py>,
+        item_text: Option<String>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let style = item_text
+            .map(|name| {
+                memdb::ItemTextStyle::from_name(&name).ok_or_else(|| {
+                    Raise::value(format!(
+                        "item_text must be \"sgm\" or \"descriptive\", not {name:?}"
+                    ))
+                })
+            })
+            .transpose()?;
         let json = self.run(py, |open| {
             let encoder = open.encoder()?;
-            PyStore::derive(open, &encoder)
+            let remade = match style {
+                Some(style) => open.store.set_item_text_style(style)?,
+                None => 0,
+            };
+            let mut json = PyStore::derive(open, &encoder)?;
+            json["item_text"] = open.store.snapshot()?.item_text_style()?.name().into();
+            json["remade"] = (remade + json["remade"].as_u64().unwrap_or(0)).into();
+            Ok(json)
         })?;
         to_py(py, &json)
     }

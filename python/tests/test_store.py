@@ -197,6 +197,12 @@ def test_embed_remember_and_recall(store: memdb.Store, model: str) -> None:
     assert summary["derived"]["encoded"] == 3
     assert store.stats()["model"].startswith("all-MiniLM-L6-v2@sha256:")
     assert store.embed()["encoded"] == 0  # nothing left to embed
+    described = store.embed(item_text="descriptive")
+    assert described["item_text"] == "descriptive"
+    assert (described["remade"], described["encoded"]) == (3, 3)
+    assert store.embed(item_text="sgm")["remade"] == 3
+    with pytest.raises(ValueError, match="sgm"):
+        store.embed(item_text="poetic")
     hits = store.recall("where did I book a hotel?", k=2)
     assert len(hits) == 2 and isinstance(hits[0], memdb.Hit)
     assert hits[0].item["external_id"] == "n1" and hits[0].text and hits[0].score > hits[1].score

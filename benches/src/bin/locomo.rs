@@ -13,7 +13,12 @@
 //! ```sh
 //! cargo run --release -p memdb-benches --bin locomo -- [DATA_DIR] [--json OUT] [--skip-peer]
 //!     [--weights DENSE,LEXICAL,GRAPH] [--full-only] [--gate builtin|cv]
+//!     [--item-text sgm|descriptive]
 //! ```
+//!
+//! `--item-text sgm|descriptive` embeds each turn's item text in that style instead of the
+//! protocol's text, and makes it the store's style (so BM25 reads it too): ATM-Bench's
+//! comparison of Schema-Guided Memory with descriptive memory, on LoCoMo (issue 23).
 //!
 //! `--gate` ingests through the memorability gate in drop mode (issue 21): `builtin` with the
 //! built-in scenes, `cv` with a lexicon learned on the other conversations only (log-odds,
@@ -89,6 +94,14 @@ fn main() {
     );
 
     let (encoder, model_dir) = memdb_benches::minilm_two_threads();
+    let style = value("--item-text").map(|name| {
+        memdb::ItemTextStyle::from_name(&name)
+            .unwrap_or_else(|| panic!("--item-text {name}: sgm or descriptive"))
+    });
+    println!(
+        "item text embedded: {}",
+        style.map_or("the protocol's turn text (DESIGN.md §6)", |s| s.name())
+    );
 
     let gates = gate_stages(value("--gate").as_deref(), &files);
     let mut conversations = Vec::new();
@@ -99,6 +112,7 @@ fn main() {
         let conv = run_conversation(
             file,
             gate,
+            style,
             &encoder,
             weights,
             &mut search_us,
@@ -172,9 +186,11 @@ fn gate_stages(mode: Option<&str>, files: &[PathBuf]) -> Vec<Option<memdb::gate:
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run_conversation(
     file: &Path,
     gate: Option<memdb::gate::GateStage>,
+    style: Option<memdb::ItemTextStyle>,
     encoder: &MiniLm,
     weights: [f64; 3],
     search_us: &mut Vec<u64>,
@@ -198,12 +214,28 @@ fn run_conversation(
     store.bind_model(&encoder.model_id().to_string()).unwrap();
     // The LoCoMo protocol embeds each turn's own text (DESIGN.md §6), so the items come with
     // their vectors; the engine's ingest commits them and builds the memory graph.
-    let texts: Vec<&str> = imported
+    let texts: Vec<String> = imported
         .items
         .iter()
-        .map(|i| text_of[i.draft.fields.external_id.as_ref().unwrap()].as_str())
+        .map(|i| match style {
+            None => text_of[i.draft.fields.external_id.as_ref().unwrap()].clone(),
+            Some(style) => memdb::item_text_in(
+                &memdb::Item {
+                    id: 0,
+                    ingest_time_ms: 0,
+                    fields: i.draft.fields.clone(),
+                    supersedes: None,
+                    blobs: Vec::new(),
+                },
+                style,
+            ),
+        })
         .collect();
-    let vectors = encoder.encode(&texts).unwrap();
+    if let Some(style) = style {
+        store.set_item_text_style(style).unwrap();
+    }
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let vectors = encoder.encode(&refs).unwrap();
     let ingest = memdb::IngestOptions {
         pages: memdb::PageStage::Skip,
         gate,

@@ -1,54 +1,159 @@
-//! The text of an item that the encoder embeds and BM25 indexes ([`item_text`]).
+//! The text of an item that the encoder embeds and BM25 indexes ([`item_text`]), in one of two
+//! styles ([`ItemTextStyle`], the store's choice).
 //!
-//! Two recipes, by source:
-//! - every source but images: `[8 May 2023] Caroline: summary body [image: caption] ocr`, the
-//!   form the LoCoMo figures were measured on (unchanged since recipe 1);
-//! - images: the SGM record as ATM-Bench renders it for its retriever, one field after another
-//!   — `Type: image; Timestamp: Saturday 24 August 2002, 13:59, afternoon, summer 2002;
-//!   Location: Paris 16 Passy, Paris, Île-de-France, France; Camera: FUJIFILM FinePixS2Pro;
-//!   Orientation: landscape; Tags: photo` — so a photo is found by its place, its time in words,
-//!   its camera and what a captioner said of it. Tags the importers add for their own
-//!   bookkeeping (`file:`, `time:`, `camera:`, `image:`) and the gate's decision (`gate:`)
-//!   are left out.
+//! **SGM** (the default), by source:
+//! - photos and videos: the Schema-Guided Memory record as ATM-Bench renders it for its
+//!   retriever, one field after another — `Type: image; Timestamp: Saturday 24 August 2002,
+//!   13:59, afternoon, summer 2002; Location: Paris 16 Passy, Paris, Île-de-France, France;
+//!   Camera: FUJIFILM FinePixS2Pro; Orientation: landscape; Tags: photo` — so a photo is found
+//!   by its place, its time in words, its camera and what a captioner said of it. Tags the
+//!   importers add for their own bookkeeping (`file:`, `time:`, `camera:`, `image:`,
+//!   `duration:`) and the gate's decision (`gate:`) are left out (a video's duration is a field
+//!   of its own);
+//! - messages (chat turns, e-mails, notes): their fields in a fixed order,
+//!   `[8 May 2023] Caroline: summary body [image: caption] ocr`, the form the LoCoMo figures
+//!   were measured on (unchanged since recipe 1).
 //!
-//! Invariant: the text of an item depends on its fields only. The recipe has a version
-//! ([`ITEM_TEXT_VERSION`]); vectors made with an older recipe are made again for the sources
-//! whose text changed since ([`changed_sources`]), which the embed stage does by the store's
-//! setting [`ITEM_TEXT_SETTING`].
+//! **Descriptive**: the same information as a paragraph, the "Descriptive Memory" most memory
+//! systems store and ATM-Bench compares SGM with — `On Saturday 24 August 2002 at 13:59, in the
+//! afternoon, in summer 2002, at Paris 16 Passy, Paris, Île-de-France, France, I took a photo
+//! with a FUJIFILM FinePixS2Pro, in landscape orientation. It is tagged photo.`
+//!
+//! Invariant: the text of an item depends on its fields and the style only. The recipe has a
+//! version ([`ITEM_TEXT_VERSION`]); the store's `item_text` setting ([`Recipe`]) names the
+//! version and style its item vectors were made from, and vectors made from another recipe are
+//! made again for the sources whose text changed ([`changed_sources`]) by the embed stage.
 
 use std::fmt::Write as _;
 
 use jiff::civil::Weekday;
 use memdb_formats::item::{ItemFields, ItemRecord, MONTH_NAMES, Source};
 
-/// Version of the item-text recipe: 1 rendered every source as text does today; 2 renders
-/// images as SGM fields.
-pub(crate) const ITEM_TEXT_VERSION: u32 = 2;
+/// Version of the item-text recipe: 1 rendered every source as messages are today; 2 renders
+/// images as SGM fields; 3 renders videos as SGM fields too and adds the descriptive style.
+pub(crate) const ITEM_TEXT_VERSION: u32 = 3;
 
-/// Setting (`settings` table, SPEC.md §5) naming the recipe version the item vectors were made
-/// from (absent: 1).
+/// Setting (`settings` table, SPEC.md §5) naming the recipe the item vectors were made from
+/// and the store's style: [`Recipe`].
 pub(crate) const ITEM_TEXT_SETTING: &str = "item_text";
 
-/// The sources whose text changed between recipe `from` and [`ITEM_TEXT_VERSION`].
-pub(crate) fn changed_sources(from: u32) -> Vec<Source> {
-    if from < 2 {
-        vec![Source::Image]
-    } else {
-        Vec::new()
+/// How an item's text is written for the encoder and BM25: the store's choice, set with
+/// [`Store::set_item_text_style`](crate::Store::set_item_text_style) (see the module doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub enum ItemTextStyle {
+    /// Schema-Guided Memory: media as `Name: value` fields, messages as dated fields.
+    #[default]
+    Sgm,
+    /// A natural-language paragraph with the same information.
+    Descriptive,
+}
+
+impl ItemTextStyle {
+    /// Both styles.
+    pub const ALL: [ItemTextStyle; 2] = [ItemTextStyle::Sgm, ItemTextStyle::Descriptive];
+
+    /// `sgm` or `descriptive`: its name in the CLI, the setting and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            ItemTextStyle::Sgm => "sgm",
+            ItemTextStyle::Descriptive => "descriptive",
+        }
+    }
+
+    /// The style named `name` (as [`name`](ItemTextStyle::name) writes it).
+    pub fn from_name(name: &str) -> Option<ItemTextStyle> {
+        ItemTextStyle::ALL.into_iter().find(|s| s.name() == name)
     }
 }
 
-/// Tag prefixes the importers write for their own bookkeeping, not as what a photo is about.
-const INTERNAL_TAGS: [&str; 5] = ["file:", "time:", "camera:", "image:", "gate:"];
+/// What the `item_text` setting holds: the recipe version and style the item vectors were made
+/// from, written `3` (SGM) or `3:descriptive`. Absent means version 1, SGM (a store made
+/// before the setting); a value this build cannot read is taken as version 1 too, so the
+/// vectors are made again — never wrong, only slower.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Recipe {
+    pub(crate) version: u32,
+    pub(crate) style: ItemTextStyle,
+}
 
-/// The text of an item that recall ranks: for images, its SGM fields one after another; for
-/// every other source date, who, and its text fields, the form the LoCoMo benchmark measures
-/// (see the module doc).
-pub fn item_text(item: &ItemRecord) -> String {
-    let f = &item.fields;
-    if f.source == Source::Image {
-        return image_text(f);
+impl Recipe {
+    /// This build's recipe in `style`.
+    pub(crate) fn current(style: ItemTextStyle) -> Recipe {
+        Recipe {
+            version: ITEM_TEXT_VERSION,
+            style,
+        }
     }
+
+    /// The recipe a setting value names (see the type's doc).
+    pub(crate) fn from_setting(value: Option<&str>) -> Recipe {
+        let oldest = Recipe {
+            version: 1,
+            style: ItemTextStyle::Sgm,
+        };
+        let Some(value) = value else {
+            return oldest;
+        };
+        let (version, style) = match value.split_once(':') {
+            Some((version, style)) => (version, ItemTextStyle::from_name(style)),
+            None => (value, Some(ItemTextStyle::Sgm)),
+        };
+        match (version.parse::<u32>(), style) {
+            (Ok(version), Some(style)) => Recipe { version, style },
+            _ => oldest,
+        }
+    }
+
+    /// The setting value naming this recipe.
+    pub(crate) fn setting(self) -> String {
+        match self.style {
+            ItemTextStyle::Sgm => self.version.to_string(),
+            style => format!("{}:{}", self.version, style.name()),
+        }
+    }
+}
+
+/// The sources whose text differs between recipes `from` and `to`.
+pub(crate) fn changed_sources(from: Recipe, to: Recipe) -> Vec<Source> {
+    if from.style != to.style {
+        return Source::ALL.to_vec();
+    }
+    let (low, high) = (from.version.min(to.version), from.version.max(to.version));
+    // The version that changed each source's text, SGM style (the descriptive style came with
+    // version 3 and has not changed since).
+    let changed_at = |source: Source| match source {
+        Source::Image => 2,
+        Source::Video => 3,
+        _ => 1,
+    };
+    Source::ALL
+        .into_iter()
+        .filter(|s| (low + 1..=high).contains(&changed_at(*s)))
+        .collect()
+}
+
+/// Tag prefixes the importers write for their own bookkeeping, not as what a photo is about.
+const INTERNAL_TAGS: [&str; 6] = ["file:", "time:", "camera:", "image:", "duration:", "gate:"];
+
+/// The text of an item that recall ranks, in the default style (SGM): for photos and videos
+/// their SGM fields one after another; for messages date, who, and their text fields, the form
+/// the LoCoMo benchmark measures (see the module doc).
+pub fn item_text(item: &ItemRecord) -> String {
+    item_text_in(item, ItemTextStyle::Sgm)
+}
+
+/// The text of an item in `style`.
+pub fn item_text_in(item: &ItemRecord, style: ItemTextStyle) -> String {
+    let f = &item.fields;
+    match (style, f.source) {
+        (ItemTextStyle::Descriptive, _) => descriptive_text(f),
+        (ItemTextStyle::Sgm, Source::Image | Source::Video) => media_text(f),
+        (ItemTextStyle::Sgm, _) => message_text(f),
+    }
+}
+
+/// A message as `[date] who: summary body [image: caption] ocr` (recipe 1).
+fn message_text(f: &ItemFields) -> String {
     let who = f
         .speaker
         .as_deref()
@@ -74,37 +179,58 @@ pub fn item_text(item: &ItemRecord) -> String {
     text
 }
 
-/// An image as ATM-Bench's SGM text: `Name: value` fields joined by `; `, absent ones left out.
-fn image_text(f: &ItemFields) -> String {
-    let mut fields: Vec<(&str, String)> = vec![("Type", "image".to_owned())];
-    if let Some(when) = timestamp(f) {
-        fields.push(("Timestamp", when));
+/// The names of an item's place, most particular first: a name of its own, the place's
+/// locality, the place's label ("Paris 16 Passy, Paris, Île-de-France, France").
+fn location_names(f: &ItemFields) -> Option<String> {
+    let location = f.location.as_ref()?;
+    let mut names: Vec<String> = Vec::new();
+    let label = location.place.as_ref().map(|p| p.label());
+    // A name of the item's own comes first; one the place stage wrote is the label again.
+    names.extend(location.name.clone().filter(|n| Some(n) != label.as_ref()));
+    if let Some(place) = &location.place {
+        names.extend(place.locality.clone());
     }
-    if let Some(location) = &f.location {
-        let mut names: Vec<String> = Vec::new();
-        let label = location.place.as_ref().map(|p| p.label());
-        // A name of the item's own comes first; one the place stage wrote is the label again.
-        names.extend(location.name.clone().filter(|n| Some(n) != label.as_ref()));
-        if let Some(place) = &location.place {
-            names.extend(place.locality.clone());
-        }
-        names.extend(label);
-        if !names.is_empty() {
-            fields.push(("Location", names.join(", ")));
-        }
-    }
-    let camera = f
-        .camera
+    names.extend(label);
+    (!names.is_empty()).then(|| names.join(", "))
+}
+
+/// Its camera's make and model; a photo stored before the camera was a field of its own has it
+/// as a `camera:` tag.
+fn camera_name(f: &ItemFields) -> Option<String> {
+    f.camera
         .as_ref()
         .map(|c| c.label())
-        .filter(|c| !c.is_empty());
-    // Photos stored before the camera was a field of its own have it as a tag.
-    let camera = camera.or_else(|| {
-        f.tags
-            .iter()
-            .find_map(|t| t.strip_prefix("camera:").map(str::to_owned))
-    });
-    fields.extend(camera.map(|c| ("Camera", c)));
+        .filter(|c| !c.is_empty())
+        .or_else(|| {
+            f.tags
+                .iter()
+                .find_map(|t| t.strip_prefix("camera:").map(str::to_owned))
+        })
+}
+
+/// A video's length as its importer tagged it (`duration:0:42`).
+fn duration(f: &ItemFields) -> Option<&str> {
+    f.tags.iter().find_map(|t| t.strip_prefix("duration:"))
+}
+
+/// Its tags without the importers' bookkeeping ones.
+fn topic_tags(f: &ItemFields) -> Vec<&str> {
+    f.tags
+        .iter()
+        .map(String::as_str)
+        .filter(|t| !INTERNAL_TAGS.iter().any(|p| t.starts_with(p)))
+        .collect()
+}
+
+/// A photo or video as ATM-Bench's SGM text: `Name: value` fields joined by `; `, absent ones
+/// left out.
+fn media_text(f: &ItemFields) -> String {
+    let mut fields: Vec<(&str, String)> = vec![("Type", f.source.name().to_owned())];
+    if let Some(when) = When::of(f) {
+        fields.push(("Timestamp", when.sgm()));
+    }
+    fields.extend(location_names(f).map(|l| ("Location", l)));
+    fields.extend(camera_name(f).map(|c| ("Camera", c)));
     fields.extend(
         f.camera
             .as_ref()
@@ -112,6 +238,7 @@ fn image_text(f: &ItemFields) -> String {
             .map(|l| ("Lens", l)),
     );
     fields.extend(f.orientation.map(|o| ("Orientation", o.name().to_owned())));
+    fields.extend(duration(f).map(|d| ("Duration", d.to_owned())));
     for (name, value) in [
         ("Short caption", &f.short_caption),
         ("Caption", &f.caption),
@@ -124,12 +251,7 @@ fn image_text(f: &ItemFields) -> String {
     if !f.entities.is_empty() {
         fields.push(("Entities", f.entities.join(", ")));
     }
-    let tags: Vec<&str> = f
-        .tags
-        .iter()
-        .map(String::as_str)
-        .filter(|t| !INTERNAL_TAGS.iter().any(|p| t.starts_with(p)))
-        .collect();
+    let tags = topic_tags(f);
     if !tags.is_empty() {
         fields.push(("Tags", tags.join(", ")));
     }
@@ -144,38 +266,187 @@ fn image_text(f: &ItemFields) -> String {
     text
 }
 
-/// "Saturday 24 August 2002, 13:59, afternoon, summer 2002": the local day and time, the part
-/// of the day and the season in words (by the hemisphere of the item's position, northern when
-/// it has none). `None` when undated.
-fn timestamp(f: &ItemFields) -> Option<String> {
-    let local_ms = f.time.local_ms()?;
-    let local =
-        jiff::tz::Offset::UTC.to_datetime(jiff::Timestamp::from_millisecond(local_ms).ok()?);
-    let month = usize::try_from(local.month() - 1).ok()?;
-    let month_name = capitalised(MONTH_NAMES.get(month)?);
-    let weekday = match local.weekday() {
-        Weekday::Monday => "Monday",
-        Weekday::Tuesday => "Tuesday",
-        Weekday::Wednesday => "Wednesday",
-        Weekday::Thursday => "Thursday",
-        Weekday::Friday => "Friday",
-        Weekday::Saturday => "Saturday",
-        Weekday::Sunday => "Sunday",
+/// An item as a paragraph: when, where, who did what, then what it shows or says — the same
+/// fields as the SGM text (tags without the bookkeeping ones), in sentences.
+fn descriptive_text(f: &ItemFields) -> String {
+    let mut opening: Vec<String> = Vec::new();
+    if let Some(when) = When::of(f) {
+        opening.push(when.descriptive());
+    }
+    if let Some(place) = location_names(f) {
+        opening.push(format!("at {place}"));
+    }
+    let camera = camera_name(f).map(|c| {
+        let lens = f.camera.as_ref().and_then(|c| c.lens.as_deref());
+        match lens {
+            Some(lens) => format!(" with a {c} ({lens} lens)"),
+            None => format!(" with a {c}"),
+        }
+    });
+    let framing = f
+        .orientation
+        .map(|o| format!(", in {} orientation", o.name()))
+        .unwrap_or_default();
+    let someone = |who: &Option<String>| who.clone().unwrap_or_else(|| "someone".to_owned());
+    let act = match f.source {
+        Source::Image => format!("I took a photo{}{framing}", camera.unwrap_or_default()),
+        Source::Video => {
+            let length = duration(f)
+                .map(|d| format!(" lasting {d}"))
+                .unwrap_or_default();
+            format!(
+                "I recorded a video{length}{}{framing}",
+                camera.unwrap_or_default()
+            )
+        }
+        Source::Email => {
+            let to = if f.to.is_empty() {
+                String::new()
+            } else {
+                format!(" to {}", f.to.join(", "))
+            };
+            format!("{} wrote an e-mail{to}", someone(&f.from))
+        }
+        Source::Chat => format!("{} said", someone(&f.speaker)),
+        Source::Note => "I wrote a note".to_owned(),
     };
-    let southern = f
-        .location
-        .as_ref()
-        .and_then(|l| l.geo)
-        .is_some_and(|g| g.lat < 0.0);
-    Some(format!(
-        "{weekday} {} {month_name} {year}, {:02}:{:02}, {}, {} {year}",
-        local.day(),
-        local.hour(),
-        local.minute(),
-        part_of_day(local.hour()),
-        season(local.month(), southern),
-        year = local.year(),
-    ))
+    opening.push(act);
+    let mut text = capitalised(&opening.join(", "));
+    let mut sentences: Vec<String> = Vec::new();
+    let chat = f.source == Source::Chat;
+    match (&f.body, chat) {
+        // What was said follows "said:" as it was written.
+        (Some(body), true) => {
+            text.push_str(": ");
+            text.push_str(body);
+        }
+        _ => text.push('.'),
+    }
+    let summary_lead = if chat { "In short:" } else { "It is about" };
+    sentences.extend(
+        f.summary
+            .as_ref()
+            .map(|s| format!("{summary_lead} {}", full_stop(s))),
+    );
+    if !chat {
+        sentences.extend(f.body.as_ref().map(|b| full_stop(b)));
+    }
+    sentences.extend(
+        f.short_caption
+            .as_ref()
+            .map(|c| format!("It shows {}", full_stop(c))),
+    );
+    sentences.extend(f.caption.as_ref().map(|c| match f.source {
+        Source::Image | Source::Video => full_stop(c),
+        _ => format!("It comes with an image: {}", full_stop(c)),
+    }));
+    sentences.extend(
+        f.ocr
+            .as_ref()
+            .map(|o| format!("The text in it reads: {}", full_stop(o))),
+    );
+    if !f.entities.is_empty() {
+        sentences.push(format!("It involves {}.", f.entities.join(", ")));
+    }
+    let tags = topic_tags(f);
+    if !tags.is_empty() {
+        sentences.push(format!("It is tagged {}.", tags.join(", ")));
+    }
+    for sentence in sentences {
+        text.push(' ');
+        text.push_str(&sentence);
+    }
+    text
+}
+
+/// `text` ending with a full stop (or the question or exclamation mark it has).
+fn full_stop(text: &str) -> String {
+    let trimmed = text.trim_end();
+    if trimmed.ends_with(['.', '!', '?', '…']) {
+        trimmed.to_owned()
+    } else {
+        format!("{trimmed}.")
+    }
+}
+
+/// An item's local time in words: its day, time, part of the day and season (by the
+/// hemisphere of the item's position, northern when it has none).
+struct When {
+    weekday: &'static str,
+    day: i8,
+    month: String,
+    year: i16,
+    hour: i8,
+    minute: i8,
+    part_of_day: &'static str,
+    season: &'static str,
+}
+
+impl When {
+    /// `None` when undated.
+    fn of(f: &ItemFields) -> Option<When> {
+        let local_ms = f.time.local_ms()?;
+        let local =
+            jiff::tz::Offset::UTC.to_datetime(jiff::Timestamp::from_millisecond(local_ms).ok()?);
+        let month = usize::try_from(local.month() - 1).ok()?;
+        let weekday = match local.weekday() {
+            Weekday::Monday => "Monday",
+            Weekday::Tuesday => "Tuesday",
+            Weekday::Wednesday => "Wednesday",
+            Weekday::Thursday => "Thursday",
+            Weekday::Friday => "Friday",
+            Weekday::Saturday => "Saturday",
+            Weekday::Sunday => "Sunday",
+        };
+        let southern = f
+            .location
+            .as_ref()
+            .and_then(|l| l.geo)
+            .is_some_and(|g| g.lat < 0.0);
+        Some(When {
+            weekday,
+            day: local.day(),
+            month: capitalised(MONTH_NAMES.get(month)?),
+            year: local.year(),
+            hour: local.hour(),
+            minute: local.minute(),
+            part_of_day: part_of_day(local.hour()),
+            season: season(local.month(), southern),
+        })
+    }
+
+    /// "Saturday 24 August 2002, 13:59, afternoon, summer 2002".
+    fn sgm(&self) -> String {
+        format!(
+            "{} {} {} {year}, {:02}:{:02}, {}, {} {year}",
+            self.weekday,
+            self.day,
+            self.month,
+            self.hour,
+            self.minute,
+            self.part_of_day,
+            self.season,
+            year = self.year,
+        )
+    }
+
+    /// "on Saturday 24 August 2002 at 13:59, in the afternoon, in summer 2002".
+    fn descriptive(&self) -> String {
+        let part = match self.part_of_day {
+            "night" => "at night".to_owned(),
+            part => format!("in the {part}"),
+        };
+        format!(
+            "on {} {} {} {year} at {:02}:{:02}, {part}, in {} {year}",
+            self.weekday,
+            self.day,
+            self.month,
+            self.hour,
+            self.minute,
+            self.season,
+            year = self.year,
+        )
+    }
 }
 
 /// Morning from 5:00, afternoon from 12:00, evening from 17:00, night from 21:00.
@@ -325,8 +596,117 @@ mod tests {
             item_text(&record(f)),
             "[8 May 2023] Caroline: I went to a support group. [image: a poster]"
         );
-        assert_eq!(changed_sources(1), [Source::Image]);
-        assert!(changed_sources(ITEM_TEXT_VERSION).is_empty());
+    }
+
+    #[test]
+    fn recipes_name_the_sources_whose_text_changed() {
+        let sgm = |version| Recipe {
+            version,
+            style: ItemTextStyle::Sgm,
+        };
+        let now = Recipe::current(ItemTextStyle::Sgm);
+        assert_eq!(changed_sources(sgm(1), now), [Source::Image, Source::Video]);
+        assert_eq!(changed_sources(sgm(2), now), [Source::Video]);
+        assert!(changed_sources(now, now).is_empty());
+        // Another style changes every source's text.
+        let descriptive = Recipe::current(ItemTextStyle::Descriptive);
+        assert_eq!(changed_sources(now, descriptive), Source::ALL);
+        assert_eq!(changed_sources(sgm(1), descriptive), Source::ALL);
+        // The setting's values, both ways; what this build cannot read is the oldest recipe.
+        for recipe in [sgm(1), sgm(2), now, descriptive] {
+            assert_eq!(Recipe::from_setting(Some(&recipe.setting())), recipe);
+        }
+        assert_eq!(
+            descriptive.setting(),
+            format!("{ITEM_TEXT_VERSION}:descriptive")
+        );
+        assert_eq!(Recipe::from_setting(Some("2")), sgm(2));
+        for unreadable in [None, Some(""), Some("x"), Some("3:poetic"), Some(":sgm")] {
+            assert_eq!(Recipe::from_setting(unreadable), sgm(1), "{unreadable:?}");
+        }
+    }
+
+    #[test]
+    fn a_video_reads_as_its_sgm_fields_with_its_duration() {
+        let mut f = ItemFields::new(
+            Source::Video,
+            EventTime::parse("2021-07-03T18:30:00+01:00").unwrap(),
+        );
+        f.camera = Some(memdb_formats::item::Camera {
+            make: None,
+            model: Some("Pixel 6".into()),
+            lens: None,
+        });
+        f.caption = Some("Waves on a beach".into());
+        f.tags = vec![
+            "duration:0:42".into(),
+            "file:20210703_183000.mp4".into(),
+            "sea".into(),
+        ];
+        assert_eq!(
+            item_text(&record(f.clone())),
+            "Type: video; Timestamp: Saturday 3 July 2021, 18:30, evening, summer 2021; \
+             Camera: Pixel 6; Duration: 0:42; Caption: Waves on a beach; Tags: sea"
+        );
+        assert_eq!(
+            item_text_in(&record(f), ItemTextStyle::Descriptive),
+            "On Saturday 3 July 2021 at 18:30, in the evening, in summer 2021, I recorded a \
+             video lasting 0:42 with a Pixel 6. Waves on a beach. It is tagged sea."
+        );
+    }
+
+    #[test]
+    fn the_descriptive_style_says_the_same_in_sentences() {
+        let mut photo = crate::fixtures::eiffel_photo();
+        photo.location.as_mut().unwrap().name = Some("Tour Eiffel".into());
+        photo.camera.as_mut().unwrap().lens = Some("28mm".into());
+        photo.short_caption = Some("the tower".into());
+        photo.caption = Some("The Eiffel Tower from the Trocadéro".into());
+        photo.ocr = Some("SORTIE".into());
+        photo.entities = vec!["Eiffel Tower".into()];
+        photo.tags = vec!["photo".into(), "time:gps".into()];
+        assert_eq!(
+            item_text_in(&record(photo), ItemTextStyle::Descriptive),
+            "On Saturday 24 August 2002 at 13:59, in the afternoon, in summer 2002, at Tour \
+             Eiffel, Paris 16 Passy, Paris, Île-de-France, France, I took a photo with a \
+             FUJIFILM FinePixS2Pro (28mm lens), in landscape orientation. It shows the tower. \
+             The Eiffel Tower from the Trocadéro. The text in it reads: SORTIE. It involves \
+             Eiffel Tower. It is tagged photo."
+        );
+
+        let mut turn = ItemFields::new(
+            Source::Chat,
+            EventTime::parse("2023-05-08T22:56:00+00:00").unwrap(),
+        );
+        turn.speaker = Some("Caroline".into());
+        turn.body = Some("I went to a support group.".into());
+        turn.caption = Some("a poster".into());
+        assert_eq!(
+            item_text_in(&record(turn), ItemTextStyle::Descriptive),
+            "On Monday 8 May 2023 at 22:56, at night, in spring 2023, Caroline said: I went to \
+             a support group. It comes with an image: a poster."
+        );
+
+        let mut mail = ItemFields::new(Source::Email, EventTime::UNDATED);
+        mail.from = Some("ana@example.org".into());
+        mail.to = vec!["ben@example.org".into()];
+        mail.summary = Some("Dinner on Friday?".into());
+        mail.body = Some("Shall we try the new place".into());
+        assert_eq!(
+            item_text_in(&record(mail.clone()), ItemTextStyle::Descriptive),
+            "Ana@example.org wrote an e-mail to ben@example.org. It is about Dinner on Friday? \
+             Shall we try the new place."
+        );
+        // The SGM style of a message is recipe 1's.
+        assert_eq!(
+            item_text_in(&record(mail), ItemTextStyle::Sgm),
+            "ana@example.org: Dinner on Friday? Shall we try the new place"
+        );
+        let note = ItemFields::new(Source::Note, EventTime::UNDATED);
+        assert_eq!(
+            item_text_in(&record(note), ItemTextStyle::Descriptive),
+            "I wrote a note."
+        );
     }
 
     /// A new store starts at the current recipe: its first embed keeps the vectors an

@@ -43,8 +43,8 @@ use crate::graph::{Embedder, NODE_VECTORS, embed_checked};
 use crate::store::{ITEM_VECTORS, ScanFilter, Snapshot, Store, VectorScope};
 use lexical::Bm25;
 
-pub use item_text::item_text;
-pub(crate) use item_text::{ITEM_TEXT_SETTING, ITEM_TEXT_VERSION, changed_sources};
+pub(crate) use item_text::{ITEM_TEXT_SETTING, Recipe, changed_sources};
+pub use item_text::{ItemTextStyle, item_text, item_text_in};
 
 /// Which signals a recall uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -214,6 +214,9 @@ pub struct Recall {
 /// Per-snapshot derived data: the lexical index and each item's time, source and place, by row.
 pub(crate) struct ItemIndex {
     op_seq: u64,
+    /// The style of the text BM25 indexed: a store's style changes without an item operation,
+    /// so the cache is keyed on both.
+    style: ItemTextStyle,
     bm25: Bm25,
     time_source: Vec<(memdb_formats::item::EventTime, u8)>,
     places: Vec<Option<place::ItemPlace>>,
@@ -222,10 +225,18 @@ pub(crate) struct ItemIndex {
 }
 
 impl ItemIndex {
-    fn build(op_seq: u64, items: &[memdb_formats::item::ItemRecord]) -> ItemIndex {
-        let texts: Vec<(u64, String)> = items.iter().map(|i| (i.id, item_text(i))).collect();
+    fn build(
+        op_seq: u64,
+        items: &[memdb_formats::item::ItemRecord],
+        style: ItemTextStyle,
+    ) -> ItemIndex {
+        let texts: Vec<(u64, String)> = items
+            .iter()
+            .map(|i| (i.id, item_text_in(i, style)))
+            .collect();
         ItemIndex {
             op_seq,
+            style,
             bm25: Bm25::build(texts.iter().map(|(id, t)| (*id, t.as_str()))),
             time_source: items
                 .iter()
@@ -253,6 +264,12 @@ struct Travel {
 }
 
 impl Snapshot {
+    /// The style the store writes its items' text in for the encoder and BM25 (its
+    /// `item_text` setting; SGM when unset).
+    pub fn item_text_style(&self) -> Result<ItemTextStyle> {
+        Ok(Recipe::from_setting(self.setting(ITEM_TEXT_SETTING)?.as_deref()).style)
+    }
+
     /// [`Store::recall`] over `versions` (from [`Snapshot::versions_at`]) instead of the
     /// current items: one version per memory (the newest of those given). Current versions
     /// rank by their stored vectors, earlier ones by fresh embeddings of their text (one
@@ -271,7 +288,8 @@ impl Snapshot {
         }
         let items: Vec<memdb_formats::item::ItemRecord> =
             newest.values().map(|v| v.record.clone()).collect();
-        let index = ItemIndex::build(self.op_seq()?, &items);
+        let style = self.item_text_style()?;
+        let index = ItemIndex::build(self.op_seq()?, &items, style);
         let current = newest
             .values()
             .filter(|v| v.is_current())
@@ -283,7 +301,10 @@ impl Snapshot {
             .copied()
             .collect();
         let earlier = if options.signals.dense {
-            let texts: Vec<String> = earlier.iter().map(|v| item_text(&v.record)).collect();
+            let texts: Vec<String> = earlier
+                .iter()
+                .map(|v| item_text_in(&v.record, style))
+                .collect();
             let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
             let vectors = embed_checked(embedder, &refs)?;
             earlier.iter().map(|v| v.record.id).zip(vectors).collect()
@@ -321,15 +342,17 @@ impl Store {
 
     fn item_index(&self, snapshot: &Snapshot) -> Result<Arc<ItemIndex>> {
         let op_seq = snapshot.op_seq()?;
+        let style = snapshot.item_text_style()?;
         let cache = self.extension::<RecallCache>()?;
         if let Ok(guard) = cache.newest.lock()
             && let Some(index) = guard.as_ref()
             && index.op_seq == op_seq
+            && index.style == style
         {
             return Ok(Arc::clone(index));
         }
         let items = snapshot.scan(&ScanFilter::default())?;
-        let index = Arc::new(ItemIndex::build(op_seq, &items));
+        let index = Arc::new(ItemIndex::build(op_seq, &items, style));
         if let Ok(mut guard) = cache.newest.lock() {
             *guard = Some(Arc::clone(&index));
         }

@@ -34,14 +34,15 @@ pub(crate) const BLOBS: TableDefinition<u64, (u64, u64, u64, u8, u64)> =
     TableDefinition::new("blobs");
 /// Store-wide text settings: `encoder_model` (the model id and weights hash that made the
 /// store's vectors); and settings the store keeps for its clients without reading them:
-/// `item_text` (the recipe version of the text the item vectors were made from) and `places`
+/// `item_text` (the recipe version and style of the text the item vectors were made from) and
+/// `places`
 /// (the version of the place pass every item has been through).
 pub(crate) const SETTINGS: TableDefinition<&str, &str> = TableDefinition::new("settings");
 pub(crate) const KEY_ENCODER_MODEL: &str = "encoder_model";
 /// The `item_text` setting a store starts with: a new store's vectors are made with the
 /// current recipe, so none is stale (absent, in a store made before version 7, means 1). The
 /// recall module's tests pin it to its `ITEM_TEXT_VERSION`.
-pub(crate) const NEW_STORE_SETTINGS: [(&str, &str); 1] = [("item_text", "2")];
+pub(crate) const NEW_STORE_SETTINGS: [(&str, &str); 1] = [("item_text", "3")];
 /// vector space name → (dimension, precision code): the spaces of the store's vectors (SPEC.md
 /// §5.1). Format version 2.
 pub(crate) const VECTOR_SPACES: TableDefinition<&str, (u32, u8)> =
