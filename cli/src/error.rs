@@ -115,6 +115,17 @@ pub(crate) enum CliError {
     /// A search needs item vectors the store does not have yet.
     #[error("the store has no item vectors yet: run `memdb embed` first")]
     NoVectors,
+    /// A benchmark's dense retrieval over a store some of whose items have no vector (an
+    /// interrupted `memdb embed`) would score them as never found.
+    #[error(
+        "{missing} of {items} items have no vector yet (an interrupted `memdb embed`?): run `memdb embed` first"
+    )]
+    MissingVectors {
+        /// Items without a vector.
+        missing: u64,
+        /// Items in the store.
+        items: u64,
+    },
     /// The encoder gave no vector for a text.
     #[error("the encoder returned no vector")]
     NoVector,

@@ -208,8 +208,21 @@ pub(crate) fn atm(args: AtmArgs) -> Result<(Value, String)> {
             let store = crate::open_for_reading(&args.dir)?;
             // Dense retrieval over a store nobody embedded would score every question 0.
             let signals = args.retriever.signals();
-            if signals.dense && store.snapshot()?.vectors(memdb::ITEM_VECTORS)?.is_none() {
-                return Err(CliError::NoVectors);
+            if signals.dense {
+                let snapshot = store.snapshot()?;
+                if snapshot.vectors(memdb::ITEM_VECTORS)?.is_none() {
+                    return Err(CliError::NoVectors);
+                }
+                // Half-embedded (a style switch or an embed cut short): the rest would never
+                // be found by the dense signal, and the figures would say nothing of the style.
+                let items = snapshot.item_count()?;
+                let embedded = snapshot.vector_keys(memdb::ITEM_VECTORS)?.len();
+                if embedded < items {
+                    return Err(CliError::MissingVectors {
+                        missing: items - embedded,
+                        items,
+                    });
+                }
             }
             let encoder =
                 crate::embed::encoder_for(&store, args.verbose, crate::model::Download::Ask)?;

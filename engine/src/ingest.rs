@@ -268,9 +268,12 @@ impl Store {
         embedder: &dyn Embedder,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<EmbedReport> {
-        let stale = self.drop_stale_item_vectors()?;
+        // No style switch between choosing the text and committing its vectors.
+        let recipe_lock = self.extension::<crate::recall::RecipeLock>()?;
+        let _recipe = recipe_lock.hold()?;
+        let style = self.snapshot()?.item_text_style()?;
+        let stale = self.remake_recipe(crate::recall::Recipe::current(style))?;
         let snapshot = self.snapshot()?;
-        let style = snapshot.item_text_style()?;
         let done = snapshot.vector_keys(ITEM_VECTORS)?;
         let todo: Vec<u64> = snapshot
             .item_ids()?
@@ -318,24 +321,21 @@ impl Store {
         Ok(report)
     }
 
-    /// Drops the item vectors made from another item-text recipe than this build's in the
-    /// store's style (see [`embed_missing`](Store::embed_missing)); returns how many it dropped.
-    fn drop_stale_item_vectors(&self) -> Result<u64> {
-        let style = self.snapshot()?.item_text_style()?;
-        self.remake_recipe(crate::recall::Recipe::current(style))
-    }
-
     /// Chooses the style the store writes its items' text in for the encoder and BM25: the
     /// lexical index follows at once; the item vectors made in the other style are dropped in
     /// the same commit and made again by the next [`embed_missing`](Store::embed_missing)
     /// (`memdb embed --item-text`). Returns how many vectors it dropped (0 when the store
     /// already has `style`).
     pub fn set_item_text_style(&self, style: crate::recall::ItemTextStyle) -> Result<u64> {
+        // Waits for an embed in progress: its vectors are of the style it started with.
+        let recipe_lock = self.extension::<crate::recall::RecipeLock>()?;
+        let _recipe = recipe_lock.hold()?;
         self.remake_recipe(crate::recall::Recipe::current(style))
     }
 
     /// Makes `to` the store's item-text recipe: in one commit, drops the item vectors of the
-    /// sources whose text differs between the recorded recipe and `to`, and records `to`.
+    /// sources whose text differs between the recorded recipe and `to`, and records `to`. The
+    /// caller holds the [`RecipeLock`](crate::recall::RecipeLock).
     fn remake_recipe(&self, to: crate::recall::Recipe) -> Result<u64> {
         let snapshot = self.snapshot()?;
         let from = crate::recall::Recipe::from_setting(

@@ -494,15 +494,18 @@ impl PyStore {
             let encoder = open.encoder()?;
             let recall = open.store.recall(&query, &filters.options(), &*encoder)?;
             let snapshot = open.store.snapshot()?;
+            // The text recall indexed, in the store's style.
+            let style = snapshot.item_text_style()?;
             let mut hits = Vec::with_capacity(recall.hits.len());
             for hit in recall.hits {
                 let item = snapshot.get(hit.item)?;
-                hits.push((hit, item));
+                let text = item.as_ref().map(|i| memdb::item_text_in(i, style));
+                hits.push((hit, item, text));
             }
             Ok(hits)
         })?;
         let list = PyList::empty(py);
-        for (hit, item) in hits {
+        for (hit, item, text) in hits {
             let e = &hit.explanation;
             let explanation = json!({
                 "dense_rank": e.dense_rank, "lexical_rank": e.lexical_rank,
@@ -514,12 +517,7 @@ impl PyStore {
             let dict = PyDict::new(py);
             dict.set_item("id", hit.item)?;
             dict.set_item("score", hit.score)?;
-            dict.set_item(
-                "text",
-                item.as_ref()
-                    .map(memdb::recall::item_text)
-                    .unwrap_or_default(),
-            )?;
+            dict.set_item("text", text.unwrap_or_default())?;
             match &item {
                 Some(item) => dict.set_item("item", to_py(py, &memdb_query::item_json(item))?)?,
                 None => dict.set_item("item", py.None())?,

@@ -89,7 +89,8 @@ pub fn item_detail_json(
 }
 
 /// A memory's text as Mem0's columns show it: its body (a note's or a message's words, as
-/// written), else the text it is searched by (a photo's SGM fields).
+/// written), else its text in the SGM style (a photo's fields; what it is searched by unless the
+/// store chose descriptive text).
 pub fn memory_text(item: &Item) -> String {
     match &item.fields.body {
         Some(body) => body.clone(),

@@ -113,9 +113,25 @@ impl Recipe {
     }
 }
 
-/// The sources whose text differs between recipes `from` and `to`.
+/// Serialises the changes of a store's recipe with the embeds that make vectors in it (a
+/// store extension): an embed reads the style, then commits vectors window by window, and a
+/// switch in between would leave vectors of the old style recorded as the new one.
+#[derive(Default)]
+pub(crate) struct RecipeLock(std::sync::Mutex<()>);
+
+impl RecipeLock {
+    /// Holds the lock until the guard drops.
+    pub(crate) fn hold(&self) -> crate::error::Result<std::sync::MutexGuard<'_, ()>> {
+        self.0.lock().map_err(|_| {
+            crate::error::Error::WriterPoisoned("an embed or item-text switch panicked".into())
+        })
+    }
+}
+
+/// The sources whose text differs between recipes `from` and `to`. A version newer than this
+/// build's (a store a newer memdb wrote) changed what this build cannot know: every source.
 pub(crate) fn changed_sources(from: Recipe, to: Recipe) -> Vec<Source> {
-    if from.style != to.style {
+    if from.style != to.style || from.version.max(to.version) > ITEM_TEXT_VERSION {
         return Source::ALL.to_vec();
     }
     let (low, high) = (from.version.min(to.version), from.version.max(to.version));
@@ -287,7 +303,9 @@ fn descriptive_text(f: &ItemFields) -> String {
         .orientation
         .map(|o| format!(", in {} orientation", o.name()))
         .unwrap_or_default();
-    let someone = |who: &Option<String>| who.clone().unwrap_or_else(|| "someone".to_owned());
+    // Who said or wrote it, as the SGM text names them (the speaker, else the sender).
+    let who = f.speaker.as_deref().or(f.from.as_deref());
+    let someone = who.unwrap_or("someone");
     let act = match f.source {
         Source::Image => format!("I took a photo{}{framing}", camera.unwrap_or_default()),
         Source::Video => {
@@ -305,10 +323,10 @@ fn descriptive_text(f: &ItemFields) -> String {
             } else {
                 format!(" to {}", f.to.join(", "))
             };
-            format!("{} wrote an e-mail{to}", someone(&f.from))
+            format!("{someone} wrote an e-mail{to}")
         }
-        Source::Chat => format!("{} said", someone(&f.speaker)),
-        Source::Note => "I wrote a note".to_owned(),
+        Source::Chat => format!("{someone} said"),
+        Source::Note => format!("{} wrote a note", who.unwrap_or("I")),
     };
     opening.push(act);
     let mut text = capitalised(&opening.join(", "));
@@ -612,6 +630,11 @@ mod tests {
         let descriptive = Recipe::current(ItemTextStyle::Descriptive);
         assert_eq!(changed_sources(now, descriptive), Source::ALL);
         assert_eq!(changed_sources(sgm(1), descriptive), Source::ALL);
+        // A recipe from a newer build: this one cannot know what changed.
+        assert_eq!(
+            changed_sources(sgm(ITEM_TEXT_VERSION + 1), now),
+            Source::ALL
+        );
         // The setting's values, both ways; what this build cannot read is the oldest recipe.
         for recipe in [sgm(1), sgm(2), now, descriptive] {
             assert_eq!(Recipe::from_setting(Some(&recipe.setting())), recipe);
@@ -702,10 +725,21 @@ mod tests {
             item_text_in(&record(mail), ItemTextStyle::Sgm),
             "ana@example.org: Dinner on Friday? Shall we try the new place"
         );
-        let note = ItemFields::new(Source::Note, EventTime::UNDATED);
+        let mut note = ItemFields::new(Source::Note, EventTime::UNDATED);
         assert_eq!(
-            item_text_in(&record(note), ItemTextStyle::Descriptive),
+            item_text_in(&record(note.clone()), ItemTextStyle::Descriptive),
             "I wrote a note."
+        );
+        // A memory `remember` wrote names its speaker, as the SGM text does.
+        note.speaker = Some("Caroline".into());
+        note.body = Some("Caroline moved to Lisbon".into());
+        assert_eq!(
+            item_text_in(&record(note.clone()), ItemTextStyle::Descriptive),
+            "Caroline wrote a note. Caroline moved to Lisbon."
+        );
+        assert_eq!(
+            item_text_in(&record(note), ItemTextStyle::Sgm),
+            "Caroline: Caroline moved to Lisbon"
         );
     }
 

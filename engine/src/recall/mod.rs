@@ -43,7 +43,7 @@ use crate::graph::{Embedder, NODE_VECTORS, embed_checked};
 use crate::store::{ITEM_VECTORS, ScanFilter, Snapshot, Store, VectorScope};
 use lexical::Bm25;
 
-pub(crate) use item_text::{ITEM_TEXT_SETTING, Recipe, changed_sources};
+pub(crate) use item_text::{ITEM_TEXT_SETTING, Recipe, RecipeLock, changed_sources};
 pub use item_text::{ItemTextStyle, item_text, item_text_in};
 
 /// Which signals a recall uses.
