@@ -321,6 +321,22 @@ pub struct GeoPoint {
     pub lon: f64,
 }
 
+impl GeoPoint {
+    /// The coordinate (`"lat"` or `"lon"`) outside its range (finite, −90..=90 and
+    /// −180..=180), and why; `None` for a valid position. The one range check of every
+    /// reader and of [`ItemFields::validate`].
+    pub fn out_of_range(self) -> Option<(&'static str, String)> {
+        let GeoPoint { lat, lon } = self;
+        if !(lat.is_finite() && (-90.0..=90.0).contains(&lat)) {
+            return Some(("lat", format!("latitude {lat} is not within -90..=90")));
+        }
+        if !(lon.is_finite() && (-180.0..=180.0).contains(&lon)) {
+            return Some(("lon", format!("longitude {lon} is not within -180..=180")));
+        }
+        None
+    }
+}
+
 /// Where something happened: a place name, a position, the place the position is in, or any
 /// of them.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -576,13 +592,13 @@ impl ItemFields {
     /// the calendar holds.
     pub fn validate(&self) -> Result<(), String> {
         self.time.validate()?;
-        if let Some(GeoPoint { lat, lon }) = self.location.as_ref().and_then(|l| l.geo) {
-            if !(lat.is_finite() && (-90.0..=90.0).contains(&lat)) {
-                return Err(format!("latitude {lat} is not within -90..=90"));
-            }
-            if !(lon.is_finite() && (-180.0..=180.0).contains(&lon)) {
-                return Err(format!("longitude {lon} is not within -180..=180"));
-            }
+        if let Some((_, why)) = self
+            .location
+            .as_ref()
+            .and_then(|l| l.geo)
+            .and_then(GeoPoint::out_of_range)
+        {
+            return Err(why);
         }
         if let Some(place) = self.location.as_ref().and_then(|l| l.place.as_ref()) {
             place.validate()?;

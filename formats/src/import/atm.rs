@@ -454,19 +454,11 @@ fn coordinates(value: Value) -> Result<Option<GeoPoint>, ImportErrorKind> {
     };
     match (lat, lon) {
         (Some(lat), Some(lon)) => {
-            if !(-90.0..=90.0).contains(&lat) {
-                return Err(invalid(
-                    "location",
-                    format!("latitude {lat} is not within -90..=90"),
-                ));
+            let geo = GeoPoint { lat, lon };
+            match geo.out_of_range() {
+                Some((_, why)) => Err(invalid("location", why)),
+                None => Ok(Some(geo)),
             }
-            if !(-180.0..=180.0).contains(&lon) {
-                return Err(invalid(
-                    "location",
-                    format!("longitude {lon} is not within -180..=180"),
-                ));
-            }
-            Ok(Some(GeoPoint { lat, lon }))
         }
         (None, None) => Ok(None),
         _ => Err(invalid("location", "has one coordinate of two".to_owned())),

@@ -440,19 +440,11 @@ fn location(value: Value) -> Result<Option<Location>, ImportErrorKind> {
     let geo = match (lat, lon) {
         (None, None) => None,
         (Some(lat), Some(lon)) => {
-            if !(-90.0..=90.0).contains(&lat) {
-                return Err(invalid(
-                    "location.lat",
-                    format!("{lat} is not within -90..=90"),
-                ));
+            let geo = GeoPoint { lat, lon };
+            if let Some((axis, why)) = geo.out_of_range() {
+                return Err(invalid(&format!("location.{axis}"), why));
             }
-            if !(-180.0..=180.0).contains(&lon) {
-                return Err(invalid(
-                    "location.lon",
-                    format!("{lon} is not within -180..=180"),
-                ));
-            }
-            Some(GeoPoint { lat, lon })
+            Some(geo)
         }
         (Some(_), None) => return Err(invalid("location", "has `lat` but no `lon`".to_owned())),
         (None, Some(_)) => return Err(invalid("location", "has `lon` but no `lat`".to_owned())),
