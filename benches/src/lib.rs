@@ -157,3 +157,30 @@ where
         .y_label_area_size(55);
     Ok(chart)
 }
+
+/// The CPU features a run had (the SIMD paths the kernels and crates below could pick), for
+/// the header of a bench's table.
+pub fn cpu_features() -> String {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let mut out = vec!["x86_64"];
+        if std::arch::is_x86_feature_detected!("sse4.2") {
+            out.push("sse4.2");
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            out.push("avx2");
+        }
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            out.push("avx512f");
+        }
+        out.join(" ")
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        "aarch64 neon".to_owned()
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        std::env::consts::ARCH.to_owned()
+    }
+}

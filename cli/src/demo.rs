@@ -8,9 +8,7 @@
 use crate::error::{CliError, Result};
 use std::path::{Path, PathBuf};
 
-use memdb::{
-    CompactOptions, KeepEverything, Options, ScanFilter, Source, Store, VectorScope, Victims,
-};
+use memdb::{CompactOptions, KeepEverything, ScanFilter, Source, Store, VectorScope, Victims};
 
 use crate::output::{Out, check_text, compact_text, item_table, list_table, stats_table};
 use crate::{ImportFormat, import};
@@ -26,7 +24,7 @@ pub(crate) fn run(store_dir: Option<PathBuf>, full: Option<PathBuf>, out: &Out) 
             temp
         }
     };
-    let store = Store::open_or_create(&dir, Options::default())?;
+    let store = Store::open_or_create(&dir, crate::keys::options_for(&dir)?)?;
     let sample_path = dir.join("sample-memories.jsonl");
     std::fs::write(&sample_path, SAMPLE).map_err(|e| CliError::io("write", &sample_path, e))?;
     let mut files = vec![sample_path.clone()];

@@ -168,6 +168,9 @@ pub(crate) enum CliError {
         #[source]
         source: rustyline::error::ReadlineError,
     },
+    /// No passphrase or key file could be had, or the one given is unusable.
+    #[error("{0}")]
+    Secret(String),
     /// A check the command ran found problems (their list was printed).
     #[error("check found problems")]
     CheckFailed,

@@ -435,7 +435,7 @@ pub(crate) fn learn(
         doc["out"] = json!(out.display().to_string());
     }
     if let Some(dir) = store {
-        let store = memdb::Store::open(dir, memdb::Options::default())
+        let store = memdb::Store::open(dir, crate::keys::options_for(dir)?)
             .map_err(|e| CliError::store(dir, e))?;
         let sources: Vec<String> = locomo.iter().map(|p| p.display().to_string()).collect();
         let origin = format!(
@@ -460,7 +460,7 @@ pub(crate) fn lexicon(
 ) -> Result<(Value, String)> {
     if let Some(file) = install {
         let scenes = read_lexicon(Some(file))?;
-        let store = memdb::Store::open(dir, memdb::Options::default())
+        let store = memdb::Store::open(dir, crate::keys::options_for(dir)?)
             .map_err(|e| CliError::store(dir, e))?;
         let version = memdb::gate::install_lexicon(&store, &scenes, &file.display().to_string())?;
         return Ok((
@@ -473,7 +473,7 @@ pub(crate) fn lexicon(
         ));
     }
     if let Some(version) = use_version {
-        let store = memdb::Store::open(dir, memdb::Options::default())
+        let store = memdb::Store::open(dir, crate::keys::options_for(dir)?)
             .map_err(|e| CliError::store(dir, e))?;
         memdb::gate::use_lexicon(&store, version)?;
         return Ok((
@@ -770,7 +770,7 @@ pub(crate) fn generate(args: &GenerateArgs<'_>) -> Result<(Value, String)> {
         doc["out"] = json!(out.display().to_string());
     }
     if let Some(dir) = args.store {
-        let store = memdb::Store::open(dir, memdb::Options::default())
+        let store = memdb::Store::open(dir, crate::keys::options_for(dir)?)
             .map_err(|e| CliError::store(dir, e))?;
         let origin = format!(
             "role-play by {} ({} personas) over {}",

@@ -13,6 +13,7 @@ mod eval;
 mod export;
 mod gate;
 mod import;
+mod keys;
 mod mcp;
 mod model;
 mod ops;
@@ -257,8 +258,36 @@ struct Cli {
     /// Print JSON instead of tables.
     #[arg(long, global = true)]
     json: bool,
+    /// An encrypted store's passphrase: read its first line from this open file descriptor
+    /// (when MEMDB_PASSPHRASE is not set). Never give a passphrase as an argument.
+    #[arg(long, global = true, value_name = "N")]
+    passphrase_fd: Option<u32>,
+    /// An encrypted store's 32-byte key file, instead of a passphrase.
+    #[arg(long, global = true, value_name = "FILE")]
+    key_file: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
+}
+
+/// Argon2id's costs for a new passphrase.
+#[derive(clap::Args, Debug, Clone, Copy)]
+struct KdfArgs {
+    /// Argon2id memory in MiB (default 64).
+    #[arg(long, value_name = "MIB", default_value_t = 64)]
+    kdf_memory_mib: u32,
+    /// Argon2id passes (default 3).
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    kdf_iterations: u32,
+}
+
+impl KdfArgs {
+    fn cost(self) -> memdb::crypto::KdfCost {
+        memdb::crypto::KdfCost {
+            memory_kib: self.kdf_memory_mib.saturating_mul(1024),
+            iterations: self.kdf_iterations,
+            parallelism: 1,
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -267,6 +296,28 @@ enum Command {
     Init {
         /// Store directory (created; must be empty if it exists).
         dir: PathBuf,
+        /// Encrypt the store: every page of every file sealed with XChaCha20-Poly1305 under a
+        /// key the passphrase (MEMDB_PASSPHRASE, --passphrase-fd, or the prompt, twice) or
+        /// --key-file unwraps.
+        #[arg(long)]
+        encrypt: bool,
+        #[command(flatten)]
+        kdf: KdfArgs,
+    },
+    /// Change what unlocks an encrypted store: the current passphrase (as for every command)
+    /// and the new one (MEMDB_NEW_PASSPHRASE, --new-passphrase-fd, --new-key-file, or the
+    /// prompt, twice). Only the key file is rewritten.
+    Rekey {
+        /// Store directory.
+        dir: PathBuf,
+        /// Read the new passphrase's first line from this open file descriptor.
+        #[arg(long, value_name = "N")]
+        new_passphrase_fd: Option<u32>,
+        /// Unlock the store with this 32-byte key file from now on.
+        #[arg(long, value_name = "FILE")]
+        new_key_file: Option<PathBuf>,
+        #[command(flatten)]
+        kdf: KdfArgs,
     },
     /// Import files into an existing store. Bad records and files the format does not take are
     /// reported with their reasons and skipped; a run that imports nothing fails (exit 2).
@@ -672,6 +723,10 @@ fn parse_item_text_style(name: &str) -> std::result::Result<memdb::ItemTextStyle
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    keys::set_flags(keys::SecretFlags {
+        passphrase_fd: cli.passphrase_fd,
+        key_file: cli.key_file.clone(),
+    });
     let out = Out { json: cli.json };
     match run(cli.command, &out) {
         Ok(code) => code,
@@ -782,7 +837,7 @@ impl Window {
 
 /// Opens an existing store, with the path in the error.
 pub(crate) fn open_store(dir: &std::path::Path) -> Result<Store> {
-    Store::open(dir, Options::default()).map_err(|e| CliError::store(dir, e))
+    Store::open(dir, keys::options_for(dir)?).map_err(|e| CliError::store(dir, e))
 }
 
 /// Opens a store for a command that only reads: as its writer (which also finishes a crash
@@ -790,8 +845,9 @@ pub(crate) fn open_store(dir: &std::path::Path) -> Result<Store> {
 /// application, another shell), on read-only media, without write permission — so reading
 /// never waits for a writer and never needs to write.
 pub(crate) fn open_for_reading(dir: &std::path::Path) -> Result<Store> {
-    match Store::open(dir, Options::default()) {
-        Err(e) if e.is_no_write_access() => Store::open_read_only(dir, Options::default()),
+    let options = keys::options_for(dir)?;
+    match Store::open(dir, options.clone()) {
+        Err(e) if e.is_no_write_access() => Store::open_read_only(dir, options),
         other => other,
     }
     .map_err(|e| CliError::store(dir, e))
@@ -801,14 +857,15 @@ pub(crate) fn open_for_reading(dir: &std::path::Path) -> Result<Store> {
 /// another terminal work while it reads. A catalog that still needs crash recovery is recovered
 /// first by a brief writer open, when this process may write.
 pub(crate) fn open_reader(dir: &std::path::Path) -> Result<Store> {
-    match Store::open_read_only(dir, Options::default()) {
+    let options = keys::options_for(dir)?;
+    match Store::open_read_only(dir, options.clone()) {
         Ok(store) => Ok(store),
         Err(first) => {
-            match Store::open(dir, Options::default()) {
+            match Store::open(dir, options.clone()) {
                 Ok(writer) => drop(writer),
                 Err(_) => return Err(CliError::store(dir, first)),
             }
-            Store::open_read_only(dir, Options::default()).map_err(|e| CliError::store(dir, e))
+            Store::open_read_only(dir, options).map_err(|e| CliError::store(dir, e))
         }
     }
 }
@@ -831,7 +888,7 @@ fn repair(dir: &std::path::Path, out: &Out) -> Result<Repaired> {
                 | memdb::Error::UnsupportedVersion { .. }
         ) && dir.join("segments").is_dir()
     };
-    let why = match Store::open(dir, Options::default()) {
+    let why = match Store::open(dir, keys::options_for(dir)?) {
         Ok(store) => {
             let mut progress = progress::bar(0, "repairing (bytes)", !out.json);
             let report = store.repair(&mut |done, total| {
@@ -866,7 +923,9 @@ fn repair(dir: &std::path::Path, out: &Out) -> Result<Repaired> {
 }
 
 fn run(command: Command, out: &Out) -> Result<ExitCode> {
-    let open = |dir: &PathBuf| Store::open(dir, Options::default());
+    let open = |dir: &PathBuf| -> Result<Store> {
+        Store::open(dir, keys::options_for(dir)?).map_err(|e| CliError::store(dir, e))
+    };
     match command {
         Command::Query {
             dir,
@@ -889,10 +948,63 @@ fn run(command: Command, out: &Out) -> Result<ExitCode> {
         }
         Command::Shell { dir } => shell::shell(&dir, out.json)?,
         Command::Mcp { dir, allow_writes } => mcp::serve(&dir, allow_writes)?,
-        Command::Init { dir } => {
-            Store::create(&dir, Options::default())?;
-            out.emit(serde_json::json!({ "created": dir }), || {
-                format!("created store {}", dir.display())
+        Command::Init { dir, encrypt, kdf } => {
+            let mut options = Options {
+                kdf_cost: kdf.cost(),
+                ..Options::default()
+            };
+            if encrypt {
+                let flags = keys::flags();
+                let secret = keys::new_secret(
+                    keys::PASSPHRASE_ENV,
+                    flags.passphrase_fd,
+                    flags.key_file.as_deref(),
+                    "passphrase for the new store",
+                )?;
+                options.secret = Some(std::sync::Arc::new(secret));
+            }
+            Store::create(&dir, options)?;
+            out.emit(
+                serde_json::json!({ "created": dir, "encrypted": encrypt }),
+                || {
+                    format!(
+                        "created {}store {}",
+                        if encrypt { "encrypted " } else { "" },
+                        dir.display()
+                    )
+                },
+            );
+        }
+        Command::Rekey {
+            dir,
+            new_passphrase_fd,
+            new_key_file,
+            kdf,
+        } => {
+            let options = Options {
+                kdf_cost: kdf.cost(),
+                ..keys::options_for(&dir)?
+            };
+            let old = options.secret.clone().ok_or_else(|| {
+                CliError::store(
+                    &dir,
+                    memdb::Error::Key {
+                        path: dir.clone(),
+                        source: memdb::crypto::CryptoError::Unsupported(
+                            "the store is not encrypted: there is no key to change".into(),
+                        ),
+                    },
+                )
+            })?;
+            let new = keys::new_secret(
+                keys::NEW_PASSPHRASE_ENV,
+                new_passphrase_fd,
+                new_key_file.as_deref(),
+                "new passphrase",
+            )?;
+            Store::rekey(&dir, &old, &new, &options).map_err(|e| CliError::store(&dir, e))?;
+            out.emit(serde_json::json!({ "rekeyed": dir }), || {
+                format!("changed the key of store {}", dir.display())
             });
         }
         Command::Import {
@@ -908,10 +1020,11 @@ fn run(command: Command, out: &Out) -> Result<ExitCode> {
             gate_endpoint,
             gate_timeout,
         } => {
+            let options = keys::options_for(&dir)?;
             let store = if create {
-                Store::open_or_create(&dir, Options::default())
+                Store::open_or_create(&dir, options)
             } else {
-                Store::open(&dir, Options::default())
+                Store::open(&dir, options)
             }
             .map_err(|e| match e {
                 memdb::Error::NoStore { .. } => CliError::NoStore { dir: dir.clone() },

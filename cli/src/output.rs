@@ -129,6 +129,18 @@ pub(crate) fn list_table(items: &[Item]) -> String {
 pub(crate) fn stats_table(s: &Stats) -> String {
     let mut t = table(&["what", "count", "bytes"]);
     t.add_row(vec![
+        format!(
+            "encrypted: {}",
+            if s.encrypted {
+                "yes (XChaCha20-Poly1305)"
+            } else {
+                "no"
+            }
+        ),
+        String::new(),
+        String::new(),
+    ]);
+    t.add_row(vec![
         "items".to_owned(),
         s.items.to_string(),
         s.item_bytes.to_string(),

@@ -36,7 +36,8 @@ pub(crate) fn remember(
         .map(EventTime::parse)
         .transpose()
         .map_err(|reason| CliError::flag("--time", reason))?;
-    let store = Store::open(dir, memdb::Options::default()).map_err(|e| CliError::store(dir, e))?;
+    let store =
+        Store::open(dir, crate::keys::options_for(dir)?).map_err(|e| CliError::store(dir, e))?;
     let encoder = crate::embed::encoder_for(&store, !out.json, crate::model::Download::Ask)?;
     let timeout = Duration::from_secs(experts.timeout.max(1));
     let extractor: Box<dyn FactExtractor + '_> = match &experts.extract_model {

@@ -30,6 +30,22 @@ pub enum Error {
         /// The store directory.
         path: PathBuf,
     },
+    /// The store is encrypted and was opened without its passphrase or key file.
+    #[error("store {} is encrypted: give its passphrase (MEMDB_PASSPHRASE, --passphrase-fd or the prompt) or its key file", path.display())]
+    Encrypted {
+        /// The store directory.
+        path: PathBuf,
+    },
+    /// The store's key could not be made, read, unwrapped or changed: a wrong passphrase is
+    /// `source` [`CryptoError::WrongKey`](crate::crypto::CryptoError::WrongKey).
+    #[error("key of store {}: {source}", path.display())]
+    Key {
+        /// The store directory.
+        path: PathBuf,
+        /// What failed.
+        #[source]
+        source: crate::crypto::CryptoError,
+    },
     /// `open` found no store in the directory.
     #[error("no memdb store at {} (create one with `memdb init`)", path.display())]
     NoStore {

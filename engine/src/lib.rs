@@ -24,6 +24,7 @@
 
 pub mod atm;
 mod caption;
+pub mod crypto;
 mod endpoint;
 mod error;
 #[cfg(test)]

@@ -21,6 +21,7 @@ pub mod export;
 pub mod hnsw;
 pub mod import;
 pub mod item;
+pub mod key_header;
 pub mod page_layout;
 pub mod segment;
 

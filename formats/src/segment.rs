@@ -111,7 +111,13 @@ pub struct SegmentHeader {
     pub segment_id: u64,
     /// When the segment was created (UTC ms).
     pub created_unix_ms: i64,
+    /// Whether the file's pages are sealed (SPEC.md §3.7: cipher 1, XChaCha20-Poly1305, with
+    /// a 40-byte tail after every page) rather than stored as they are (cipher 0).
+    pub sealed: bool,
 }
+
+/// The bytes after every page of a sealed segment: the nonce (24) and tag (16).
+pub const SEALED_PAGE_TAIL: u16 = 40;
 
 impl SegmentHeader {
     /// The whole header page.
@@ -122,8 +128,9 @@ impl SegmentHeader {
         out.put_u32(PAGE_SIZE);
         out.put_u64(self.segment_id);
         out.put_i64(self.created_unix_ms);
-        out.put_u16(0); // page_reserve: no per-page AEAD area in this version
-        out.put_u8(0); // cipher: none
+        // page_reserve and cipher: 40 and 1 (XChaCha20-Poly1305) when sealed, else 0 and 0.
+        out.put_u16(if self.sealed { SEALED_PAGE_TAIL } else { 0 });
+        out.put_u8(u8::from(self.sealed));
         out.put_u8(0); // flags
         out.resize(SH_CRC, 0);
         let crc = crc32c(&out[..SH_CRC]);
@@ -164,14 +171,18 @@ impl SegmentHeader {
                 format!("page size {page_size}, version 1 uses {PAGE_SIZE}"),
             ));
         }
-        if page_reserve != 0 || cipher != 0 {
-            return Err(invalid(
-                SH_PAGE_RESERVE,
-                format!(
-                    "page reserve {page_reserve} / cipher {cipher}: encrypted segments are not supported by this build"
-                ),
-            ));
-        }
+        let sealed = match (page_reserve, cipher) {
+            (0, 0) => false,
+            (SEALED_PAGE_TAIL, 1) => true,
+            _ => {
+                return Err(invalid(
+                    SH_PAGE_RESERVE,
+                    format!(
+                        "page reserve {page_reserve} / cipher {cipher}: this build knows 0 / 0 (plain) and 40 / 1 (XChaCha20-Poly1305)"
+                    ),
+                ));
+            }
+        };
         if flags != 0 || head[SH_RESERVED..SH_CRC].iter().any(|&b| b != 0) {
             return Err(invalid(
                 SH_FLAGS,
@@ -181,6 +192,7 @@ impl SegmentHeader {
         Ok(SegmentHeader {
             segment_id,
             created_unix_ms,
+            sealed,
         })
     }
 }
@@ -545,6 +557,7 @@ mod tests {
         let h = SegmentHeader {
             segment_id: 42,
             created_unix_ms: -5,
+            sealed: false,
         };
         let page = h.encode();
         assert_eq!(page.len(), PAGE);
@@ -578,6 +591,7 @@ mod tests {
         let page = SegmentHeader {
             segment_id: 9,
             created_unix_ms: 1,
+            sealed: false,
         }
         .encode();
         let entry = encode_entry(EntryKind::ItemBlock, 9, b"abc");

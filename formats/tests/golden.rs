@@ -322,7 +322,8 @@ fn segment_structures_match_the_spec() {
     assert_eq!(
         SegmentHeader {
             segment_id: id,
-            created_unix_ms: 1_700_000_000_000
+            created_unix_ms: 1_700_000_000_000,
+            sealed: false,
         }
         .encode(),
         spec_header_page(id, 1_700_000_000_000)
@@ -424,4 +425,77 @@ fn field_offsets_match_the_spec_tables() {
     assert_eq!(header, vec![0, 8, 12, 16, 24, 32, 34, 35, 36, 60]);
     let entry: Vec<usize> = segment::ENTRY_HEADER_OFFSETS.iter().map(|f| f.1).collect();
     assert_eq!(entry, vec![0, 4, 5, 6, 8, 16, 20, 24, 32, 60]);
+}
+
+/// SPEC.md §3.1 for an encrypted store's segment: `page_reserve` 40 and `cipher` 1.
+#[test]
+fn a_sealed_segments_header_page_matches_the_spec() {
+    let id = 0x0a0b_0c0d_0e0f_1011u64;
+    let mut b = Vec::new();
+    b.extend_from_slice(b"MEMDBSEG");
+    b.extend_from_slice(&1u32.to_le_bytes());
+    b.extend_from_slice(&4096u32.to_le_bytes());
+    b.extend_from_slice(&id.to_le_bytes());
+    b.extend_from_slice(&7i64.to_le_bytes());
+    b.extend_from_slice(&40u16.to_le_bytes()); // page_reserve
+    b.extend_from_slice(&[1, 0]); // cipher (XChaCha20-Poly1305), flags
+    b.extend_from_slice(&[0; 24]);
+    let c = crc(&b);
+    b.extend_from_slice(&c.to_le_bytes());
+    let expected = page(b);
+    let header = SegmentHeader {
+        segment_id: id,
+        created_unix_ms: 7,
+        sealed: true,
+    };
+    assert_eq!(header.encode(), expected);
+    assert_eq!(SegmentHeader::decode(&expected).unwrap(), header);
+}
+
+/// SPEC.md §3.7's KEY file, field by field, for both kinds of secret.
+#[test]
+fn the_key_header_matches_the_spec() {
+    use memdb_formats::key_header::{Kdf, KeyHeader};
+    for (kdf, code, costs) in [
+        (
+            Kdf::Argon2id {
+                memory_kib: 65_536,
+                iterations: 3,
+                parallelism: 1,
+            },
+            1u8,
+            [65_536u32, 3, 1],
+        ),
+        (Kdf::KeyFile, 2, [0, 0, 0]),
+    ] {
+        let header = KeyHeader {
+            kdf,
+            store_key_id: [0x11; 16],
+            salt: [0x22; 32],
+            wrap_nonce: [0x33; 24],
+            wrapped_key: [0x44; 32],
+            wrap_tag: [0x55; 16],
+        };
+        let mut b = Vec::new();
+        b.extend_from_slice(b"MEMDBKEY");
+        b.extend_from_slice(&1u32.to_le_bytes());
+        b.extend_from_slice(&[1, code, 0, 0]); // cipher, kdf, reserved
+        for cost in costs {
+            b.extend_from_slice(&cost.to_le_bytes());
+        }
+        b.extend_from_slice(&[0; 4]);
+        b.extend_from_slice(&[0x11; 16]);
+        b.extend_from_slice(&[0x22; 32]);
+        assert_eq!(b.len(), 80);
+        assert_eq!(header.associated_data().as_slice(), b.as_slice());
+        b.extend_from_slice(&[0x33; 24]);
+        b.extend_from_slice(&[0x44; 32]);
+        b.extend_from_slice(&[0x55; 16]);
+        b.extend_from_slice(&[0; 4]);
+        let c = crc(&b);
+        b.extend_from_slice(&c.to_le_bytes());
+        assert_eq!(b.len(), 160);
+        assert_eq!(header.encode().as_slice(), b.as_slice());
+        assert_eq!(KeyHeader::decode(&b).unwrap(), header);
+    }
 }

@@ -27,6 +27,7 @@ from . import _native
 from ._errors import (
     AlreadyExistsError,
     CatalogDamagedError,
+    EncryptionError,
     ClosedError,
     ConflictError,
     ConsentError,
@@ -101,14 +102,33 @@ class Store:
 
     __slots__ = ("_native",)
 
-    def __init__(self, path: PathLike, *, create: bool = True, read_only: bool = False) -> None:
-        self._native = _native.Store.open(path, create=create, read_only=read_only)
+    def __init__(
+        self,
+        path: PathLike,
+        *,
+        create: bool = True,
+        read_only: bool = False,
+        passphrase: Optional[str] = None,
+    ) -> None:
+        self._native = _native.Store.open(
+            path, create=create, read_only=read_only, passphrase=passphrase
+        )
 
     @classmethod
-    def open(cls, path: PathLike, *, create: bool = True, read_only: bool = False) -> "Store":
+    def open(
+        cls,
+        path: PathLike,
+        *,
+        create: bool = True,
+        read_only: bool = False,
+        passphrase: Optional[str] = None,
+    ) -> "Store":
         """Opens the store at ``path``; creates it there when ``create`` and the folder holds
-        none. ``read_only`` opens it beside its writer (another process) without a lock."""
-        return cls(path, create=create, read_only=read_only)
+        none. ``read_only`` opens it beside its writer (another process) without a lock.
+
+        An encrypted store needs its ``passphrase`` (else the environment variable
+        ``MEMDB_PASSPHRASE`` is used); a store created with a ``passphrase`` is encrypted."""
+        return cls(path, create=create, read_only=read_only, passphrase=passphrase)
 
     # life
 

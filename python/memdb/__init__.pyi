@@ -7,6 +7,7 @@ from typing import Any, Dict, Iterable, List, Literal, Mapping, Optional, Tuple,
 from ._errors import (
     AlreadyExistsError as AlreadyExistsError,
     CatalogDamagedError as CatalogDamagedError,
+    EncryptionError as EncryptionError,
     ClosedError as ClosedError,
     ConflictError as ConflictError,
     ConsentError as ConsentError,
@@ -71,9 +72,23 @@ class Hit:
 def model_location() -> Tuple[str, bool]: ...
 
 class Store:
-    def __init__(self, path: PathLike, *, create: bool = True, read_only: bool = False) -> None: ...
+    def __init__(
+        self,
+        path: PathLike,
+        *,
+        create: bool = True,
+        read_only: bool = False,
+        passphrase: Optional[str] = None,
+    ) -> None: ...
     @classmethod
-    def open(cls, path: PathLike, *, create: bool = True, read_only: bool = False) -> Store: ...
+    def open(
+        cls,
+        path: PathLike,
+        *,
+        create: bool = True,
+        read_only: bool = False,
+        passphrase: Optional[str] = None,
+    ) -> Store: ...
     def close(self) -> None: ...
     @property
     def closed(self) -> bool: ...

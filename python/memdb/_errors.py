@@ -18,6 +18,7 @@ __all__ = [
     "StorageError",
     "CorruptionError",
     "CatalogDamagedError",
+    "EncryptionError",
     "ModelError",
     "NotFoundError",
     "ConsentError",
@@ -66,6 +67,11 @@ class CorruptionError(MemdbError):
 
 class CatalogDamagedError(CorruptionError):
     """The catalog file (catalog.redb) is damaged; ``memdb repair`` rebuilds it from the segments."""
+
+
+class EncryptionError(MemdbError):
+    """The store is encrypted and no passphrase was given (nor ``MEMDB_PASSPHRASE`` set), or
+    the one given does not open it, or its key file is damaged."""
 
 
 class ModelError(MemdbError):

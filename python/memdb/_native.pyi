@@ -8,7 +8,11 @@ __version__: str
 class Store:
     @staticmethod
     def open(
-        path: Union[str, os.PathLike[str]], *, create: bool = True, read_only: bool = False
+        path: Union[str, os.PathLike[str]],
+        *,
+        create: bool = True,
+        read_only: bool = False,
+        passphrase: Optional[str] = None,
     ) -> Store: ...
     def close(self) -> None: ...
     @property

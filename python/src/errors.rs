@@ -140,6 +140,8 @@ fn kind_of(e: &memdb::Error) -> &'static str {
         E::ReadOnly { .. } => "ReadOnly",
         E::AlreadyExists { .. } => "AlreadyExists",
         E::NoStore { .. } => "NoStore",
+        E::Encrypted { .. } => "Encrypted",
+        E::Key { .. } => "Key",
         E::UnsupportedVersion { .. } => "UnsupportedVersion",
         E::Io { .. } => "Io",
         E::Catalog { .. } => "Catalog",
@@ -182,6 +184,9 @@ impl From<memdb::Error> for Raise {
             E::ReadOnly { path } => Raise::new("ReadOnlyError", message).with_path(path),
             E::AlreadyExists { path } => Raise::new("AlreadyExistsError", message).with_path(path),
             E::NoStore { path } => Raise::new("NoStoreError", message).with_path(path),
+            E::Encrypted { path } | E::Key { path, .. } => {
+                Raise::new("EncryptionError", message).with_path(path)
+            }
             E::UnsupportedVersion { found, supported } => {
                 Raise::new("UnsupportedVersionError", message)
                     .with("found", Attr::Int(*found))

@@ -331,11 +331,35 @@ impl PyStore {
     /// Opens the store at `path` (creating it when `create` and the folder holds none), or,
     /// with `read_only`, beside its writer without taking its lock.
     #[staticmethod]
-    #[pyo3(signature = (path, *, create = true, read_only = false))]
-    fn open(py: Python<'_>, path: PathBuf, create: bool, read_only: bool) -> PyResult<PyStore> {
+    #[pyo3(signature = (path, *, create = true, read_only = false, passphrase = None))]
+    fn open(
+        py: Python<'_>,
+        path: PathBuf,
+        create: bool,
+        read_only: bool,
+        passphrase: Option<String>,
+    ) -> PyResult<PyStore> {
+        // An encrypted store's passphrase: the argument, else MEMDB_PASSPHRASE (as the CLI).
+        // Given for a store that does not exist yet, it makes the new store encrypted.
+        let passphrase = passphrase.map(zeroize::Zeroizing::new).or_else(|| {
+            Store::is_encrypted_at(&path)
+                .then(|| std::env::var("MEMDB_PASSPHRASE").ok())
+                .flatten()
+                .map(zeroize::Zeroizing::new)
+        });
         let store = py
             .detach(|| -> Result<Store> {
-                let options = Options::default();
+                let mut options = Options::default();
+                if let Some(passphrase) = &passphrase {
+                    let secret =
+                        memdb::crypto::Secret::passphrase(passphrase).map_err(|source| {
+                            memdb::Error::Key {
+                                path: path.clone(),
+                                source,
+                            }
+                        })?;
+                    options.secret = Some(Arc::new(secret));
+                }
                 Ok(if read_only {
                     Store::open_read_only(&path, options)?
                 } else if create {

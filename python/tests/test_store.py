@@ -41,6 +41,28 @@ def test_open_create_close_and_reopen(tmp_path: Path) -> None:
     assert "missing.memdb" in info.value.path
 
 
+def test_an_encrypted_store_needs_its_passphrase(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MEMDB_PASSPHRASE", raising=False)
+    path = tmp_path / "sealed.memdb"
+    with memdb.Store.open(path, passphrase="correct horse") as store:
+        store.ingest([note("secret", "The safe code is 4417-8213")], embed=False)
+        assert store.stats()["encrypted"] is True
+    for file in path.rglob("*"):
+        if file.is_file():
+            assert b"4417-8213" not in file.read_bytes(), file
+    with pytest.raises(memdb.EncryptionError) as missing:
+        memdb.Store.open(path, create=False)
+    assert missing.value.kind == "Encrypted" and "sealed.memdb" in missing.value.path
+    with pytest.raises(memdb.EncryptionError) as wrong:
+        memdb.Store.open(path, passphrase="wrong horse")
+    assert wrong.value.kind == "Key" and "does not open" in str(wrong.value)
+    monkeypatch.setenv("MEMDB_PASSPHRASE", "correct horse")
+    with memdb.Store.open(path, create=False, read_only=True) as store:
+        assert store.get("secret")["body"] == "The safe code is 4417-8213"
+
+
 def test_ingest_get_and_update(store: memdb.Store) -> None:
     summary = store.ingest(NOTES, embed=False)
     assert (summary["added"], summary["updated"], summary["skipped"]) == (3, 0, [])

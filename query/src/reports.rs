@@ -19,6 +19,7 @@ pub fn rfc3339(ms: i64) -> Value {
 /// A store's statistics (`memdb stats --json`).
 pub fn stats_json(s: &Stats) -> Value {
     json!({
+        "encrypted": s.encrypted,
         "items": s.items,
         "items_by_source": s.items_by_source.iter().map(|(src, n)| (src.name().to_owned(), json!(n))).collect::<serde_json::Map<_, _>>(),
         "item_bytes": s.item_bytes,

@@ -21,8 +21,9 @@ use memdb_formats::segment::{
 };
 use memdb_vectors::{FlatIndexWriter, HnswIndex, HnswParams, Precision, VectorIndex};
 
-const TARGETS: [&str; 18] = [
+const TARGETS: [&str; 19] = [
     "atm_memory",
+    "key_header",
     "atm_qa",
     "gate_reply",
     "caption_reply",
@@ -139,6 +140,7 @@ fn damaged_segments(block: &[u8]) -> Vec<(&'static str, String, Vec<u8>)> {
     let mut file = SegmentHeader {
         segment_id: 7,
         created_unix_ms: 1_700_000_000_000,
+        sealed: false,
     }
     .encode()
     .to_vec();
@@ -192,6 +194,7 @@ fn generated() -> Vec<(&'static str, String, Vec<u8>)> {
     let header = SegmentHeader {
         segment_id: 7,
         created_unix_ms: 1_700_000_000_000,
+        sealed: false,
     }
     .encode();
     out.push((
@@ -250,7 +253,37 @@ fn generated() -> Vec<(&'static str, String, Vec<u8>)> {
     out.extend(vector_blocks());
     out.extend(pages_and_policies());
     out.extend(damaged_segments(&block));
+    out.extend(key_headers());
     out
+}
+
+/// Key headers of both kinds (fixed bytes where a real one has random salt, nonce and wrap)
+/// and one cut short.
+fn key_headers() -> Vec<(&'static str, String, Vec<u8>)> {
+    use memdb_formats::key_header::{Kdf, KeyHeader};
+    let header = |kdf| KeyHeader {
+        kdf,
+        store_key_id: [0x11; 16],
+        salt: [0x22; 32],
+        wrap_nonce: [0x33; 24],
+        wrapped_key: [0x44; 32],
+        wrap_tag: [0x55; 16],
+    };
+    let passphrase = header(Kdf::Argon2id {
+        memory_kib: 65_536,
+        iterations: 3,
+        parallelism: 1,
+    })
+    .encode();
+    vec![
+        ("key_header", "passphrase.bin".into(), passphrase.to_vec()),
+        (
+            "key_header",
+            "key_file.bin".into(),
+            header(Kdf::KeyFile).encode().to_vec(),
+        ),
+        ("key_header", "cut.bin".into(), passphrase[..100].to_vec()),
+    ]
 }
 
 /// Layouts (plain, saliency-aware, empty) and policy files (a built-in written as TOML, a

@@ -30,11 +30,28 @@ use memdb_it::{Rng, crash_item, env_u64, files_under};
 /// Live items: external id → (batch, index) of `crash_item`.
 type State = BTreeMap<String, (u64, u64)>;
 
-fn options(fs: &Arc<FaultFs>) -> Options {
+/// A store's options on a healthy disk: an encrypted store's passphrase (Argon2id at its
+/// floor: these tests are about the files) or none.
+fn healthy(encrypted: bool) -> Options {
+    Options {
+        secret: encrypted.then(|| Arc::new(memdb::crypto::Secret::passphrase("pw").unwrap())),
+        kdf_cost: memdb::crypto::KdfCost {
+            memory_kib: 64,
+            iterations: 1,
+            parallelism: 1,
+        },
+        ..Options::default()
+    }
+}
+
+/// Options whose file operations go through `fs` (an encrypted store's sealed pages are what
+/// `fs` sees and fails).
+fn options(fs: &Arc<FaultFs>, encrypted: bool) -> Options {
     Options {
         segment_target_bytes: 48 << 10,
         catalog_cache_bytes: 1 << 20,
         io: Arc::clone(fs) as Arc<dyn memdb::StorageIo>,
+        ..healthy(encrypted)
     }
 }
 
@@ -100,8 +117,8 @@ fn read_state(store: &Store) -> Option<State> {
 }
 
 /// Reopens on a healthy disk, checks, and returns what the store holds.
-fn reopen_and_check(dir: &Path, context: &str) -> State {
-    let store = Store::open(dir, Options::default())
+fn reopen_and_check(dir: &Path, encrypted: bool, context: &str) -> State {
+    let store = Store::open(dir, healthy(encrypted))
         .unwrap_or_else(|e| panic!("{context}: the store does not reopen: {e}"));
     let report = store.check().unwrap();
     assert!(
@@ -169,12 +186,12 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 /// A store of 12 batches with deletes and a compaction behind it.
-fn template(dir: &Path) -> State {
+fn template(dir: &Path, encrypted: bool) -> State {
     let store = Store::create(
         dir,
         Options {
             segment_target_bytes: 48 << 10,
-            ..Options::default()
+            ..healthy(encrypted)
         },
     )
     .unwrap();
@@ -194,9 +211,21 @@ fn template(dir: &Path) -> State {
 
 #[test]
 fn every_failed_operation_is_reported_typed_and_loses_nothing() {
+    countdown(false);
+}
+
+/// R4's countdown on an encrypted store (SPEC.md §3.7): the faults hit sealed pages, and a
+/// short write leaves part of a slot, which must read as damage or as never written, never as
+/// wrong data.
+#[test]
+fn every_failed_operation_of_an_encrypted_store_is_reported_typed_and_loses_nothing() {
+    countdown(true);
+}
+
+fn countdown(encrypted: bool) {
     let root = tempfile::tempdir().unwrap();
     let base = root.path().join("template");
-    let before = template(&base);
+    let before = template(&base, encrypted);
     let mut runs = 0u64;
     let mut failed_steps = 0u64;
     for step in [
@@ -219,14 +248,14 @@ fn every_failed_operation_is_reported_typed_and_loses_nothing() {
                 let fs = Arc::new(FaultFs::new(&dir));
                 fs.inject(Some(Injection { at, forever, kind }));
                 let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                    let mut store = Store::open(&dir, options(&fs))?;
+                    let mut store = Store::open(&dir, options(&fs, encrypted))?;
                     let after = run_step(step, &mut store, &before)?;
                     Ok::<_, Error>(after)
                 }));
                 let outcome = outcome.unwrap_or_else(|_| panic!("{context}: panicked"));
                 let fired = fs.failures() > 0;
                 fs.inject(None);
-                let found = reopen_and_check(&dir, &context);
+                let found = reopen_and_check(&dir, encrypted, &context);
                 runs += 1;
                 match outcome {
                     Ok(after) => {
@@ -257,7 +286,9 @@ fn every_failed_operation_is_reported_typed_and_loses_nothing() {
         }
     }
     eprintln!(
-        "R4 countdown: {runs} runs, {failed_steps} ended in a typed error, 0 panics, every reopen clean"
+        "R4 countdown{}: {runs} runs, {failed_steps} ended in a typed error, 0 panics, every \
+         reopen clean",
+        if encrypted { " (encrypted)" } else { "" }
     );
 }
 
@@ -267,14 +298,14 @@ fn every_failed_operation_is_reported_typed_and_loses_nothing() {
 fn a_handle_that_saw_a_failed_fsync_never_reports_a_false_success() {
     let root = tempfile::tempdir().unwrap();
     let base = root.path().join("template");
-    let before = template(&base);
+    let before = template(&base, false);
     let mut refused = 0;
     let mut durable = 0;
     for at in 1..200 {
         let dir = root.path().join(format!("run-{at}"));
         copy_dir(&base, &dir);
         let fs = Arc::new(FaultFs::new(&dir));
-        let store = Store::open(&dir, options(&fs)).unwrap();
+        let store = Store::open(&dir, options(&fs, false)).unwrap();
         fs.inject(Some(Injection {
             at,
             forever: false,
@@ -284,7 +315,7 @@ fn a_handle_that_saw_a_failed_fsync_never_reports_a_false_success() {
         let fired = fs.failures() > 0;
         let second = commit_batch(&store, 901, None);
         drop(store);
-        let found = reopen_and_check(&dir, &format!("fault at {at}"));
+        let found = reopen_and_check(&dir, false, &format!("fault at {at}"));
         if let Ok(added) = &second {
             assert!(
                 added.iter().all(|ext| found.contains_key(ext)),
@@ -339,7 +370,7 @@ fn a_random_fault_soak_never_loses_an_acknowledged_item() {
                 // countdown test fails every operation of an open instead).
                 if store.is_none() {
                     fs.randomly(None);
-                    store = Some(Store::open(&dir, options(&fs))?);
+                    store = Some(Store::open(&dir, options(&fs, false))?);
                 }
                 // A new seed per step: `randomly` restarts its generator.
                 fs.randomly(Some(RandomFaults {
@@ -372,7 +403,7 @@ fn a_random_fault_soak_never_loses_an_acknowledged_item() {
                     errors += 1;
                     store = None;
                     reopens += 1;
-                    let found = reopen_and_check(&dir, &context);
+                    let found = reopen_and_check(&dir, false, &context);
                     // The step may have reached the disk before its error (its fsync failed
                     // after the write): either state is allowed, and is the state from now on.
                     assert!(
@@ -385,7 +416,7 @@ fn a_random_fault_soak_never_loses_an_acknowledged_item() {
             }
         }
         drop(store);
-        assert_eq!(reopen_and_check(&dir, "end of soak"), state);
+        assert_eq!(reopen_and_check(&dir, false, "end of soak"), state);
     }
     eprintln!(
         "R4 soak: {} steps, {errors} typed errors, {reopens} reopens, 0 panics, 0 lost items",

@@ -77,6 +77,8 @@ fn window_ms(w: Option<(u8, u8)>) -> (i64, i64) {
 
 struct Harness {
     dir: tempfile::TempDir,
+    /// What the store is opened with (an encrypted store's passphrase, or nothing).
+    options: Options,
     store: Option<Store>,
     model: BTreeMap<u8, Row>,
 }
@@ -157,7 +159,7 @@ impl Harness {
                 drop(store);
                 self.store = None;
                 self.store =
-                    Some(Store::open(self.dir.path().join("s"), Options::default()).unwrap());
+                    Some(Store::open(self.dir.path().join("s"), self.options.clone()).unwrap());
             }
             Op::Get(ext) => {
                 let got = self
@@ -252,27 +254,63 @@ impl Harness {
     }
 }
 
-fn cases() -> u32 {
-    std::env::var("MEMDB_MODEL_CASES")
+fn cases(variable: &str, default: u32) -> u32 {
+    std::env::var(variable)
         .ok()
         .and_then(|c| c.parse().ok())
-        .unwrap_or(40)
+        .unwrap_or(default)
+}
+
+/// An encrypted store's options (Argon2id at its floor: the test is about the pages).
+fn encrypted() -> Options {
+    Options {
+        secret: Some(std::sync::Arc::new(
+            memdb::crypto::Secret::passphrase("pw").unwrap(),
+        )),
+        kdf_cost: memdb::crypto::KdfCost {
+            memory_kib: 64,
+            iterations: 1,
+            parallelism: 1,
+        },
+        ..Options::default()
+    }
+}
+
+/// Runs `ops` against a store made with `options` and the model; the final check.
+fn run_against_the_model(ops: &[Op], options: Options) -> Result<(), TestCaseError> {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::create(dir.path().join("s"), options.clone()).unwrap();
+    let mut h = Harness {
+        dir,
+        options,
+        store: Some(store),
+        model: BTreeMap::new(),
+    };
+    for op in ops {
+        h.apply(op);
+    }
+    // Finally everything the model holds is in the store, and nothing else.
+    let live = h.store().snapshot().unwrap().item_count().unwrap();
+    prop_assert_eq!(live, h.model.len() as u64);
+    prop_assert!(h.store().check().unwrap().problems.is_empty());
+    Ok(())
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(), max_shrink_iters: 200, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases("MEMDB_MODEL_CASES", 40), max_shrink_iters: 200, ..ProptestConfig::default() })]
 
     #[test]
     fn the_store_answers_as_the_model_does(ops in prop::collection::vec(op(), 500)) {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::create(dir.path().join("s"), Options::default()).unwrap();
-        let mut h = Harness { dir, store: Some(store), model: BTreeMap::new() };
-        for op in &ops {
-            h.apply(op);
-        }
-        // Finally everything the model holds is in the store, and nothing else.
-        let live = h.store().snapshot().unwrap().item_count().unwrap();
-        prop_assert_eq!(live, h.model.len() as u64);
-        prop_assert!(h.store().check().unwrap().problems.is_empty());
+        run_against_the_model(&ops, Options::default())?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases("MEMDB_MODEL_ENCRYPTED_CASES", 10), max_shrink_iters: 200, ..ProptestConfig::default() })]
+
+    /// The same model test on an encrypted store (SPEC.md §3.7): every answer as the model's.
+    #[test]
+    fn an_encrypted_store_answers_as_the_model_does(ops in prop::collection::vec(op(), 500)) {
+        run_against_the_model(&ops, encrypted())?;
     }
 }

@@ -27,34 +27,9 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use memdb::gate::{Gum, Scene, Scenes, normalise};
-use memdb_benches::shared_dir;
+use memdb_benches::{cpu_features, shared_dir};
 
 const TARGET_WORDS: usize = 30_000;
-
-fn cpu_features() -> String {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let mut out = vec!["x86_64"];
-        if std::arch::is_x86_feature_detected!("sse4.2") {
-            out.push("sse4.2");
-        }
-        if std::arch::is_x86_feature_detected!("avx2") {
-            out.push("avx2");
-        }
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            out.push("avx512f");
-        }
-        out.join(" ")
-    }
-    #[cfg(target_arch = "aarch64")]
-    {
-        "aarch64 neon".to_owned()
-    }
-    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-    {
-        std::env::consts::ARCH.to_owned()
-    }
-}
 
 fn locomo(dir: &Path) -> Vec<String> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)

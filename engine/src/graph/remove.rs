@@ -41,12 +41,7 @@ pub(crate) struct Faded {
 
 /// Which tables exist: a store that never built a graph has none and nothing to forget.
 fn has_graph(txn: &redb::WriteTransaction) -> Result<bool> {
-    let tables: Vec<String> = txn
-        .list_tables()
-        .ctx("list tables")?
-        .map(|t| t.name().to_owned())
-        .collect();
-    Ok(tables.iter().any(|t| t == GRAPH_ITEMS.name()))
+    crate::store::catalog::has_table(txn, GRAPH_ITEMS.name())
 }
 
 /// The graph tables, open for writing.

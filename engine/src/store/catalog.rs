@@ -71,6 +71,9 @@ pub(crate) const GRAPH_NODE_PATHS: TableDefinition<u64, &[u8]> =
 /// Q-matrix by path: path id → the nodes it holds, a portable roaring bitmap.
 pub(crate) const GRAPH_PATH_NODES: TableDefinition<u64, &[u8]> =
     TableDefinition::new("graph_path_nodes");
+/// segment id → the 32-byte random salt its subkey derives from; encrypted stores only
+/// (SPEC.md §3.7). Dropped with the segment's row: crypto-shredding.
+pub(crate) const SEGMENT_KEYS: TableDefinition<u64, &[u8]> = TableDefinition::new("segment_keys");
 /// item id → (path id, the item's node ids as u64 LE): which items the graph has seen.
 pub(crate) const GRAPH_ITEMS: TableDefinition<u64, (u64, &[u8])> =
     TableDefinition::new("graph_items");
@@ -149,6 +152,10 @@ pub(crate) const KEY_NEXT_PATH: &str = "next_graph_path_id";
 /// default valid times, and becomes version 8 at its first write, which copies `oplog` into
 /// `memory_ops`.
 pub(crate) const STORE_FORMAT_VERSION: u64 = 8;
+/// Format of an encrypted store (SPEC.md §3.7, §10): version 8 with its files sealed, a KEY
+/// file and the `segment_keys` table. A store is made encrypted or not and stays so; the
+/// plain format keeps its version.
+pub(crate) const ENCRYPTED_FORMAT_VERSION: u64 = 9;
 /// The oldest version this build opens.
 pub(crate) const OLDEST_FORMAT_VERSION: u64 = 1;
 
@@ -443,6 +450,16 @@ pub(crate) fn open_optional<K: redb::Key + 'static, V: redb::Value + 'static>(
         Err(redb::TableError::TableDoesNotExist(_)) => Ok(None),
         Err(e) => Err(crate::Error::catalog("open table")(e.into())),
     }
+}
+
+/// Whether table `name` exists in the catalog as the write transaction `txn` sees it (tables
+/// that only some stores have: the graph's, an encrypted store's `segment_keys`).
+pub(crate) fn has_table(txn: &redb::WriteTransaction, name: &str) -> Result<bool> {
+    use redb::TableHandle;
+    Ok(txn
+        .list_tables()
+        .ctx("list tables")?
+        .any(|t| t.name() == name))
 }
 
 /// Reads a counter from `META`.

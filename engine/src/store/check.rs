@@ -224,7 +224,7 @@ fn next_entry_start(map: &[u8], segment: u64, offset: u64, end: u64) -> Option<u
 /// in order and whether any was damaged. A damaged entry is still listed (so an appended
 /// footer describes the file); a header it cannot read is skipped by scanning for the next.
 pub(crate) fn walk_entries(file: &SegmentFile, end: u64) -> Result<(Vec<FooterRecord>, bool)> {
-    let map = file.map_covering(end)?;
+    let map = file.bytes(0..end)?;
     let mut out = Vec::new();
     let mut damaged = false;
     let mut offset = PAGE as u64;
@@ -295,7 +295,7 @@ fn check_segment(
         );
         return entries;
     }
-    let map = match file.map_covering(row.len) {
+    let map = match file.bytes(0..row.len) {
         Ok(m) => m,
         Err(e) => {
             report.problem(Some(id), None, e.to_string());

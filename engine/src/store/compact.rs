@@ -202,12 +202,7 @@ impl Output<'_> {
         }
         if self.current.is_none() {
             let id = t.take(catalog::KEY_NEXT_SEGMENT, 1)?;
-            let seg = OpenSegment::create(
-                &self.store.inner.options.io,
-                &self.store.inner.paths,
-                id,
-                self.now,
-            )?;
+            let seg = OpenSegment::create(&self.store.inner, t, id, self.now)?;
             self.store.publish_segment(&seg.file)?;
             self.current = Some(seg);
         }
@@ -707,6 +702,10 @@ fn write_segment_rows(
 ) -> Result<()> {
     for &id in &victims {
         t.segments.remove(id).ctx("remove segment")?;
+        // Crypto-shredding: without its salt the retired segment's key cannot be derived.
+        if let Some(keys) = t.segment_keys.as_mut() {
+            keys.remove(id).ctx("remove segment key")?;
+        }
         report.bytes_before += rows.get(&id).map_or(0, |r| r.len);
     }
     for &(id, len) in finished {
@@ -777,13 +776,8 @@ fn read_frame_payload(
         .get(&segment)
         .ok_or_else(|| unavailable("not open (missing or damaged at open)".into()))?;
     let end = offset + u64::from(frame_len);
-    let map = file.map_covering(end)?;
-    let frame = map.get(offset as usize..end as usize).ok_or_else(|| {
-        unavailable(format!(
-            "the frame at offset {offset} ({frame_len} bytes) runs past its end"
-        ))
-    })?;
-    memdb_formats::item::read_framed(frame)
+    let frame = file.bytes(offset..end)?;
+    memdb_formats::item::read_framed(&frame)
         .map(<[u8]>::to_vec)
         .map_err(|e| Error::corruption(segment, offset, e))
 }

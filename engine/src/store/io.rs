@@ -10,8 +10,9 @@
 //!
 //! What does not go through it, and why: segment bytes are read through a shared mmap (a page
 //! fault cannot return an error; the checksums on every read catch what a bad page would return),
-//! and locks (the LOCK, redb's byte-range locks) are not data. memdb never renames a file: a segment becomes live by
-//! being referenced from a catalog commit, not by a rename.
+//! and locks (the LOCK, redb's byte-range locks) are not data. memdb renames one file only, an
+//! encrypted store's KEY when it is rekeyed: a segment becomes live by being referenced from a
+//! catalog commit, not by a rename.
 //!
 //! Invariants: an implementation must either perform an operation completely and return `Ok`,
 //! or return an error (it may have done part of it: a short write); it must never report a
@@ -62,6 +63,20 @@ pub trait StorageIo: std::fmt::Debug + Send + Sync + 'static {
     fn sync_dir(&self, path: &Path) -> io::Result<()>;
     /// Unlinks a file.
     fn remove_file(&self, path: &Path) -> io::Result<()>;
+    /// Renames `from` over `to` (only an encrypted store's KEY file is ever renamed, by
+    /// `rekey`); the caller fsyncs the directory.
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        fs::rename(from, to)
+    }
+    /// The file's length as the store sees it (an encrypted store's files are longer on disk).
+    fn len(&self, _path: &Path, file: &File) -> io::Result<u64> {
+        Ok(file.metadata()?.len())
+    }
+    /// Whether file bytes on disk are sealed pages rather than the store's bytes, so that
+    /// segments must be read through [`read_at`](StorageIo::read_at), never mapped.
+    fn seals_pages(&self) -> bool {
+        false
+    }
 }
 
 /// The real file system.
@@ -164,7 +179,9 @@ impl CatalogBackend {
 
 impl redb::StorageBackend for CatalogBackend {
     fn len(&self) -> io::Result<u64> {
-        Ok(self.file.metadata().map_err(self.context("stat", 0))?.len())
+        self.io
+            .len(&self.path, &self.file)
+            .map_err(self.context("stat", 0))
     }
 
     fn read(&self, offset: u64, out: &mut [u8]) -> io::Result<()> {

@@ -22,10 +22,12 @@ mod dir;
 #[cfg(any(test, feature = "fault-injection"))]
 pub(crate) mod fault;
 pub(crate) mod io;
+mod keys;
 pub(crate) mod pages;
 mod read;
 mod rebuild;
 mod repair;
+mod sealed;
 mod segment_file;
 mod stats;
 pub(crate) mod vector_space;
@@ -76,8 +78,13 @@ pub struct Options {
     /// Memory redb may use to cache catalog pages.
     pub catalog_cache_bytes: usize,
     /// Where every file operation goes: the OS ([`io::OsIo`]) unless a test records or fails
-    /// them.
+    /// them. An encrypted store seals its pages on their way there.
     pub io: Arc<dyn io::StorageIo>,
+    /// The passphrase or key file of an encrypted store. Creating a store with one makes it
+    /// encrypted; opening an encrypted store needs it; a store that is not encrypted ignores it.
+    pub secret: Option<Arc<crate::crypto::Secret>>,
+    /// Argon2id's costs when a passphrase wraps the data key (creating a store, `rekey`).
+    pub kdf_cost: crate::crypto::KdfCost,
 }
 
 impl Default for Options {
@@ -86,6 +93,8 @@ impl Default for Options {
             segment_target_bytes: 64 << 20,
             catalog_cache_bytes: 64 << 20,
             io: Arc::new(io::OsIo),
+            secret: None,
+            kdf_cost: crate::crypto::KdfCost::default(),
         }
     }
 }
@@ -149,6 +158,9 @@ pub(crate) struct StoreInner {
     clients: derived::Clients,
     /// Clients' per-store state (caches, update locks).
     extensions: derived::Extensions,
+    /// An encrypted store's sealing io (also `options.io`), which new segments' keys are
+    /// registered with; `None` for a store that is not encrypted.
+    sealed: Option<Arc<sealed::SealedIo>>,
     /// The writer's LOCK; a read-only handle takes none.
     _lock: Option<StoreLock>,
 }
@@ -170,12 +182,21 @@ pub(crate) struct OpenSegment {
 }
 
 impl OpenSegment {
+    /// Creates segment `id` of `store`; in an encrypted store its key is registered and its
+    /// salt recorded in `t`, the commit that will first record the segment.
     fn create(
-        io: &Arc<dyn io::StorageIo>,
-        paths: &StorePaths,
+        store: &StoreInner,
+        t: &mut write::Tables<'_>,
         id: u64,
         now_ms: i64,
     ) -> Result<OpenSegment> {
+        let (io, paths) = (&store.options.io, &store.paths);
+        if let Some(sealed) = &store.sealed {
+            let table = t.segment_keys.as_mut().ok_or_else(|| {
+                Error::Inconsistent("an encrypted store's catalog has no segment_keys".into())
+            })?;
+            keys::new_segment_key(sealed, paths, table, id)?;
+        }
         let file = SegmentFile::create(io, paths.segment(id), id, now_ms)?;
         dir::sync_dir(io.as_ref(), &paths.segments)?;
         Ok(OpenSegment {
@@ -281,9 +302,18 @@ impl Store {
         dir::sync_dir(io, &parent)?;
         let lock = StoreLock::acquire(&paths.root)?;
         dir::create_private_dir(io, &paths.segments)?;
-        let backend =
-            io::CatalogBackend::open(Arc::clone(&options.io), &paths.catalog, OpenMode::CreateNew)
-                .map_err(Error::io("create catalog", &paths.catalog))?;
+        // An encrypted store's KEY is durable before its catalog exists: a catalog without it
+        // could never be read.
+        let (catalog_io, encrypted) = match options.secret.as_deref() {
+            Some(secret) => {
+                let key = keys::create_key_file(io, &paths, secret, options.kdf_cost)?;
+                let sealed = keys::sealed_io(&paths, Arc::clone(&options.io), key)?;
+                (sealed as Arc<dyn io::StorageIo>, true)
+            }
+            None => (Arc::clone(&options.io), false),
+        };
+        let backend = io::CatalogBackend::open(catalog_io, &paths.catalog, OpenMode::CreateNew)
+            .map_err(Error::io("create catalog", &paths.catalog))?;
         let db = redb::Builder::new()
             .set_cache_size(options.catalog_cache_bytes)
             .set_concurrency_mode(CONCURRENCY)
@@ -291,6 +321,17 @@ impl Store {
             .ctx("create catalog")?;
         let txn = db.begin_write().ctx("begin write")?;
         catalog::initialise(&txn, now_ms())?;
+        if encrypted {
+            txn.open_table(catalog::SEGMENT_KEYS)
+                .ctx("create segment_keys")?;
+            txn.open_table(catalog::META)
+                .ctx("open meta")?
+                .insert(
+                    catalog::KEY_FORMAT_VERSION,
+                    catalog::ENCRYPTED_FORMAT_VERSION,
+                )
+                .ctx("init meta")?;
+        }
         txn.commit().ctx("commit")?;
         dir::sync_dir(io, &paths.root)?;
         drop(db);
@@ -317,6 +358,7 @@ impl Store {
             )
             .map_err(Error::io("chmod", p))?;
         }
+        let (options, sealed) = keys::seal_if_encrypted(&paths, options)?;
         // Our LOCK is held, so a held catalog lock can only be our own previous handle still
         // shared with a child forked by another thread (see `dir::retry_held_lock`).
         let (db, rows) = crate::error::catch_catalog_panic("open catalog", || {
@@ -336,15 +378,27 @@ impl Store {
                 |e| matches!(e, redb::DatabaseError::DatabaseAlreadyOpen),
             )
             .ctx("open catalog")?;
-            let rows = committed_segment_rows(&db.begin_read().ctx("begin read")?)?;
+            let txn = db.begin_read().ctx("begin read")?;
+            let rows = committed_segment_rows(&txn)?;
+            if let Some(sealed) = &sealed {
+                keys::register_segments(sealed, &paths, &txn, rows.keys().copied())?;
+            }
+            drop(txn);
             Ok((db, rows))
         })?;
 
         let mut set = SegmentSet::new();
         let mut damaged = BTreeMap::new();
+        // Open segments whose file had an uncommitted tail: an encrypted store appends no more
+        // to them, so no page position of a segment is ever sealed twice with different
+        // bytes (an old copy of such a page would carry a valid tag: a replay).
+        let mut had_tail = BTreeSet::new();
         for (&id, row) in &rows {
             match open_segment(&options.io, &paths, id, row) {
-                Ok(seg) => {
+                Ok((seg, tail)) => {
+                    if tail {
+                        had_tail.insert(id);
+                    }
                     set.insert(id, Arc::new(seg));
                 }
                 // A read that failed is not damage: fail the open rather than serve a store that
@@ -362,6 +416,7 @@ impl Store {
             .iter()
             .rev()
             .filter(|(_, row)| row.state == SegmentState::Open)
+            .filter(|(id, _)| sealed.is_none() || !had_tail.contains(id))
             .find_map(|(id, row)| set.get(id).map(|f| (Arc::clone(f), row.len)))
             .and_then(|(file, len)| {
                 // A damaged open segment takes no more appends: it stays as it is (readable
@@ -385,7 +440,7 @@ impl Store {
             Catalog::Writer(db),
             options,
             (set, active, damaged),
-            Some(lock),
+            (Some(lock), sealed),
             clients,
         ))
     }
@@ -397,6 +452,7 @@ impl Store {
         clients: derived::Clients,
     ) -> Result<Store> {
         let paths = existing_store_paths(path.as_ref())?;
+        let (options, sealed) = keys::seal_if_encrypted(&paths, options)?;
         let backend =
             io::CatalogBackend::open(Arc::clone(&options.io), &paths.catalog, OpenMode::ReadOnly)
                 .map_err(Error::io("open catalog", &paths.catalog))?;
@@ -414,7 +470,7 @@ impl Store {
             Catalog::Reader(db),
             options,
             (SegmentSet::new(), None, BTreeMap::new()),
-            None,
+            (None, sealed),
             clients,
         ))
     }
@@ -426,7 +482,7 @@ impl Store {
         db: Catalog,
         options: Options,
         (set, active, damaged): (SegmentSet, Option<OpenSegment>, BTreeMap<u64, String>),
-        lock: Option<StoreLock>,
+        (lock, sealed): (Option<StoreLock>, Option<Arc<sealed::SealedIo>>),
         clients: derived::Clients,
     ) -> Store {
         Store {
@@ -444,9 +500,43 @@ impl Store {
                 graphs: Arc::new(vector_space::GraphCache::default()),
                 clients,
                 extensions: derived::Extensions::default(),
+                sealed,
                 _lock: lock,
             }),
         }
+    }
+
+    /// Whether the store is encrypted (its pages sealed under a key a passphrase or key file
+    /// unwraps; SPEC.md §3.7).
+    pub fn is_encrypted(&self) -> bool {
+        self.inner.sealed.is_some()
+    }
+
+    /// Whether the store at `path` is encrypted, without opening it.
+    pub fn is_encrypted_at(path: impl AsRef<Path>) -> bool {
+        keys::is_encrypted(&StorePaths::new(path.as_ref()))
+    }
+
+    /// Changes what unlocks the encrypted store at `path` from `old` to `new` (Argon2id costs
+    /// from `options.kdf_cost`). Only the KEY file changes, atomically: the data key is wrapped
+    /// again and no page is rewritten. Takes the store's LOCK, so no writer may have it open.
+    pub fn rekey(
+        path: impl AsRef<Path>,
+        old: &crate::crypto::Secret,
+        new: &crate::crypto::Secret,
+        options: &Options,
+    ) -> Result<()> {
+        let paths = existing_store_paths(path.as_ref())?;
+        if !keys::is_encrypted(&paths) {
+            return Err(Error::Key {
+                path: paths.root.clone(),
+                source: crate::crypto::CryptoError::Unsupported(
+                    "the store is not encrypted: there is no key to change".into(),
+                ),
+            });
+        }
+        let _lock = StoreLock::acquire(&paths.root)?;
+        keys::rekey(options.io.as_ref(), &paths, old, new, options.kdf_cost)
     }
 
     /// Whether this handle was opened with [`open_read_only`](Self::open_read_only).
@@ -500,6 +590,9 @@ impl Store {
                 if let Some(file) = known.get(&id) {
                     set.insert(id, Arc::clone(file));
                     continue;
+                }
+                if let Some(sealed) = &self.inner.sealed {
+                    keys::register_segments(sealed, &self.inner.paths, &txn, [id])?;
                 }
                 let path = self.inner.paths.segment(id);
                 match SegmentFile::open(&self.inner.options.io, path, id, OpenMode::ReadOnly) {
@@ -703,7 +796,11 @@ fn existing_store_paths(root: &Path) -> Result<StorePaths> {
 fn committed_segment_rows(txn: &redb::ReadTransaction) -> Result<BTreeMap<u64, SegmentRow>> {
     let meta = txn.open_table(catalog::META).ctx("open meta")?;
     let version = catalog::meta_get(&meta, catalog::KEY_FORMAT_VERSION)?;
-    if !(catalog::OLDEST_FORMAT_VERSION..=catalog::STORE_FORMAT_VERSION).contains(&version) {
+    // An encrypted store's catalog (version 9) is only readable through its key, so reaching
+    // this line with it means the key opened it.
+    if !(catalog::OLDEST_FORMAT_VERSION..=catalog::STORE_FORMAT_VERSION).contains(&version)
+        && version != catalog::ENCRYPTED_FORMAT_VERSION
+    {
         return Err(Error::UnsupportedVersion {
             found: version,
             supported: catalog::STORE_FORMAT_VERSION,
@@ -712,12 +809,14 @@ fn committed_segment_rows(txn: &redb::ReadTransaction) -> Result<BTreeMap<u64, S
     catalog::segment_rows(&txn.open_table(catalog::SEGMENTS).ctx("open segments")?)
 }
 
+/// Opens segment `id` as `row` describes it, cutting an open segment's uncommitted tail;
+/// says whether there was one.
 fn open_segment(
     io: &Arc<dyn io::StorageIo>,
     paths: &StorePaths,
     id: u64,
     row: &SegmentRow,
-) -> Result<SegmentFile> {
+) -> Result<(SegmentFile, bool)> {
     let file = SegmentFile::open(io, paths.segment(id), id, OpenMode::ReadWrite)?;
     let file_len = file.file_len()?;
     if file_len < row.len {
@@ -739,7 +838,7 @@ fn open_segment(
         // Bytes past the committed length belong to a batch whose commit never happened.
         file.truncate(row.len)?;
     }
-    Ok(file)
+    Ok((file, file_len > row.len))
 }
 
 /// Deletes segment files (and temporary files) that no committed catalog row references.

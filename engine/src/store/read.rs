@@ -8,7 +8,7 @@
 //! an [`Error::Corruption`](crate::Error::Corruption) naming segment, page and offset, never a
 //! wrong answer.
 
-use std::ops::{Bound, Deref, Range};
+use std::ops::{Bound, Deref};
 use std::sync::Arc;
 
 use memdb_formats::item::{ItemRecord, Source, decode_record, read_framed};
@@ -85,12 +85,11 @@ pub struct DroppedBlob {
     pub why: String,
 }
 
-/// A blob's bytes, borrowed zero-copy from a mapped segment. Holding it keeps the segment
-/// mapped.
+/// A blob's bytes, borrowed zero-copy from a mapped segment (holding it keeps the segment
+/// mapped), or in an encrypted store opened into memory.
 pub struct Blob {
     info: BlobInfo,
-    map: Arc<memmap2::Mmap>,
-    range: Range<usize>,
+    bytes: super::segment_file::SegmentBytes,
 }
 
 impl Blob {
@@ -103,7 +102,7 @@ impl Blob {
 impl Deref for Blob {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
-        &self.map[self.range.clone()]
+        &self.bytes
     }
 }
 
@@ -436,8 +435,8 @@ fn open_segment(segments: &SegmentSet, id: u64) -> Result<&super::segment_file::
 pub(crate) fn read_record(segments: &SegmentSet, loc: &ItemLoc) -> Result<ItemRecord> {
     let file = open_segment(segments, loc.segment)?;
     let end = loc.offset + u64::from(loc.frame_len);
-    let map = file.map_covering(end)?;
-    let frame = &map[loc.offset as usize..end as usize];
+    let frame = file.bytes(loc.offset..end)?;
+    let frame = &frame[..];
     let record = read_framed(frame).map_err(|e| Error::corruption(loc.segment, loc.offset, e))?;
     if record.len() + memdb_formats::item::RECORD_FRAME_BYTES != frame.len() {
         return Err(Error::bad_row(
@@ -480,15 +479,12 @@ pub(crate) fn read_blob(segments: &SegmentSet, id: u64, loc: &BlobLoc) -> Result
             ),
         ));
     }
-    let end = loc.offset + loc.len;
-    let map = file.map_covering(end)?;
-    let range = loc.offset as usize..end as usize;
+    let bytes = file.bytes(loc.offset..loc.offset + loc.len)?;
     header
-        .verify_payload(&map[range.clone()], loc.offset)
+        .verify_payload(&bytes, loc.offset)
         .map_err(|e| Error::corruption(loc.segment, loc.offset, e))?;
     Ok(Blob {
         info: blob_info(id, loc),
-        map,
-        range,
+        bytes,
     })
 }

@@ -283,6 +283,16 @@ impl Store {
                 path: root.to_path_buf(),
             });
         }
+        if super::keys::is_encrypted(&paths) {
+            // Its segments' keys are in the catalog that cannot be read (crypto-shredding's
+            // price): nothing could be salvaged, so the store is left exactly as it is.
+            return Err(Error::Key {
+                path: root.to_path_buf(),
+                source: crate::crypto::CryptoError::Unsupported(
+                    "an encrypted store cannot be rebuilt without its catalog, which holds its segments' keys; restore the store from a backup".into(),
+                ),
+            });
+        }
         let lock = StoreLock::acquire(root)?;
         let mut report = RebuildReport {
             catalog_error: why.to_owned(),

@@ -11,6 +11,7 @@
 //! removed while a reader still maps it.
 
 use std::fs::File;
+use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
@@ -46,6 +47,7 @@ impl SegmentFile {
         let header = SegmentHeader {
             segment_id: id,
             created_unix_ms: now_ms,
+            sealed: io.seals_pages(),
         }
         .encode();
         io.write_at(&path, &file, &header, 0)
@@ -81,6 +83,25 @@ impl SegmentFile {
             .map_err(Error::io("read segment header", &path))?;
         let header =
             SegmentHeader::decode(&page).map_err(|source| Error::corruption(id, 0, source))?;
+        if header.sealed != io.seals_pages() {
+            return Err(Error::SegmentUnavailable {
+                segment: id,
+                reason: format!(
+                    "file {} is {}, the store is {}",
+                    path.display(),
+                    if header.sealed {
+                        "encrypted"
+                    } else {
+                        "not encrypted"
+                    },
+                    if io.seals_pages() {
+                        "encrypted"
+                    } else {
+                        "not encrypted"
+                    },
+                ),
+            });
+        }
         if header.segment_id != id {
             return Err(Error::SegmentUnavailable {
                 segment: id,
@@ -112,13 +133,50 @@ impl SegmentFile {
         self.id
     }
 
-    /// Current length of the file on disk.
+    /// Current length of the file (as the store sees it: an encrypted file is longer on disk).
     pub(crate) fn file_len(&self) -> Result<u64> {
-        Ok(self
-            .file
-            .metadata()
-            .map_err(Error::io("stat", &self.path))?
-            .len())
+        self.io
+            .len(&self.path, &self.file)
+            .map_err(Error::io("stat", &self.path))
+    }
+
+    /// The bytes `range` of the file: borrowed from the shared mapping, or for an encrypted
+    /// store read, opened (every page's tag checked) and owned.
+    pub(crate) fn bytes(&self, range: Range<u64>) -> Result<SegmentBytes> {
+        let unavailable = |reason: String| Error::SegmentUnavailable {
+            segment: self.id,
+            reason,
+        };
+        let len = usize::try_from(range.end.saturating_sub(range.start))
+            .map_err(|_| unavailable(format!("a read of {range:?} does not fit in memory")))?;
+        if !self.io.seals_pages() {
+            let map = self.map_covering(range.end)?;
+            let range = range.start as usize..range.end as usize;
+            return Ok(SegmentBytes::Mapped { map, range });
+        }
+        let mut opened = AlignedBytes::zeroed(len);
+        match self
+            .io
+            .read_at(&self.path, &self.file, opened.as_mut_slice(), range.start)
+        {
+            Ok(()) => Ok(SegmentBytes::Opened(opened)),
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Err(unavailable(format!(
+                "file is {} bytes, a read needs {}",
+                self.file_len().unwrap_or(0),
+                range.end
+            ))),
+            // A page whose tag fails is damage at that page, like a CRC mismatch.
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => Err(Error::corruption(
+                self.id,
+                range.start,
+                memdb_formats::FormatError::Invalid {
+                    what: "sealed page",
+                    offset: range.start,
+                    reason: e.to_string(),
+                },
+            )),
+            Err(e) => Err(Error::io("read", &self.path)(e)),
+        }
     }
 
     pub(crate) fn write_at(&self, bytes: &[u8], offset: u64) -> Result<()> {
@@ -143,8 +201,8 @@ impl SegmentFile {
         self.sync()
     }
 
-    /// A mapping that covers at least `[0, end)`.
-    pub(crate) fn map_covering(&self, end: u64) -> Result<Arc<memmap2::Mmap>> {
+    /// A mapping that covers at least `[0, end)` (a store whose pages are not sealed).
+    fn map_covering(&self, end: u64) -> Result<Arc<memmap2::Mmap>> {
         if let Ok(guard) = self.map.read()
             && let Some(map) = guard.as_ref().filter(|m| m.len() as u64 >= end)
         {
@@ -180,8 +238,8 @@ impl SegmentFile {
     /// Reads and verifies the entry whose header starts at `entry_offset`; returns its header.
     pub(crate) fn read_entry_header(&self, entry_offset: u64) -> Result<EntryHeader> {
         let end = entry_offset + ENTRY_HEADER_BYTES as u64;
-        let map = self.map_covering(end)?;
-        let header = EntryHeader::decode(&map[entry_offset as usize..end as usize], entry_offset)
+        let bytes = self.bytes(entry_offset..end)?;
+        let header = EntryHeader::decode(&bytes, entry_offset)
             .map_err(|e| Error::corruption(self.id, entry_offset, e))?;
         if header.segment_id != self.id {
             return Err(Error::corruption(
@@ -212,6 +270,60 @@ impl Drop for SegmentFile {
     }
 }
 
+/// Bytes of a segment file: a range of its shared mapping (zero copy), or pages read and
+/// opened from an encrypted store.
+#[derive(Debug)]
+pub(crate) enum SegmentBytes {
+    /// A range of the mapping; holding it keeps the mapping alive.
+    Mapped {
+        map: Arc<memmap2::Mmap>,
+        range: Range<usize>,
+    },
+    /// Opened pages, owned.
+    Opened(AlignedBytes),
+}
+
+impl std::ops::Deref for SegmentBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            SegmentBytes::Mapped { map, range } => &map[range.clone()],
+            SegmentBytes::Opened(bytes) => bytes.as_slice(),
+        }
+    }
+}
+
+/// Alignment of bytes opened from a sealed segment: what a mapped segment gives the blocks
+/// that start at an entry's payload (a page boundary plus the 64-byte entry header), which
+/// vector blocks require (`memdb-vectors` refuses a block whose start is not 64-byte aligned).
+const OPENED_ALIGN: usize = 64;
+
+/// An owned byte buffer whose first byte is [`OPENED_ALIGN`]-aligned: a `Vec` with room to
+/// start at the first aligned address inside it (its heap block never moves, so neither does
+/// the start).
+#[derive(Debug)]
+pub(crate) struct AlignedBytes {
+    buf: Vec<u8>,
+    start: usize,
+    len: usize,
+}
+
+impl AlignedBytes {
+    fn zeroed(len: usize) -> AlignedBytes {
+        let buf = vec![0u8; len + OPENED_ALIGN - 1];
+        let start = (OPENED_ALIGN - buf.as_ptr().addr() % OPENED_ALIGN) % OPENED_ALIGN;
+        AlignedBytes { buf, start, len }
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        &self.buf[self.start..self.start + self.len]
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [u8] {
+        &mut self.buf[self.start..self.start + self.len]
+    }
+}
+
 /// The set of segment files a snapshot can read: every segment its catalog view references
 /// (and possibly newer ones, which it never reads).
 pub(crate) type SegmentSet = std::collections::BTreeMap<u64, Arc<SegmentFile>>;
@@ -226,7 +338,7 @@ mod tests {
         let path = dir.path().join("0000000000000001.seg");
         let io: Arc<dyn StorageIo> = Arc::new(crate::store::io::OsIo);
         let seg = Arc::new(SegmentFile::create(&io, path.clone(), 1, 0).unwrap());
-        let first = seg.map_covering(4096).unwrap();
+        let first = seg.bytes(0..4096).unwrap();
         assert_eq!(first.len(), 4096);
         let entry = memdb_formats::segment::encode_entry(
             memdb_formats::segment::EntryKind::Blob,
@@ -234,7 +346,7 @@ mod tests {
             b"payload",
         );
         seg.write_at(&entry, 4096).unwrap();
-        let second = seg.map_covering(8192).unwrap();
+        let second = seg.bytes(0..8192).unwrap();
         assert_eq!(&second[4096 + 64..4096 + 71], b"payload");
         assert_eq!(seg.read_entry_header(4096).unwrap().payload_len, 7);
         // The old mapping is still valid and unchanged below its end.
@@ -265,5 +377,20 @@ mod tests {
             SegmentFile::open(&io, path, 5, OpenMode::ReadWrite),
             Err(Error::Corruption { page: 0, .. })
         ));
+    }
+
+    #[test]
+    fn opened_bytes_start_64_byte_aligned_whatever_their_length() {
+        for len in [0, 1, 63, 64, 4096, 10_000] {
+            let mut bytes = AlignedBytes::zeroed(len);
+            assert_eq!(bytes.as_slice().len(), len);
+            assert_eq!(
+                bytes.as_slice().as_ptr() as usize % OPENED_ALIGN,
+                0,
+                "len {len}"
+            );
+            bytes.as_mut_slice().fill(7);
+            assert!(bytes.as_slice().iter().all(|&b| b == 7));
+        }
     }
 }

@@ -42,6 +42,9 @@ pub struct Stats {
     /// Scrapbook pages per forgetting stage: (stage, pages, pages stored as pixels, bytes of
     /// their JPEG parts), stages in order.
     pub pages_by_stage: Vec<(u8, u64, u64, u64)>,
+    /// Whether the store is encrypted (SPEC.md §3.7). Its files are then 40/4096 longer on
+    /// disk than the byte counts above, which count pages as the store reads them.
+    pub encrypted: bool,
 }
 
 impl Stats {
@@ -71,7 +74,10 @@ impl Store {
     pub fn stats(&self) -> Result<Stats> {
         let snapshot = self.snapshot()?;
         let txn = snapshot.txn();
-        let mut stats = Stats::default();
+        let mut stats = Stats {
+            encrypted: self.is_encrypted(),
+            ..Stats::default()
+        };
         let items = txn.open_table(catalog::ITEMS).ctx("open items")?;
         stats.items = items.len().ctx("count items")?;
         let mut per_source = [0u64; 256];

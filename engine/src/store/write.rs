@@ -417,6 +417,8 @@ pub(crate) struct Tables<'t> {
     pub(super) stale_pages: redb::Table<'t, (&'static str, u64), u64>,
     pub(super) memory_ops: redb::Table<'t, (u64, u64), catalog::MemoryOpValue>,
     pub(super) valid_time: redb::Table<'t, (u64, u64), (i64, i64, i64)>,
+    /// An encrypted store's segment salts; `None` in a store that is not encrypted.
+    pub(super) segment_keys: Option<redb::Table<'t, u64, &'static [u8]>>,
     /// Counters read once per transaction and written back by `flush_counters`.
     counters: HashMap<&'static str, u64>,
 }
@@ -465,6 +467,17 @@ impl<'t> Tables<'t> {
                 .ctx("open stale_pages")?,
             memory_ops: txn.open_table(catalog::MEMORY_OPS).ctx("open memory_ops")?,
             valid_time: txn.open_table(catalog::VALID_TIME).ctx("open valid_time")?,
+            segment_keys: if catalog::has_table(
+                txn,
+                redb::TableHandle::name(&catalog::SEGMENT_KEYS),
+            )? {
+                Some(
+                    txn.open_table(catalog::SEGMENT_KEYS)
+                        .ctx("open segment_keys")?,
+                )
+            } else {
+                None
+            },
             counters: HashMap::new(),
         })
     }
@@ -1371,7 +1384,7 @@ fn append_staged(
     }
     if writer.active.is_none() {
         let id = t.take(catalog::KEY_NEXT_SEGMENT, 1)?;
-        let seg = OpenSegment::create(&inner.options.io, &inner.paths, id, batch.now)?;
+        let seg = OpenSegment::create(inner, t, id, batch.now)?;
         store.publish_segment(&seg.file)?;
         new_segments.push(id);
         writer.active = Some(seg);

@@ -1,0 +1,325 @@
+//! Bench `encryption`: an encrypted store (SPEC.md §3.7) against a plain one, in the same run,
+//! on the same data, with the ratios the issue sets (≤ 1.3× the plain time for recall, ≤ 1.5×
+//! for ingest).
+//!
+//! Data: the shared LoCoMo conversations (turns as chat items, with MiniLM vectors made before
+//! the timed ingest so both stores get the same ones) and the first shared photos with their
+//! originals. Per store:
+//!
+//! - ingest: items/s through `ingest_items` (batches of 256, each a durable commit, vectors
+//!   given, pages composed at the end: the part of a commit encryption touches);
+//! - get-by-id: µs per `Snapshot::get` of a random item, p50 and p99 over 20,000 reads;
+//! - recall: ms per LoCoMo question (`Store::recall`, top 10) with the question vectors
+//!   computed once before timing, so both stores are timed without the encoder;
+//! - forget: s for `forget` with policy `scrapmem` far in the future (every page re-encoded
+//!   at its last stage, originals dropped), then a compaction of everything.
+//!
+//! Run: `cargo run --release -p memdb-benches --bin encryption [-- --photos N] [-- --quick]`.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use memdb::crypto::{KdfCost, Secret};
+use memdb::forget::{ForgetOptions, Policy};
+use memdb::scrapbook::PageOptions;
+use memdb::{BlobKind, Embedder, IngestItem, IngestOptions, Options, RecallOptions, Store};
+use memdb_benches::{cpu_features, flag_value, minilm_two_threads, shared_dir};
+use memdb_formats::import::{locomo, photo};
+
+/// Vectors computed once: the encoder's time is left out of what is compared.
+struct Memo<'a> {
+    encoder: &'a dyn Embedder,
+    seen: Mutex<HashMap<String, Vec<f32>>>,
+}
+
+impl Embedder for Memo<'_> {
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, memdb::EmbedError> {
+        let mut seen = self
+            .seen
+            .lock()
+            .map_err(|_| memdb::EmbedError::Message("memo lock".into()))?;
+        let missing: Vec<&str> = texts
+            .iter()
+            .copied()
+            .filter(|t| !seen.contains_key(*t))
+            .collect();
+        if !missing.is_empty() {
+            for (text, v) in missing.iter().zip(self.encoder.embed(&missing)?) {
+                seen.insert((*text).to_owned(), v);
+            }
+        }
+        Ok(texts.iter().map(|t| seen[*t].clone()).collect())
+    }
+}
+
+fn percentile(values: &mut [f64], p: f64) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[((p / 100.0) * (values.len() - 1) as f64).round() as usize]
+}
+
+struct Figures {
+    ingest_items_per_s: f64,
+    ingest_s: f64,
+    get_p50_us: f64,
+    get_p99_us: f64,
+    recall_ms: f64,
+    forget_s: f64,
+    disk_bytes: u64,
+}
+
+fn disk_bytes(dir: &Path) -> u64 {
+    memdb_query_files(dir)
+        .iter()
+        .map(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
+        .sum()
+}
+
+fn memdb_query_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+fn run(
+    path: &Path,
+    options: Options,
+    items: &[IngestItem],
+    questions: &[String],
+    memo: &Memo<'_>,
+) -> Figures {
+    let store = Store::create(path, options).unwrap();
+    let started = Instant::now();
+    store
+        .ingest_items(
+            items.iter().cloned(),
+            None,
+            IngestOptions {
+                batch_items: 256,
+                ..IngestOptions::default()
+            },
+            &mut |_, _, _| {},
+        )
+        .unwrap();
+    store
+        .compose_pages(PageOptions::default(), &mut |_, _| {})
+        .unwrap();
+    let ingest_s = started.elapsed().as_secs_f64();
+
+    let snap = store.snapshot().unwrap();
+    let ids = snap.item_ids().unwrap();
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let mut gets = Vec::with_capacity(20_000);
+    for _ in 0..20_000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let id = ids[(x % ids.len() as u64) as usize];
+        let t = Instant::now();
+        let item = snap.get(id).unwrap();
+        gets.push(t.elapsed().as_secs_f64() * 1e6);
+        assert!(item.is_some());
+    }
+    drop(snap);
+
+    let options = RecallOptions {
+        k: 10,
+        ..RecallOptions::default()
+    };
+    for q in questions {
+        store.recall(q, &options, memo).unwrap(); // warm: the memo holds every vector after
+    }
+    let started = Instant::now();
+    for q in questions {
+        store.recall(q, &options, memo).unwrap();
+    }
+    let recall_ms = started.elapsed().as_secs_f64() * 1e3 / questions.len().max(1) as f64;
+
+    let started = Instant::now();
+    store
+        .forget(
+            &Policy::builtin("scrapmem").unwrap(),
+            "2040-01-01".parse().unwrap(),
+            ForgetOptions {
+                dry_run: false,
+                drop_originals: true,
+                pages: PageOptions::default(),
+                progress: &mut |_, _| {},
+            },
+        )
+        .unwrap();
+    store
+        .compact(
+            &memdb::CompactOptions {
+                victims: memdb::Victims::All,
+            },
+            &mut memdb::KeepEverything,
+        )
+        .unwrap();
+    let forget_s = started.elapsed().as_secs_f64();
+    drop(store);
+    Figures {
+        ingest_items_per_s: items.len() as f64 / ingest_s,
+        ingest_s,
+        get_p50_us: percentile(&mut gets, 50.0),
+        get_p99_us: percentile(&mut gets, 99.0),
+        recall_ms,
+        forget_s,
+        disk_bytes: disk_bytes(path),
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let photo_limit: usize =
+        flag_value(&args, "--photos").map_or(if quick { 8 } else { 40 }, |v| v.parse().unwrap());
+    let shared = shared_dir();
+    let (encoder, _) = minilm_two_threads();
+    let memo = Memo {
+        encoder: &encoder,
+        seen: Mutex::new(HashMap::new()),
+    };
+
+    let mut items = Vec::new();
+    let mut questions = Vec::new();
+    let locomo_dir = shared.join("data/locomo");
+    let files = if quick {
+        vec!["26.json"]
+    } else {
+        vec!["26.json", "30.json", "41.json"]
+    };
+    for name in files {
+        let file = locomo_dir.join(name);
+        let bytes = std::fs::read(&file).unwrap();
+        let parsed = locomo::parse(&file, &bytes).unwrap();
+        let drafts: Vec<_> = parsed.items.into_iter().map(|i| i.draft).collect();
+        let texts: Vec<String> = drafts
+            .iter()
+            .map(|d| {
+                memdb::recall::item_text(&memdb::Item {
+                    id: 0,
+                    ingest_time_ms: 0,
+                    fields: d.fields.clone(),
+                    supersedes: None,
+                    blobs: vec![],
+                })
+            })
+            .collect();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let vectors = encoder.embed(&refs).unwrap();
+        for (draft, vector) in drafts.into_iter().zip(vectors) {
+            let mut item = IngestItem::new(draft);
+            item.vector = Some(vector);
+            items.push(item);
+        }
+        questions.extend(
+            locomo::parse_qa(&file, &bytes)
+                .unwrap()
+                .into_iter()
+                .map(|q| q.question),
+        );
+    }
+    let photos_dir = shared.join("data/photos");
+    let mut photos = 0;
+    let mut paths = memdb_query_files(&photos_dir);
+    paths.sort();
+    for path in paths {
+        if photos == photo_limit {
+            break;
+        }
+        let bytes = std::fs::read(&path).unwrap();
+        let name = path
+            .strip_prefix(&photos_dir)
+            .unwrap()
+            .display()
+            .to_string();
+        if let Ok(p) = photo::parse(&name, &bytes, Default::default())
+            && p.damage.is_none()
+        {
+            items.push(IngestItem {
+                draft: p.draft,
+                blobs: vec![(BlobKind::Original, bytes)],
+                origin: name,
+                vector: None,
+            });
+            photos += 1;
+        }
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let plain = run(
+        &dir.path().join("plain"),
+        Options::default(),
+        &items,
+        &questions,
+        &memo,
+    );
+    let sealed = run(
+        &dir.path().join("encrypted"),
+        Options {
+            secret: Some(Arc::new(Secret::passphrase("bench passphrase").unwrap())),
+            kdf_cost: KdfCost::default(),
+            ..Options::default()
+        },
+        &items,
+        &questions,
+        &memo,
+    );
+
+    println!(
+        "encryption bench: {} items ({photos} photos with originals), {} questions; cpu: {}",
+        items.len(),
+        questions.len(),
+        cpu_features()
+    );
+    println!(
+        "{:<28} {:>14} {:>14} {:>10} {:>8}",
+        "measure", "plain", "encrypted", "ratio", "target"
+    );
+    let row = |what: &str, p: f64, e: f64, target: &str| {
+        println!("{what:<28} {p:>14.2} {e:>14.2} {:>9.2}× {target:>8}", e / p);
+    };
+    row("ingest (s)", plain.ingest_s, sealed.ingest_s, "≤ 1.5×");
+    println!(
+        "{:<28} {:>14.0} {:>14.0}",
+        "  items/s", plain.ingest_items_per_s, sealed.ingest_items_per_s
+    );
+    row(
+        "get-by-id p50 (µs)",
+        plain.get_p50_us,
+        sealed.get_p50_us,
+        "",
+    );
+    row(
+        "get-by-id p99 (µs)",
+        plain.get_p99_us,
+        sealed.get_p99_us,
+        "",
+    );
+    row(
+        "recall (ms/question)",
+        plain.recall_ms,
+        sealed.recall_ms,
+        "≤ 1.3×",
+    );
+    row("forget + compact (s)", plain.forget_s, sealed.forget_s, "");
+    row(
+        "on disk after (MB)",
+        plain.disk_bytes as f64 / 1e6,
+        sealed.disk_bytes as f64 / 1e6,
+        "",
+    );
+}
