@@ -336,6 +336,14 @@ impl DataKey {
     }
 }
 
+/// A page's tail as stored: the nonce, then the tag.
+fn page_tail(nonce: &[u8; 24], tag: &Tag) -> [u8; PAGE_TAIL_BYTES] {
+    let mut tail = [0u8; PAGE_TAIL_BYTES];
+    tail[..24].copy_from_slice(nonce);
+    tail[24..].copy_from_slice(tag);
+    tail
+}
+
 /// Seals and opens the pages of one file under its subkey. The cipher zeroizes its key when
 /// dropped.
 pub(crate) struct PageCipher {
@@ -382,22 +390,8 @@ impl PageCipher {
         page: u64,
         page_bytes: &[u8],
     ) -> Result<[u8; PAGE_TAIL_BYTES], CryptoError> {
-        let nonce: [u8; 24] = random()?;
-        let tag = self
-            .aead
-            .encrypt_in_place_detached(
-                XNonce::from_slice(&nonce),
-                &self.readable_associated_data(page, page_bytes),
-                &mut [],
-            )
-            .map_err(|_| CryptoError::Tag {
-                file: self.file.name(),
-                page,
-            })?;
-        let mut tail = [0u8; PAGE_TAIL_BYTES];
-        tail[..24].copy_from_slice(&nonce);
-        tail[24..].copy_from_slice(&tag);
-        Ok(tail)
+        let ad = self.readable_associated_data(page, page_bytes);
+        self.encrypt(page, random()?, &ad, &mut [])
     }
 
     /// Checks a page sealed by [`seal_readable`](PageCipher::seal_readable).
@@ -407,17 +401,8 @@ impl PageCipher {
         page_bytes: &[u8],
         tail: &[u8; PAGE_TAIL_BYTES],
     ) -> Result<(), CryptoError> {
-        self.aead
-            .decrypt_in_place_detached(
-                XNonce::from_slice(&tail[..24]),
-                &self.readable_associated_data(page, page_bytes),
-                &mut [],
-                Tag::from_slice(&tail[24..]),
-            )
-            .map_err(|_| CryptoError::Tag {
-                file: self.file.name(),
-                page,
-            })
+        let ad = self.readable_associated_data(page, page_bytes);
+        self.decrypt(page, &ad, &mut [], tail)
     }
 
     fn readable_associated_data(&self, page: u64, page_bytes: &[u8]) -> Vec<u8> {
@@ -465,21 +450,48 @@ impl PageCipher {
         page_bytes: &mut [u8],
         nonce: [u8; 24],
     ) -> Result<[u8; PAGE_TAIL_BYTES], CryptoError> {
+        let ad = self.associated_data(page);
+        self.encrypt(page, nonce, &ad, page_bytes)
+    }
+
+    /// Encrypts `buf` in place under `nonce` and `ad`; the tail to store.
+    fn encrypt(
+        &self,
+        page: u64,
+        nonce: [u8; 24],
+        ad: &[u8],
+        buf: &mut [u8],
+    ) -> Result<[u8; PAGE_TAIL_BYTES], CryptoError> {
         let tag = self
             .aead
-            .encrypt_in_place_detached(
-                XNonce::from_slice(&nonce),
-                &self.associated_data(page),
-                page_bytes,
+            .encrypt_in_place_detached(XNonce::from_slice(&nonce), ad, buf)
+            .map_err(|_| self.tag_error(page))?;
+        Ok(page_tail(&nonce, &tag))
+    }
+
+    /// Decrypts `buf` in place, checking `tail`'s tag against `ad`.
+    fn decrypt(
+        &self,
+        page: u64,
+        ad: &[u8],
+        buf: &mut [u8],
+        tail: &[u8; PAGE_TAIL_BYTES],
+    ) -> Result<(), CryptoError> {
+        self.aead
+            .decrypt_in_place_detached(
+                XNonce::from_slice(&tail[..24]),
+                ad,
+                buf,
+                Tag::from_slice(&tail[24..]),
             )
-            .map_err(|_| CryptoError::Tag {
-                file: self.file.name(),
-                page,
-            })?;
-        let mut tail = [0u8; PAGE_TAIL_BYTES];
-        tail[..24].copy_from_slice(&nonce);
-        tail[24..].copy_from_slice(&tag);
-        Ok(tail)
+            .map_err(|_| self.tag_error(page))
+    }
+
+    fn tag_error(&self, page: u64) -> CryptoError {
+        CryptoError::Tag {
+            file: self.file.name(),
+            page,
+        }
     }
 
     /// Decrypts `page_bytes` (page `page` of this file) in place, checking `tail`'s tag; on a
@@ -490,17 +502,8 @@ impl PageCipher {
         page_bytes: &mut [u8],
         tail: &[u8; PAGE_TAIL_BYTES],
     ) -> Result<(), CryptoError> {
-        self.aead
-            .decrypt_in_place_detached(
-                XNonce::from_slice(&tail[..24]),
-                &self.associated_data(page),
-                page_bytes,
-                Tag::from_slice(&tail[24..]),
-            )
-            .map_err(|_| CryptoError::Tag {
-                file: self.file.name(),
-                page,
-            })
+        let ad = self.associated_data(page);
+        self.decrypt(page, &ad, page_bytes, tail)
     }
 }
 

@@ -427,3 +427,19 @@ pub fn remember_message(n: u64) -> String {
     }
     sentences.join(" ")
 }
+
+/// A store's options, encrypted (passphrase `pw`) or not. Argon2id runs at its floor: the
+/// reliability tests are about the files, not the KDF's cost.
+pub fn store_options(encrypted: bool) -> memdb::Options {
+    memdb::Options {
+        secret: encrypted.then(|| {
+            std::sync::Arc::new(memdb::crypto::Secret::passphrase("pw").expect("a passphrase"))
+        }),
+        kdf_cost: memdb::crypto::KdfCost {
+            memory_kib: 64,
+            iterations: 1,
+            parallelism: 1,
+        },
+        ..memdb::Options::default()
+    }
+}

@@ -30,20 +30,6 @@ use memdb_it::{Rng, crash_item, env_u64, files_under};
 /// Live items: external id → (batch, index) of `crash_item`.
 type State = BTreeMap<String, (u64, u64)>;
 
-/// A store's options on a healthy disk: an encrypted store's passphrase (Argon2id at its
-/// floor: these tests are about the files) or none.
-fn healthy(encrypted: bool) -> Options {
-    Options {
-        secret: encrypted.then(|| Arc::new(memdb::crypto::Secret::passphrase("pw").unwrap())),
-        kdf_cost: memdb::crypto::KdfCost {
-            memory_kib: 64,
-            iterations: 1,
-            parallelism: 1,
-        },
-        ..Options::default()
-    }
-}
-
 /// Options whose file operations go through `fs` (an encrypted store's sealed pages are what
 /// `fs` sees and fails).
 fn options(fs: &Arc<FaultFs>, encrypted: bool) -> Options {
@@ -51,7 +37,7 @@ fn options(fs: &Arc<FaultFs>, encrypted: bool) -> Options {
         segment_target_bytes: 48 << 10,
         catalog_cache_bytes: 1 << 20,
         io: Arc::clone(fs) as Arc<dyn memdb::StorageIo>,
-        ..healthy(encrypted)
+        ..memdb_it::store_options(encrypted)
     }
 }
 
@@ -118,7 +104,7 @@ fn read_state(store: &Store) -> Option<State> {
 
 /// Reopens on a healthy disk, checks, and returns what the store holds.
 fn reopen_and_check(dir: &Path, encrypted: bool, context: &str) -> State {
-    let store = Store::open(dir, healthy(encrypted))
+    let store = Store::open(dir, memdb_it::store_options(encrypted))
         .unwrap_or_else(|e| panic!("{context}: the store does not reopen: {e}"));
     let report = store.check().unwrap();
     assert!(
@@ -191,7 +177,7 @@ fn template(dir: &Path, encrypted: bool) -> State {
         dir,
         Options {
             segment_target_bytes: 48 << 10,
-            ..healthy(encrypted)
+            ..memdb_it::store_options(encrypted)
         },
     )
     .unwrap();

@@ -261,21 +261,6 @@ fn cases(variable: &str, default: u32) -> u32 {
         .unwrap_or(default)
 }
 
-/// An encrypted store's options (Argon2id at its floor: the test is about the pages).
-fn encrypted() -> Options {
-    Options {
-        secret: Some(std::sync::Arc::new(
-            memdb::crypto::Secret::passphrase("pw").unwrap(),
-        )),
-        kdf_cost: memdb::crypto::KdfCost {
-            memory_kib: 64,
-            iterations: 1,
-            parallelism: 1,
-        },
-        ..Options::default()
-    }
-}
-
 /// Runs `ops` against a store made with `options` and the model; the final check.
 fn run_against_the_model(ops: &[Op], options: Options) -> Result<(), TestCaseError> {
     let dir = tempfile::tempdir().unwrap();
@@ -311,6 +296,6 @@ proptest! {
     /// The same model test on an encrypted store (SPEC.md §3.7): every answer as the model's.
     #[test]
     fn an_encrypted_store_answers_as_the_model_does(ops in prop::collection::vec(op(), 500)) {
-        run_against_the_model(&ops, encrypted())?;
+        run_against_the_model(&ops, memdb_it::store_options(true))?;
     }
 }

@@ -35,25 +35,12 @@ struct Recorded {
     states: Vec<State>,
 }
 
-/// An encrypted store's passphrase (and Argon2id at its floor: the test is about the format).
-fn secret(encrypted: bool) -> Options {
-    Options {
-        secret: encrypted.then(|| Arc::new(memdb::crypto::Secret::passphrase("pw").unwrap())),
-        kdf_cost: memdb::crypto::KdfCost {
-            memory_kib: 64,
-            iterations: 1,
-            parallelism: 1,
-        },
-        ..Options::default()
-    }
-}
-
 fn options(io: Arc<FaultFs>, encrypted: bool) -> Options {
     Options {
         segment_target_bytes: 48 << 10,
         catalog_cache_bytes: 1 << 20,
         io,
-        ..secret(encrypted)
+        ..memdb_it::store_options(encrypted)
     }
 }
 
@@ -205,7 +192,7 @@ fn check_images(
                 "seed {seed}, op {k} of {} ({op:?}), {kind:?}",
                 recorded.trace.len()
             );
-            let store = Store::open(&dir, secret(encrypted))
+            let store = Store::open(&dir, memdb_it::store_options(encrypted))
                 .unwrap_or_else(|e| panic!("{context}: the image does not open: {e}"));
             let report = store.check().unwrap();
             assert!(

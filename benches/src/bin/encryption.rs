@@ -11,7 +11,7 @@
 //! - get-by-id: µs per `Snapshot::get` of a random item, p50 and p99 over 20,000 reads;
 //! - recall: ms per LoCoMo question (`Store::recall`, top 10) with the question vectors
 //!   computed once before timing, so both stores are timed without the encoder;
-//! - forget: s for `forget` with policy `scrapmem` far in the future (every page re-encoded
+//! - forget: s for `forget` with policy `timed-gentle` far in the future (every page re-encoded
 //!   at its last stage, originals dropped), then a compaction of everything.
 //!
 //! Run: `cargo run --release -p memdb-benches --bin encryption [-- --photos N] [-- --quick]`.
@@ -150,7 +150,7 @@ fn run(
     let started = Instant::now();
     store
         .forget(
-            &Policy::builtin("scrapmem").unwrap(),
+            &Policy::builtin("timed-gentle").unwrap(),
             "2040-01-01".parse().unwrap(),
             ForgetOptions {
                 dry_run: false,
