@@ -612,6 +612,10 @@ impl Store {
     /// problem with [`CheckReport::catalog_damaged`] set, not as an error: `repair` then
     /// rebuilds the store from its segments.
     pub fn check(&self) -> Result<CheckReport> {
+        // An encrypted store's opened ranges are what was read before: check reads the disk.
+        if let Some(sealed) = &self.inner.sealed {
+            sealed.opened_cache().clear();
+        }
         match crate::error::catch_catalog_panic("check", || self.check_everything()) {
             Err(e @ (Error::Catalog { .. } | Error::CatalogDamaged { .. })) => {
                 let mut report = CheckReport {

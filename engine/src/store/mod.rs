@@ -197,7 +197,8 @@ impl OpenSegment {
             })?;
             keys::new_segment_key(sealed, paths, table, id)?;
         }
-        let file = SegmentFile::create(io, paths.segment(id), id, now_ms)?;
+        let file = SegmentFile::create(io, paths.segment(id), id, now_ms)?
+            .with_opened_cache(store.sealed.as_ref().map(|s| s.opened_cache()));
         dir::sync_dir(io.as_ref(), &paths.segments)?;
         Ok(OpenSegment {
             file: Arc::new(file),
@@ -396,6 +397,7 @@ impl Store {
         for (&id, row) in &rows {
             match open_segment(&options.io, &paths, id, row) {
                 Ok((seg, tail)) => {
+                    let seg = seg.with_opened_cache(sealed.as_ref().map(|s| s.opened_cache()));
                     if tail {
                         had_tail.insert(id);
                     }
@@ -597,6 +599,9 @@ impl Store {
                 let path = self.inner.paths.segment(id);
                 match SegmentFile::open(&self.inner.options.io, path, id, OpenMode::ReadOnly) {
                     Ok(file) => {
+                        let file = file.with_opened_cache(
+                            self.inner.sealed.as_ref().map(|s| s.opened_cache()),
+                        );
                         set.insert(id, Arc::new(file));
                     }
                     Err(e) if e.is_not_found() && missing.insert(id) => {

@@ -435,7 +435,7 @@ fn open_segment(segments: &SegmentSet, id: u64) -> Result<&super::segment_file::
 pub(crate) fn read_record(segments: &SegmentSet, loc: &ItemLoc) -> Result<ItemRecord> {
     let file = open_segment(segments, loc.segment)?;
     let end = loc.offset + u64::from(loc.frame_len);
-    let frame = file.bytes(loc.offset..end)?;
+    let frame = file.cached_bytes(loc.offset..end)?;
     let frame = &frame[..];
     let record = read_framed(frame).map_err(|e| Error::corruption(loc.segment, loc.offset, e))?;
     if record.len() + memdb_formats::item::RECORD_FRAME_BYTES != frame.len() {
@@ -479,7 +479,7 @@ pub(crate) fn read_blob(segments: &SegmentSet, id: u64, loc: &BlobLoc) -> Result
             ),
         ));
     }
-    let bytes = file.bytes(loc.offset..loc.offset + loc.len)?;
+    let bytes = file.cached_bytes(loc.offset..loc.offset + loc.len)?;
     header
         .verify_payload(&bytes, loc.offset)
         .map_err(|e| Error::corruption(loc.segment, loc.offset, e))?;

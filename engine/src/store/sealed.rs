@@ -33,6 +33,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use memdb_formats::segment::PAGE;
 
 use super::io::{OpenMode, StorageIo};
+use super::segment_file::OpenedCache;
 use crate::crypto::{CryptoError, DataKey, PAGE_TAIL_BYTES, PageCipher};
 
 /// Bytes a page takes on disk in a sealed file.
@@ -79,7 +80,13 @@ pub(crate) struct SealedIo {
     inner: Arc<dyn StorageIo>,
     data_key: DataKey,
     files: RwLock<HashMap<PathBuf, Arc<FileKey>>>,
+    /// Ranges of the segments already opened (records, blobs), for the segments to share.
+    opened: Arc<OpenedCache>,
 }
+
+/// Bytes of opened segment ranges an encrypted store keeps (as redb keeps catalog pages): what
+/// a mapped plain store gets from the OS's page cache without opening anything.
+const OPENED_CACHE_BYTES: usize = 64 << 20;
 
 impl std::fmt::Debug for SealedIo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -111,6 +118,7 @@ impl SealedIo {
             inner,
             data_key,
             files: RwLock::new(files),
+            opened: Arc::new(OpenedCache::new(OPENED_CACHE_BYTES)),
         })
     }
 
@@ -128,6 +136,11 @@ impl SealedIo {
             files.insert(path.to_path_buf(), key);
         }
         Ok(())
+    }
+
+    /// The cache of opened segment ranges the store's segments share.
+    pub(crate) fn opened_cache(&self) -> Arc<OpenedCache> {
+        Arc::clone(&self.opened)
     }
 
     /// Drops the key of a file that is gone (a retired segment): from here on nothing in this

@@ -30,6 +30,8 @@ pub(crate) struct SegmentFile {
     file: File,
     map: RwLock<Option<Arc<memmap2::Mmap>>>,
     obsolete: AtomicBool,
+    /// An encrypted store's cache of opened ranges (records, blobs), shared by its segments.
+    opened: Option<Arc<OpenedCache>>,
 }
 
 impl SegmentFile {
@@ -65,7 +67,15 @@ impl SegmentFile {
             file,
             map: RwLock::new(None),
             obsolete: AtomicBool::new(false),
+            opened: None,
         }
+    }
+
+    /// Serves this segment's [`cached_bytes`](SegmentFile::cached_bytes) from `cache` (an
+    /// encrypted store's; a plain store reads its mapping and needs none).
+    pub(crate) fn with_opened_cache(mut self, cache: Option<Arc<OpenedCache>>) -> SegmentFile {
+        self.opened = cache;
+        self
     }
 
     /// Opens segment `id` and checks its header page.
@@ -159,7 +169,7 @@ impl SegmentFile {
             .io
             .read_at(&self.path, &self.file, opened.as_mut_slice(), range.start)
         {
-            Ok(()) => Ok(SegmentBytes::Opened(opened)),
+            Ok(()) => Ok(SegmentBytes::Opened(Arc::new(opened))),
             Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Err(unavailable(format!(
                 "file is {} bytes, a read needs {}",
                 self.file_len().unwrap_or(0),
@@ -179,6 +189,26 @@ impl SegmentFile {
         }
     }
 
+    /// As [`bytes`](SegmentFile::bytes), but an encrypted store's opened range is kept in its
+    /// cache and shared by the reads of the same range that follow (a record, a blob: a vector
+    /// block every search reads), instead of being read and opened again. Committed ranges of a
+    /// segment never change, so a cached range is the range on disk until the segment goes;
+    /// `check` empties the cache first, so that it reads the disk.
+    pub(crate) fn cached_bytes(&self, range: Range<u64>) -> Result<SegmentBytes> {
+        let Some(cache) = &self.opened else {
+            return self.bytes(range);
+        };
+        let key = (self.id, range.start, range.end);
+        if let Some(hit) = cache.get(key) {
+            return Ok(SegmentBytes::Opened(hit));
+        }
+        let bytes = self.bytes(range)?;
+        if let SegmentBytes::Opened(opened) = &bytes {
+            cache.insert(key, Arc::clone(opened));
+        }
+        Ok(bytes)
+    }
+
     pub(crate) fn write_at(&self, bytes: &[u8], offset: u64) -> Result<()> {
         self.io
             .write_at(&self.path, &self.file, bytes, offset)
@@ -195,6 +225,9 @@ impl SegmentFile {
 
     /// Cuts the file to `len`. Only at open, before any mapping exists.
     pub(crate) fn truncate(&self, len: u64) -> Result<()> {
+        if let Some(cache) = &self.opened {
+            cache.forget_segment(self.id);
+        }
         self.io
             .set_len(&self.path, &self.file, len)
             .map_err(Error::io("truncate", &self.path))?;
@@ -238,7 +271,7 @@ impl SegmentFile {
     /// Reads and verifies the entry whose header starts at `entry_offset`; returns its header.
     pub(crate) fn read_entry_header(&self, entry_offset: u64) -> Result<EntryHeader> {
         let end = entry_offset + ENTRY_HEADER_BYTES as u64;
-        let bytes = self.bytes(entry_offset..end)?;
+        let bytes = self.cached_bytes(entry_offset..end)?;
         let header = EntryHeader::decode(&bytes, entry_offset)
             .map_err(|e| Error::corruption(self.id, entry_offset, e))?;
         if header.segment_id != self.id {
@@ -263,6 +296,10 @@ impl SegmentFile {
 
 impl Drop for SegmentFile {
     fn drop(&mut self) {
+        // The plaintext of a segment that is gone (or no longer open here) leaves memory too.
+        if let Some(cache) = &self.opened {
+            cache.forget_segment(self.id);
+        }
         if self.obsolete.load(Ordering::SeqCst) {
             // Failure only leaves an unreferenced file, which the next open deletes.
             let _ = self.io.remove_file(&self.path);
@@ -279,8 +316,8 @@ pub(crate) enum SegmentBytes {
         map: Arc<memmap2::Mmap>,
         range: Range<usize>,
     },
-    /// Opened pages, owned.
-    Opened(AlignedBytes),
+    /// Opened pages, owned (shared with the store's cache of opened ranges).
+    Opened(Arc<AlignedBytes>),
 }
 
 impl std::ops::Deref for SegmentBytes {
@@ -321,6 +358,98 @@ impl AlignedBytes {
 
     fn as_mut_slice(&mut self) -> &mut [u8] {
         &mut self.buf[self.start..self.start + self.len]
+    }
+}
+
+/// Ranges of an encrypted store's segments already read and opened, keyed by (segment,
+/// start, end), least recently used first out once they pass the budget. Only reads of
+/// committed ranges go through it (records and blobs), and a segment's entries leave with it.
+#[derive(Debug)]
+pub(crate) struct OpenedCache {
+    budget: usize,
+    state: std::sync::Mutex<CacheState>,
+}
+
+#[derive(Debug, Default)]
+struct CacheState {
+    entries: std::collections::HashMap<(u64, u64, u64), (Arc<AlignedBytes>, u64)>,
+    bytes: usize,
+    clock: u64,
+}
+
+impl OpenedCache {
+    /// A cache of at most `budget` bytes of opened ranges.
+    pub(crate) fn new(budget: usize) -> OpenedCache {
+        OpenedCache {
+            budget,
+            state: std::sync::Mutex::new(CacheState::default()),
+        }
+    }
+
+    fn get(&self, key: (u64, u64, u64)) -> Option<Arc<AlignedBytes>> {
+        let mut state = self.state.lock().ok()?;
+        state.clock += 1;
+        let clock = state.clock;
+        let (bytes, used) = state.entries.get_mut(&key)?;
+        *used = clock;
+        Some(Arc::clone(bytes))
+    }
+
+    fn insert(&self, key: (u64, u64, u64), bytes: Arc<AlignedBytes>) {
+        // A range larger than a quarter of the budget would push out everything else.
+        if bytes.len > self.budget / 4 {
+            return;
+        }
+        let Ok(mut state) = self.state.lock() else {
+            return;
+        };
+        state.clock += 1;
+        let (len, clock) = (bytes.len, state.clock);
+        if let Some((old, _)) = state.entries.insert(key, (bytes, clock)) {
+            state.bytes -= old.len;
+        }
+        state.bytes += len;
+        if state.bytes > self.budget {
+            // Out with the least recently used, down to three quarters of the budget: one
+            // sort per many inserts, not one per insert.
+            let mut by_use: Vec<((u64, u64, u64), u64)> = state
+                .entries
+                .iter()
+                .map(|(k, (_, used))| (*k, *used))
+                .collect();
+            by_use.sort_unstable_by_key(|(_, used)| *used);
+            for (key, _) in by_use {
+                if state.bytes <= self.budget / 4 * 3 {
+                    break;
+                }
+                if let Some((old, _)) = state.entries.remove(&key) {
+                    state.bytes -= old.len;
+                }
+            }
+        }
+    }
+
+    /// Drops every range of segment `id`.
+    pub(crate) fn forget_segment(&self, id: u64) {
+        if let Ok(mut state) = self.state.lock() {
+            let mut freed = 0;
+            state.entries.retain(|(segment, ..), (bytes, _)| {
+                let keep = *segment != id;
+                if !keep {
+                    freed += bytes.len;
+                }
+                keep
+            });
+            state.bytes -= freed;
+        }
+    }
+
+    /// Drops every range (`check` reads the disk, not what was read before).
+    pub(crate) fn clear(&self) {
+        if let Ok(mut state) = self.state.lock() {
+            state.entries.clear();
+            state.bytes = 0;
+        }
     }
 }
 
@@ -392,5 +521,34 @@ mod tests {
             bytes.as_mut_slice().fill(7);
             assert!(bytes.as_slice().iter().all(|&b| b == 7));
         }
+    }
+
+    #[test]
+    fn the_opened_cache_keeps_its_budget_drops_the_least_recently_used_and_forgets_segments() {
+        let cache = OpenedCache::new(4000);
+        let range = |len: usize| Arc::new(AlignedBytes::zeroed(len));
+        for i in 0..10u64 {
+            cache.insert((1, i * 1000, i * 1000 + 900), range(900));
+            // Range 0 is used after every insert: it stays.
+            assert!(cache.get((1, 0, 900)).is_some(), "after {i}");
+        }
+        let state = cache.state.lock().unwrap();
+        assert!(state.bytes <= 4000, "{}", state.bytes);
+        assert_eq!(state.bytes, state.entries.len() * 900);
+        drop(state);
+        assert!(
+            cache.get((1, 1000, 1900)).is_none(),
+            "the oldest unused range stayed"
+        );
+        assert!(cache.get((1, 9000, 9900)).is_some());
+        // Too large for the cache: not kept.
+        cache.insert((2, 0, 1100), range(1100));
+        assert!(cache.get((2, 0, 1100)).is_none());
+        cache.insert((2, 0, 100), range(100));
+        cache.forget_segment(1);
+        assert!(cache.get((1, 0, 900)).is_none());
+        assert_eq!(cache.state.lock().unwrap().bytes, 100);
+        cache.clear();
+        assert!(cache.get((2, 0, 100)).is_none());
     }
 }
