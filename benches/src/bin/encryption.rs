@@ -29,7 +29,9 @@ use memdb::crypto::{KdfCost, Secret};
 use memdb::forget::{ForgetOptions, Policy};
 use memdb::scrapbook::PageOptions;
 use memdb::{BlobKind, Embedder, IngestItem, IngestOptions, Options, RecallOptions, Store};
-use memdb_benches::{cpu_features, flag_value, minilm_two_threads, shared_dir};
+use memdb_benches::{
+    cpu_features, files_under, flag_value, minilm_two_threads, shared_dir, tree_bytes,
+};
 use memdb_formats::import::{locomo, photo};
 
 /// Vectors computed once: the encoder's time is left out of what is compared.
@@ -91,29 +93,6 @@ impl Figures {
             disk_bytes: median(&|r| r.disk_bytes as f64) as u64,
         }
     }
-}
-
-fn disk_bytes(dir: &Path) -> u64 {
-    memdb_query_files(dir)
-        .iter()
-        .map(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
-        .sum()
-}
-
-fn memdb_query_files(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out
 }
 
 fn run(
@@ -200,7 +179,7 @@ fn run(
         get_p99_us: percentile(&mut gets, 99.0),
         recall_ms,
         forget_s,
-        disk_bytes: disk_bytes(path),
+        disk_bytes: tree_bytes(path),
     }
 }
 
@@ -257,9 +236,7 @@ fn main() {
     }
     let photos_dir = shared.join("data/photos");
     let mut photos = 0;
-    let mut paths = memdb_query_files(&photos_dir);
-    paths.sort();
-    for path in paths {
+    for path in files_under(&photos_dir) {
         if photos == photo_limit {
             break;
         }

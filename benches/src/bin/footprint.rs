@@ -28,7 +28,7 @@ use std::time::Instant;
 use memdb::forget::{BUILTIN_POLICIES, ForgetOptions, Policy};
 use memdb::scrapbook::{PageOptions, is_salient_kind};
 use memdb::{BlobKind, Options, RecallOptions, Store};
-use memdb_benches::{flag_value, peer_python, run_peer_json, shared_dir};
+use memdb_benches::{flag_value, peer_python, run_peer_json, shared_dir, tree_bytes};
 use memdb_encode::MiniLm;
 use memdb_formats::import::locomo;
 use serde_json::{Value, json};
@@ -51,15 +51,6 @@ fn run_tool(args: &[&str]) {
         "memdb {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-}
-
-fn tree_bytes(path: &Path) -> u64 {
-    if path.is_file() {
-        return std::fs::metadata(path).map_or(0, |m| m.len());
-    }
-    std::fs::read_dir(path)
-        .map(|entries| entries.flatten().map(|e| tree_bytes(&e.path())).sum())
-        .unwrap_or(0)
 }
 
 fn copy_dir(from: &Path, to: &Path) {
