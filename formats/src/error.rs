@@ -69,6 +69,27 @@ pub enum FormatError {
 }
 
 impl FormatError {
+    /// `Ok` when `bytes` have the CRC-32C `stored`, else [`FormatError::Checksum`] for
+    /// `what` at `offset`: every checksummed structure checks its bytes so.
+    pub(crate) fn check_crc(
+        what: &'static str,
+        offset: u64,
+        stored: u32,
+        bytes: &[u8],
+    ) -> Result<(), FormatError> {
+        let computed = crate::crc32c(bytes);
+        if stored == computed {
+            Ok(())
+        } else {
+            Err(FormatError::Checksum {
+                what,
+                offset,
+                stored,
+                computed,
+            })
+        }
+    }
+
     /// `Ok` when `found` is the version this build reads (`supported`), else
     /// [`FormatError::UnsupportedVersion`]: every versioned structure checks its version so.
     pub(crate) fn check_version(

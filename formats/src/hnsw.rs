@@ -139,16 +139,7 @@ impl<'a> HnswBlock<'a> {
             });
         }
         FormatError::check_version(WHAT, r.u16()?, VERSION)?;
-        let stored = Reader::new(WHAT, trailer).u32()?;
-        let computed = crc32c(body);
-        if stored != computed {
-            return Err(FormatError::Checksum {
-                what: WHAT,
-                offset: 0,
-                stored,
-                computed,
-            });
-        }
+        FormatError::check_crc(WHAT, 0, Reader::new(WHAT, trailer).u32()?, body)?;
         let (header, [flat_len, deleted_len, graph_len]) = read_header(&mut r)?;
         r.enter("HNSW block FLAT section");
         let flat = r.take_u64(flat_len)?;

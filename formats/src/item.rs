@@ -913,15 +913,7 @@ pub fn read_framed(bytes: &[u8]) -> Result<&[u8], FormatError> {
     }
     let start = reader.position();
     let record = reader.take(len)?;
-    let computed = crc32c(record);
-    if computed != stored {
-        return Err(FormatError::Checksum {
-            what: "item record",
-            offset: start as u64,
-            stored,
-            computed,
-        });
-    }
+    FormatError::check_crc("item record", start as u64, stored, record)?;
     Ok(record)
 }
 

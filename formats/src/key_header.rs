@@ -180,17 +180,8 @@ impl KeyHeader {
                 found: head[..8].to_vec(),
             });
         }
-        let mut crc_field = Reader::new(WHAT, &head[CRC_AT..]);
-        let stored = crc_field.u32()?;
-        let computed = crc32c(&head[..CRC_AT]);
-        if stored != computed {
-            return Err(FormatError::Checksum {
-                what: WHAT,
-                offset: 0,
-                stored,
-                computed,
-            });
-        }
+        let stored = Reader::new(WHAT, &head[CRC_AT..]).u32()?;
+        FormatError::check_crc(WHAT, 0, stored, &head[..CRC_AT])?;
         let mut f = Reader::new(WHAT, &head[8..]);
         FormatError::check_version(WHAT, f.u32()?, KEY_HEADER_VERSION)?;
         let cipher = f.u8()?;

@@ -303,15 +303,7 @@ impl EntryHeader {
                 have: payload.len() as u64,
             });
         }
-        let computed = crc32c(payload);
-        if computed != self.payload_crc {
-            return Err(FormatError::Checksum {
-                what: "entry payload",
-                offset,
-                stored: self.payload_crc,
-                computed,
-            });
-        }
+        FormatError::check_crc("entry payload", offset, self.payload_crc, payload)?;
         Ok(())
     }
 }
@@ -489,16 +481,7 @@ fn check_crc(
         head[crc_at + 2],
         head[crc_at + 3],
     ]);
-    let computed = crc32c(&head[..crc_at]);
-    if stored != computed {
-        return Err(FormatError::Checksum {
-            what,
-            offset,
-            stored,
-            computed,
-        });
-    }
-    Ok(())
+    FormatError::check_crc(what, offset, stored, &head[..crc_at])
 }
 
 fn at(err: FormatError, base: u64) -> FormatError {
