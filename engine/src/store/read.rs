@@ -25,7 +25,13 @@ pub struct Snapshot {
     txn: redb::ReadTransaction,
     segments: Arc<SegmentSet>,
     graphs: Arc<super::vector_space::GraphCache>,
+    /// The items table, opened at its first use and kept: a point read then costs one B-tree
+    /// lookup, as in redb alone, instead of a table open and the lookup.
+    items: std::sync::OnceLock<ItemsTable>,
 }
+
+/// The catalog's items table as a snapshot reads it.
+type ItemsTable = redb::ReadOnlyTable<u64, (u64, u64, u32, i64, u8)>;
 
 impl std::fmt::Debug for Snapshot {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -124,7 +130,17 @@ impl Snapshot {
             txn,
             segments,
             graphs,
+            items: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The items table of this snapshot (opened once).
+    fn items(&self) -> Result<&ItemsTable> {
+        if let Some(table) = self.items.get() {
+            return Ok(table);
+        }
+        let opened = self.txn.open_table(catalog::ITEMS).ctx("open items")?;
+        Ok(self.items.get_or_init(|| opened))
     }
 
     pub(super) fn segment_set(&self) -> &SegmentSet {
@@ -143,7 +159,7 @@ impl Snapshot {
 
     /// The item with store id `id`.
     pub fn get(&self, id: u64) -> Result<Option<ItemRecord>> {
-        let items = self.txn.open_table(catalog::ITEMS).ctx("open items")?;
+        let items = self.items()?;
         let Some(raw) = items.get(id).ctx("read items")? else {
             return Ok(None);
         };
@@ -184,7 +200,7 @@ impl Snapshot {
         };
         // Items near a day bound are checked against their own offset (read from the record);
         // the rest pass on their instant alone.
-        let items = self.txn.open_table(catalog::ITEMS).ctx("open items")?;
+        let items = self.items()?;
         let keep = |id: u64, ms: i64| -> Result<bool> {
             if filter.time.is_utc_exact() || !filter.time.needs_offset_check(ms) {
                 return Ok(true);
@@ -246,7 +262,7 @@ impl Snapshot {
 
     /// The items matching `filter`, in event-time order.
     pub fn scan(&self, filter: &ScanFilter) -> Result<Vec<ItemRecord>> {
-        let items = self.txn.open_table(catalog::ITEMS).ctx("open items")?;
+        let items = self.items()?;
         let mut out = Vec::new();
         for id in self.scan_ids(filter)? {
             let raw = items.get(id).ctx("read items")?.ok_or_else(|| {
@@ -261,7 +277,7 @@ impl Snapshot {
 
     /// Number of live items.
     pub fn item_count(&self) -> Result<u64> {
-        let items = self.txn.open_table(catalog::ITEMS).ctx("open items")?;
+        let items = self.items()?;
         items.len().ctx("count items")
     }
 
@@ -282,7 +298,7 @@ impl Snapshot {
 
     /// All live item ids, ascending.
     pub fn item_ids(&self) -> Result<Vec<u64>> {
-        let items = self.txn.open_table(catalog::ITEMS).ctx("open items")?;
+        let items = self.items()?;
         let mut out = Vec::new();
         for row in items.iter().ctx("scan items")? {
             out.push(row.ctx("scan items")?.0.value());
