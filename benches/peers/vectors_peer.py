@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Peer for benches/src/bin/vectors.rs: faiss-cpu IndexFlatIP (exact inner-product search) and
-hnswlib (HNSW, inner product, M = 16, ef_construction = 200, searched at ef = 50 and 100).
+"""Peer for benches/src/bin/vectors.rs: faiss-cpu IndexFlatIP (exact inner-product search),
+hnswlib and USearch (HNSW, inner product, M = 16, ef_construction = 200, searched at ef = 50, 100
+and 200; USearch with f32 storage, its `connectivity`, `expansion_add` and `expansion_search`).
 
 Reads the .fvecs files the Rust bench wrote (per vector: an int32 dimension, then the float32
 values, little-endian) and measures
@@ -12,8 +13,10 @@ values, little-endian) and measures
     finish 1M rows in 10 minutes on 2 cores): it is built on the first 100,000 rows only, to
     measure its insert rate, and not searched.
 Peak memory: growth of VmHWM (reset through /proc/self/clear_refs) over the RSS before each build.
-Writes result ids as little-endian int64, queries x k, to OUT/faiss_{single,batch}.i64 and
-OUT/hnswlib_{single,batch}_<ef>.i64, and prints one JSON object on stdout.
+  - USearch likewise (`Index.add` and `Index.search` with `threads`), under the same cap.
+Writes result ids as little-endian int64, queries x k, to OUT/faiss_{single,batch}.i64,
+OUT/hnswlib_{single,batch}_<ef>.i64 and OUT/usearch_{single,batch}_<ef>.i64, and prints one JSON
+object on stdout.
 """
 
 import argparse
@@ -26,9 +29,15 @@ import faiss
 import hnswlib
 import numpy as np
 
+try:
+    import usearch
+    from usearch.index import Index as USearchIndex
+except ImportError:  # the bench prints hnswlib alone and says why
+    usearch = None
+
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 200
-HNSW_EFS = (50, 100)
+HNSW_EFS = (50, 100, 200)
 RATE_SAMPLE = 100_000
 
 
@@ -141,6 +150,10 @@ def main() -> int:
         "peak_mib": peak.growth_mib(),
         "runs": runs,
     }
+    del h
+    usearch_result = None
+    if usearch is not None:
+        usearch_result = usearch_run(data, queries, args, all_threads, searched, build_rows)
     print(
         json.dumps(
             {
@@ -152,10 +165,57 @@ def main() -> int:
                 "bytes": faiss_bytes,
                 "peak_mib": faiss_peak,
                 "hnswlib": hnsw,
+                "usearch": usearch_result,
             }
         )
     )
     return 0
+
+
+def usearch_run(data, queries, args, all_threads, searched, build_rows) -> dict:
+    """USearch: built on every core, searched one query per call on 1 thread and in one call on
+    every core, at the same ef values as hnswlib."""
+    print(f"usearch: building {build_rows} rows on {all_threads} threads", file=sys.stderr)
+    dim = data.shape[1]
+    peak = Peak()
+    index = USearchIndex(
+        ndim=dim,
+        metric="ip",
+        dtype="f32",
+        connectivity=HNSW_M,
+        expansion_add=HNSW_EF_CONSTRUCTION,
+        expansion_search=HNSW_EFS[0],
+    )
+    start = time.perf_counter()
+    index.add(np.arange(build_rows), data[:build_rows], threads=all_threads)
+    build_s = time.perf_counter() - start
+    runs = []
+    if searched:
+        for ef in HNSW_EFS:
+            index.expansion_search = ef
+            for q in queries[:3]:
+                index.search(q, args.k, threads=1)
+            single = np.empty((len(queries), args.k), dtype="<i8")
+            start = time.perf_counter()
+            for i in range(len(queries)):
+                single[i] = index.search(queries[i], args.k, threads=1).keys
+            qps_single = len(queries) / (time.perf_counter() - start)
+            start = time.perf_counter()
+            batch = index.search(queries, args.k, threads=all_threads).keys
+            qps_batch = len(queries) / (time.perf_counter() - start)
+            single.tofile(os.path.join(args.out, f"usearch_single_{ef}.i64"))
+            np.asarray(batch).astype("<i8").tofile(os.path.join(args.out, f"usearch_batch_{ef}.i64"))
+            runs.append({"ef": ef, "qps_single": qps_single, "qps_batch": qps_batch})
+    return {
+        "version": usearch.__version__,
+        "searched": searched,
+        "rows_built": build_rows,
+        "build_s": build_s,
+        "inserts_per_s": build_rows / build_s,
+        "bytes": int(index.memory_usage),
+        "peak_mib": peak.growth_mib(),
+        "runs": runs,
+    }
 
 
 if __name__ == "__main__":

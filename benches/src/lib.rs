@@ -170,8 +170,14 @@ pub fn cpu_features() -> String {
         if std::arch::is_x86_feature_detected!("avx2") {
             out.push("avx2");
         }
+        if std::arch::is_x86_feature_detected!("fma") {
+            out.push("fma");
+        }
         if std::arch::is_x86_feature_detected!("avx512f") {
             out.push("avx512f");
+        }
+        if std::arch::is_x86_feature_detected!("avx512vnni") {
+            out.push("avx512vnni");
         }
         out.join(" ")
     }
@@ -183,6 +189,115 @@ pub fn cpu_features() -> String {
     {
         std::env::consts::ARCH.to_owned()
     }
+}
+
+/// The machine's sequential read bandwidth in GB/s (10⁹ bytes) on `threads` threads: the best of
+/// three passes summing a 512 MiB buffer (far past any cache), each thread its own contiguous
+/// share. The limit a memory-bound scan is measured against.
+pub fn read_bandwidth_gbs(threads: usize) -> f64 {
+    const BYTES: usize = 512 << 20;
+    const HUGE_PAGE: usize = 2 << 20;
+    let threads = threads.max(1);
+    // Huge pages, as the vector blocks get (memdb_vectors' buffers ask for them), so TLB misses
+    // do not lower the figure below what a block scan sees.
+    let mut storage: Vec<u64> = Vec::with_capacity((BYTES + HUGE_PAGE) / 8);
+    let skip = (HUGE_PAGE - storage.as_ptr() as usize % HUGE_PAGE) % HUGE_PAGE / 8;
+    #[cfg(target_os = "linux")]
+    #[allow(unsafe_code)]
+    // SAFETY: the range starts `skip` values into the allocation, which has room for
+    // `skip · 8 + BYTES` bytes (skip < HUGE_PAGE / 8); madvise only changes how the kernel backs
+    // those pages, not their contents or validity.
+    unsafe {
+        libc::madvise(
+            storage.as_mut_ptr().add(skip).cast(),
+            BYTES,
+            libc::MADV_HUGEPAGE,
+        );
+    }
+    storage.extend((0..(BYTES + HUGE_PAGE) / 8).map(|i| i as u64));
+    let buffer = &storage[skip..skip + BYTES / 8];
+    let share = buffer.len().div_ceil(threads);
+    let mut best = f64::INFINITY;
+    for _ in 0..3 {
+        let start = std::time::Instant::now();
+        let total: u64 = std::thread::scope(|scope| {
+            let workers: Vec<_> = buffer
+                .chunks(share)
+                .map(|part| {
+                    scope.spawn(move || {
+                        // Sixteen independent sums (two 512-bit registers' worth), so the adds
+                        // never hold back the loads.
+                        let mut sums = [0u64; 16];
+                        for chunk in part.chunks_exact(16) {
+                            for (s, &v) in sums.iter_mut().zip(chunk) {
+                                *s = s.wrapping_add(v);
+                            }
+                        }
+                        sums.iter().fold(0u64, |a, &b| a.wrapping_add(b))
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .map(|w| w.join().unwrap_or(0))
+                .fold(0u64, u64::wrapping_add)
+        });
+        std::hint::black_box(total);
+        best = best.min(start.elapsed().as_secs_f64());
+    }
+    BYTES as f64 / best / 1e9
+}
+
+/// The f32 matrix-product rate this machine reaches, in GFLOP/s, on `threads` threads: 256 × 384
+/// by 384 × 512 products (in-cache operands, the batched scan's shape) through the gemm crate,
+/// one per thread, repeated for about half a second. A measured ceiling for compute-bound
+/// kernels (the cores' nominal peak is higher; this is what a well-tuned sgemm achieves here).
+pub fn sgemm_gflops(threads: usize) -> f64 {
+    let (m, n, k) = (256usize, 512usize, 384usize);
+    let threads = threads.max(1);
+    let lhs: Vec<f32> = (0..m * k).map(|i| (i % 7) as f32 * 0.1).collect();
+    let rhs: Vec<f32> = (0..k * n).map(|i| (i % 5) as f32 * 0.1).collect();
+    let reps = 200usize;
+    let start = std::time::Instant::now();
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            let (lhs, rhs) = (&lhs, &rhs);
+            scope.spawn(move || {
+                let mut dst = vec![0.0f32; m * n];
+                for _ in 0..reps {
+                    #[allow(unsafe_code)]
+                    // SAFETY: lhs is m × k row-major (m·k values), rhs k × n row-major (k·n), dst
+                    // m × n row-major (m·n), all live, and dst a unique borrow; the strides
+                    // below address exactly those elements.
+                    unsafe {
+                        gemm::gemm(
+                            m,
+                            n,
+                            k,
+                            dst.as_mut_ptr(),
+                            1,
+                            n as isize,
+                            false,
+                            lhs.as_ptr(),
+                            1,
+                            k as isize,
+                            rhs.as_ptr(),
+                            1,
+                            n as isize,
+                            0.0f32,
+                            1.0f32,
+                            false,
+                            false,
+                            false,
+                            gemm::Parallelism::None,
+                        );
+                    }
+                    std::hint::black_box(&dst);
+                }
+            });
+        }
+    });
+    (2 * m * n * k * reps * threads) as f64 / start.elapsed().as_secs_f64() / 1e9
 }
 
 /// Bytes of every file under `path` (or of the file itself).

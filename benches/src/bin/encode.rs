@@ -8,6 +8,11 @@
 //! texts (the turns repeated) through the encoder: if memory is bounded by one batch, the two
 //! peaks are about the same. The peer (`benches/peers/encode_peer.py`) runs when `python3` can
 //! import sentence_transformers; ratios are memdb/peer (> 1: memdb is faster, for throughput).
+//! Where the peer's Python has onnxruntime, the peer script also exports the same weights with
+//! `torch.onnx.export` and runs them through ONNX Runtime on the same threads and texts (a second
+//! peer column). Last, the achieved GFLOP/s of each (the model's arithmetic on the texts' real
+//! token counts, divided by the time) beside the sgemm rate this machine reaches, and the CPU
+//! features the run had.
 //!
 //! Run: `cargo run --release -p memdb-benches --bin encode [-- --threads 2] [--skip-peer]`.
 //! Needs the installed model (`memdb model install`) and the shared folder (`MEMDB_SHARED_DIR`,
@@ -19,8 +24,8 @@ use std::process::Command;
 use std::time::Instant;
 
 use memdb_benches::{
-    PEER_PYTHON_ENV, locomo_texts, peer_python, proc_status_kib, reset_peak_rss, run_peer_json,
-    shared_dir,
+    PEER_PYTHON_ENV, cpu_features, locomo_texts, peer_python, proc_status_kib, reset_peak_rss,
+    run_peer_json, sgemm_gflops, shared_dir,
 };
 use memdb_encode::{Encoder, EncoderOptions, MiniLm, cosine, encode_stream, model};
 
@@ -82,6 +87,41 @@ struct Peer {
     load_s: f64,
     per_batch: Vec<(usize, f64)>,
     versions: String,
+    /// ONNX Runtime on the same weights (exported in the peer script), or why it did not run.
+    onnx: Result<OnnxPeer, String>,
+}
+
+/// The ONNX Runtime runs of the peer script.
+struct OnnxPeer {
+    version: String,
+    export_s: f64,
+    load_s: f64,
+    min_cosine_vs_torch: f64,
+    per_batch: Vec<(usize, f64)>,
+}
+
+/// `(batch size, sentences/s)` of each run in a peer's `runs` list.
+fn runs_of(report: &serde_json::Value) -> Vec<(usize, f64)> {
+    report["runs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| {
+            (
+                r["batch_size"].as_u64().unwrap_or(0) as usize,
+                r["sentences_per_s"].as_f64().unwrap_or(f64::NAN),
+            )
+        })
+        .collect()
+}
+
+/// Floating-point operations all-MiniLM-L6-v2 does for one sequence of `tokens` tokens (the
+/// multiply-adds of its matrix products, counted as two): per layer, the Q, K, V and output
+/// projections (4 · 384²), the feed-forward pair (2 · 384 · 1536) per token, and the attention
+/// scores and weighted sum (2 · tokens · 384) per token; six layers. Padding is not counted.
+fn minilm_flops(tokens: usize) -> f64 {
+    let (l, h, ff) = (tokens as f64, 384.0, 1536.0);
+    6.0 * 2.0 * (l * (4.0 * h * h + 2.0 * h * ff) + 2.0 * l * l * h)
 }
 
 /// Runs the Python peer on the same texts, or says why it did not.
@@ -118,17 +158,20 @@ fn run_peer(texts: &[String], model_dir: &Path, threads: usize) -> Result<Peer, 
         .arg("--vectors-out")
         .arg(&vectors_file);
     let report = run_peer_json(command, &script)?;
-    let per_batch = report["runs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            (
-                r["batch_size"].as_u64().unwrap() as usize,
-                r["sentences_per_s"].as_f64().unwrap(),
-            )
-        })
-        .collect();
+    let per_batch = runs_of(&report);
+    let onnx = match &report["onnx"] {
+        serde_json::Value::Null => Err(report["onnx_skipped"]
+            .as_str()
+            .unwrap_or("the peer did not run it")
+            .to_owned()),
+        o => Ok(OnnxPeer {
+            version: o["version"].as_str().unwrap_or("?").to_owned(),
+            export_s: o["export_s"].as_f64().unwrap_or(f64::NAN),
+            load_s: o["load_s"].as_f64().unwrap_or(f64::NAN),
+            min_cosine_vs_torch: o["min_cosine_vs_torch"].as_f64().unwrap_or(f64::NAN),
+            per_batch: runs_of(o),
+        }),
+    };
     let vectors = std::fs::read(&vectors_file)
         .map_err(|e| format!("reading the peer's vectors: {e}"))?
         .chunks_exact(4)
@@ -147,6 +190,7 @@ fn run_peer(texts: &[String], model_dir: &Path, threads: usize) -> Result<Peer, 
             v["python"].as_str().unwrap_or("?"),
             report["threads"]
         ),
+        onnx,
     })
 }
 
@@ -222,35 +266,83 @@ fn main() {
         }
         Err(why) => println!("peer skipped: {why}"),
     }
+    let onnx = peer.as_ref().ok().and_then(|p| p.onnx.as_ref().ok());
+    match peer.as_ref().map(|p| &p.onnx) {
+        Ok(Ok(o)) => println!(
+            "ONNX Runtime {} (same weights, torch.onnx.export in {:.1} s; session load {:.2} s; \
+             min cosine vs torch {:.6})",
+            o.version, o.export_s, o.load_s, o.min_cosine_vs_torch
+        ),
+        Ok(Err(why)) => println!("ONNX Runtime skipped: {why}"),
+        Err(_) => {}
+    }
+    let per = |runs: Option<&Vec<(usize, f64)>>, batch_size: usize| {
+        runs.and_then(|r| r.iter().find(|(b, _)| *b == batch_size))
+            .map(|(_, s)| *s)
+    };
+    let cell = |x: Option<f64>, digits: usize| x.map_or("-".into(), |v| format!("{v:.digits$}"));
     println!();
-    println!("| metric | memdb (burn, flex CPU) | sentence-transformers | memdb/peer |");
-    println!("|---|---|---|---|");
+    println!(
+        "| metric | memdb (burn, flex CPU) | sentence-transformers | memdb/ST | ONNX Runtime | memdb/ORT |"
+    );
+    println!("|---|---|---|---|---|---|");
     for &(batch_size, ours_sps) in &ours {
-        let theirs = peer
-            .as_ref()
-            .ok()
-            .and_then(|p| p.per_batch.iter().find(|(b, _)| *b == batch_size))
-            .map(|(_, s)| *s);
+        let st = per(peer.as_ref().ok().map(|p| &p.per_batch), batch_size);
+        let ort = per(onnx.map(|o| &o.per_batch), batch_size);
         println!(
-            "| sentences/s, batch {batch_size} | {ours_sps:.1} | {} | {} |",
-            theirs.map_or("-".into(), |s| format!("{s:.1}")),
-            theirs.map_or("-".into(), |s| format!("{:.2}", ours_sps / s)),
+            "| sentences/s, batch {batch_size} | {ours_sps:.1} | {} | {} | {} | {} |",
+            cell(st, 1),
+            cell(st.map(|s| ours_sps / s), 2),
+            cell(ort, 1),
+            cell(ort.map(|s| ours_sps / s), 2),
         );
     }
     match &peer {
         Ok(p) => {
             println!(
-                "| model load, s (peer: import + load) | {load_s:.2} | {:.2} | {:.2} |",
+                "| model load, s (peer: import + load) | {load_s:.2} | {:.2} | {:.2} | - | - |",
                 p.cold_start_s,
                 load_s / p.cold_start_s
             );
             println!(
-                "| model load, s (peer: load only) | {load_s:.2} | {:.2} | {:.2} |",
+                "| model load, s (peer: load only; ORT: session from the exported file) | {load_s:.2} | {:.2} | {:.2} | {} | {} |",
                 p.load_s,
-                load_s / p.load_s
+                load_s / p.load_s,
+                cell(onnx.map(|o| o.load_s), 2),
+                cell(onnx.map(|o| load_s / o.load_s), 2),
             );
         }
-        Err(_) => println!("| model load, s | {load_s:.2} | - | - |"),
+        Err(_) => println!("| model load, s | {load_s:.2} | - | - | - | - |"),
+    }
+    // Against the machine: the model's useful arithmetic (real token counts, padding not
+    // counted) per second, next to the sgemm rate this machine reaches on the same threads.
+    let flops: f64 = refs
+        .iter()
+        .map(|t| minilm_flops(encoder.token_ids(t).map_or(0, |ids| ids.len())))
+        .sum();
+    let ceiling = sgemm_gflops(threads);
+    println!();
+    println!(
+        "CPU: {}; sgemm (gemm crate, in cache) {ceiling:.0} GFLOP/s on {threads} threads; the \
+         model does {:.1} GFLOP for these {} texts (real token counts, no padding)",
+        cpu_features(),
+        flops / 1e9,
+        refs.len()
+    );
+    println!(
+        "| batch | memdb GFLOP/s | / sgemm | ST GFLOP/s | ORT GFLOP/s |\n|---|---|---|---|---|"
+    );
+    for &(batch_size, ours_sps) in &ours {
+        let rate = |sps: f64| flops / 1e9 * sps / refs.len() as f64;
+        let st = per(peer.as_ref().ok().map(|p| &p.per_batch), batch_size);
+        let ort = per(onnx.map(|o| &o.per_batch), batch_size);
+        println!(
+            "| {batch_size} | {:.1} | {:.2} | {} | {} |",
+            rate(ours_sps),
+            rate(ours_sps) / ceiling,
+            cell(st.map(rate), 1),
+            cell(ort.map(rate), 1),
+        );
     }
     println!();
     println!(

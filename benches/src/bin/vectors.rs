@@ -1,5 +1,5 @@
 //! Bench `vectors`: memdb's exact flat index (f32, f16, i8, i8 + f32 refine) and its HNSW index
-//! against faiss-cpu `IndexFlatIP` and hnswlib, in the same run, on the same vectors.
+//! against faiss-cpu `IndexFlatIP`, hnswlib and USearch, in the same run, on the same vectors.
 //!
 //! Data (`--data`):
 //! - `lowrank` (default): the set of `shared/reference/vectors/README.md`: x = normalise(z·B +
@@ -15,12 +15,17 @@
 //! (`benches/peers/vectors_peer.py`) reads.
 //!
 //! Per engine: QPS with one query per call on one thread; QPS of all queries (memdb: one batched
-//! call on all cores; faiss: its batched call on all cores; hnswlib: `knn_query` on all cores);
+//! call on all cores; faiss: its batched call on all cores; hnswlib: `knn_query` on all cores;
+//! USearch: `search` with every thread); at each HNSW peer's recall, memdb's fastest HNSW setting
+//! that reaches it;
 //! recall@10 against exact f32 (memdb's f32 flat single-query results); bytes held; build time;
 //! peak RSS growth during build and search (VmHWM after resetting it through
 //! `/proc/self/clear_refs`, minus the RSS at the reset). hnswlib is built only up to
 //! `--hnswlib-max` rows (it does not finish 1M in 10 minutes on 2 cores); above that its insert
 //! rate is measured on the first 100,000 rows and its build time extrapolated, and labelled so.
+//! Last, the limits the scans are reported against, measured on this machine: its read
+//! bandwidth (one thread and all) for single-query scans, and the rate the gemm crate's sgemm
+//! reaches on in-cache operands for batched scans; and the CPU features the run had.
 //! The flat f32 scan is timed a second time right after the peer, so the two memdb figures
 //! bracket faiss's in time (this machine's memory bandwidth drifts between minutes).
 //! `flat f32 exact via i8 bounds` is [`RefinedFlatIndex::search_exact`]: it must return the f32
@@ -41,8 +46,8 @@ use std::process::Command;
 use std::time::Instant;
 
 use memdb_benches::{
-    PEER_PYTHON_ENV, locomo_texts, peer_python, proc_status_kib, reset_peak_rss, run_peer_json,
-    shared_dir,
+    PEER_PYTHON_ENV, cpu_features, locomo_texts, peer_python, proc_status_kib, read_bandwidth_gbs,
+    reset_peak_rss, run_peer_json, sgemm_gflops, shared_dir,
 };
 use memdb_vectors::{
     FLAT_BELOW_MATCH_FRACTION, FLAT_BELOW_ROWS, Filter, FlatIndex, FlatIndexWriter, Hit, HnswIndex,
@@ -644,9 +649,7 @@ fn main() {
         run_peer(&a, dir.path(), &data_path, &query_path)
     };
     let mut faiss: Option<(f64, f64)> = None;
-    let mut hnswlib: Vec<(usize, f64, f64, f64)> = Vec::new();
-    let mut hnswlib_note = String::new();
-    let mut hnswlib_inserts_per_s = f64::NAN;
+    let mut graph_peers: Vec<GraphPeer> = Vec::new();
     match &peer {
         Ok(v) => {
             let single = read_ids(&dir.path().join("faiss_single.i64"), n_queries, a.k);
@@ -669,51 +672,19 @@ fn main() {
                 build_s: v["build_s"].as_f64().unwrap_or(f64::NAN),
                 peak_mib: v["peak_mib"].as_f64().unwrap_or(f64::NAN),
             });
-            let h = &v["hnswlib"];
-            hnswlib_inserts_per_s = h["inserts_per_s"].as_f64().unwrap_or(f64::NAN);
-            if h["searched"].as_bool() == Some(true) {
-                for run in h["runs"].as_array().unwrap() {
-                    let ef = run["ef"].as_u64().unwrap() as usize;
-                    let single = read_ids(
-                        &dir.path().join(format!("hnswlib_single_{ef}.i64")),
-                        n_queries,
-                        a.k,
-                    );
-                    let batch = read_ids(
-                        &dir.path().join(format!("hnswlib_batch_{ef}.i64")),
-                        n_queries,
-                        a.k,
-                    );
-                    let r = recall(&truth, &single, a.k).min(recall(&truth, &batch, a.k));
-                    let (qs, qb) = (
-                        run["qps_single"].as_f64().unwrap(),
-                        run["qps_batch"].as_f64().unwrap(),
-                    );
-                    hnswlib.push((ef, qs, qb, r));
-                    rows.push(Row {
-                        engine: format!(
-                            "hnswlib {} M=16 efC=200, ef={ef} (1 thread / {threads} threads)",
-                            h["version"].as_str().unwrap_or("?")
-                        ),
-                        qps_single: qs,
-                        qps_batch: qb,
-                        recall: r,
-                        bytes: h["bytes"].as_u64().unwrap_or(0) as usize,
-                        build_s: h["build_s"].as_f64().unwrap_or(f64::NAN),
-                        peak_mib: h["peak_mib"].as_f64().unwrap_or(f64::NAN),
-                    });
+            for name in ["hnswlib", "usearch"] {
+                let run = GraphRun {
+                    a: &a,
+                    dir: dir.path(),
+                    truth: &truth,
+                    n,
+                    n_queries,
+                    threads,
+                };
+                match v.get(name).filter(|h| !h.is_null()) {
+                    Some(h) => graph_peers.push(run.read(name, h, &mut rows)),
+                    None => println!("{name} skipped: the peer's Python does not have it\n"),
                 }
-            } else {
-                hnswlib_note = format!(
-                    "hnswlib not built on all {n} rows (N > --hnswlib-max {}: it does not finish \
-                     1M in 10 minutes on 2 cores); its insert rate was measured building the first \
-                     {} rows: {:.0} inserts/s on {threads} threads, so {n} rows would take ≈ {:.0} s \
-                     (extrapolated, and optimistic: inserts slow down as the graph grows)",
-                    a.hnswlib_max,
-                    h["rows_built"],
-                    hnswlib_inserts_per_s,
-                    n as f64 / hnswlib_inserts_per_s
-                );
             }
         }
         Err(why) => println!("peer skipped: {why}\n"),
@@ -763,18 +734,25 @@ fn main() {
             r.engine, r.qps_single, r.qps_batch, r.recall, r.bytes, r.build_s, r.peak_mib
         );
     }
-    if !hnswlib_note.is_empty() {
-        println!("\n{hnswlib_note}");
+    for peer in &graph_peers {
+        if !peer.note.is_empty() {
+            println!("\n{}", peer.note);
+        }
     }
-    println!(
-        "\nmemdb HNSW build: {n} rows in {hnsw_build_s:.1} s = {:.0} inserts/s on {threads} threads",
-        n as f64 / hnsw_build_s
-    );
-    if hnswlib_inserts_per_s.is_finite() {
+    if hnsw_build_s.is_finite() {
         println!(
-            "memdb/hnswlib insert rate: {:.2}",
-            n as f64 / hnsw_build_s / hnswlib_inserts_per_s
+            "\nmemdb HNSW build: {n} rows in {hnsw_build_s:.1} s = {:.0} inserts/s on {threads} threads",
+            n as f64 / hnsw_build_s
         );
+    }
+    for peer in &graph_peers {
+        if peer.inserts_per_s.is_finite() && hnsw_build_s.is_finite() {
+            println!(
+                "memdb/{} insert rate: {:.2}",
+                peer.name,
+                n as f64 / hnsw_build_s / peer.inserts_per_s
+            );
+        }
     }
     if let Some((fs, fb)) = faiss {
         println!("\n| memdb/faiss flat | single | batch |\n| --- | ---: | ---: |");
@@ -782,19 +760,73 @@ fn main() {
             println!("| {name} | {:.2} | {:.2} |", s / fs, b / fb);
         }
     }
-    if !hnswlib.is_empty() {
+    for peer in graph_peers.iter().filter(|p| !p.runs.is_empty()) {
         println!(
-            "\n| memdb HNSW / hnswlib | recall memdb | recall hnswlib | single | batch |\n| --- | ---: | ---: | ---: | ---: |"
+            "\n| memdb HNSW / {0} | recall memdb | recall {0} | single | batch |\n| --- | ---: | ---: | ---: | ---: |",
+            peer.name
         );
         for (name, s, b, r) in &hnsw_qps {
-            for (ef, hs, hb, hr) in &hnswlib {
+            for (ef, hs, hb, hr) in &peer.runs {
                 println!(
-                    "| {name} / hnswlib ef={ef} | {r:.4} | {hr:.4} | {:.2} | {:.2} |",
+                    "| {name} / {} ef={ef} | {r:.4} | {hr:.4} | {:.2} | {:.2} |",
+                    peer.name,
                     s / hs,
                     b / hb
                 );
             }
         }
+        // The comparison that matters: at the peer's recall, memdb's fastest setting that
+        // reaches it (single and batch chosen separately, each from the runs that reach it).
+        println!(
+            "\n| at {0}'s recall | {0} recall | {0} single / batch QPS | memdb best single / batch QPS at ≥ that recall | ratio single | ratio batch |\n| --- | ---: | ---: | ---: | ---: | ---: |",
+            peer.name
+        );
+        for (ef, hs, hb, hr) in &peer.runs {
+            let reaching: Vec<_> = hnsw_qps.iter().filter(|(_, _, _, r)| r >= hr).collect();
+            if reaching.is_empty() {
+                println!(
+                    "| {} ef={ef} | {hr:.4} | {hs:.1} / {hb:.1} | no memdb HNSW run reaches it | — | — |",
+                    peer.name
+                );
+                continue;
+            }
+            let best_single = reaching.iter().map(|x| x.1).fold(0.0, f64::max);
+            let best_batch = reaching.iter().map(|x| x.2).fold(0.0, f64::max);
+            println!(
+                "| {} ef={ef} | {hr:.4} | {hs:.1} / {hb:.1} | {best_single:.1} / {best_batch:.1} | {:.2} | {:.2} |",
+                peer.name,
+                best_single / hs,
+                best_batch / hb
+            );
+        }
+    }
+    // Against the machine's limits, measured now that the scans are done: single-query scans
+    // stream the rows (bytes scanned per second vs one thread's read bandwidth); batched scans
+    // are matrix products (GFLOP/s vs the sgemm rate this machine reaches on every core).
+    let (bandwidth_1, bandwidth_all) = (read_bandwidth_gbs(1), read_bandwidth_gbs(threads));
+    let gemm_all = sgemm_gflops(threads);
+    println!(
+        "\nCPU: {}; read bandwidth {bandwidth_1:.1} GB/s on 1 thread, {bandwidth_all:.1} GB/s on \
+         {threads}; sgemm (gemm crate, 256 x 384 x 512, in cache) {gemm_all:.0} GFLOP/s on {threads} \
+         threads",
+        cpu_features()
+    );
+    println!(
+        "\n| memdb flat vs the limit | single: GB/s scanned | / 1-thread bandwidth | batch: GFLOP/s | / sgemm |\n| --- | ---: | ---: | ---: | ---: |"
+    );
+    for ((name, single, batch), precision) in
+        flat_qps
+            .iter()
+            .zip([Precision::F32, Precision::F16, Precision::I8])
+    {
+        let bytes_per_query = (n * DIM * precision.bytes_per_value()) as f64;
+        let scanned = single * bytes_per_query / 1e9;
+        let gflops = batch * (n * DIM * 2) as f64 / 1e9;
+        println!(
+            "| {name} | {scanned:.2} | {:.2} | {gflops:.1} | {:.2} |",
+            scanned / bandwidth_1,
+            gflops / gemm_all
+        );
     }
     let f32_single = flat_qps[0].1;
     println!("\n| memdb vs memdb flat f32 | single | batch |\n| --- | ---: | ---: |");
@@ -811,6 +843,81 @@ fn main() {
             s / f32_single,
             b / flat_qps[0].2
         );
+    }
+}
+
+/// An HNSW peer's results: per ef (ef, single QPS, batch QPS, recall), its insert rate, and a
+/// note when it was not built on every row.
+struct GraphPeer {
+    name: &'static str,
+    runs: Vec<(usize, f64, f64, f64)>,
+    inserts_per_s: f64,
+    note: String,
+}
+
+/// What reading an HNSW peer's runs needs from the bench.
+struct GraphRun<'a> {
+    a: &'a Args,
+    dir: &'a Path,
+    truth: &'a [Vec<u64>],
+    n: usize,
+    n_queries: usize,
+    threads: usize,
+}
+
+impl GraphRun<'_> {
+    /// Reads peer `name`'s JSON `h` and id files, adding its rows to the table.
+    fn read(&self, name: &'static str, h: &Value, rows: &mut Vec<Row>) -> GraphPeer {
+        let (a, n, threads) = (self.a, self.n, self.threads);
+        let mut peer = GraphPeer {
+            name,
+            runs: Vec::new(),
+            inserts_per_s: h["inserts_per_s"].as_f64().unwrap_or(f64::NAN),
+            note: String::new(),
+        };
+        if h["searched"].as_bool() != Some(true) {
+            peer.note = format!(
+                "{name} not built on all {n} rows (N > --hnswlib-max {}: the HNSW peers are built \
+                 only up to it, as hnswlib does not finish 1M in 10 minutes on 2 cores); its insert rate was measured building the first \
+                 {} rows: {:.0} inserts/s on {threads} threads, so {n} rows would take ≈ {:.0} s \
+                 (extrapolated, and optimistic: inserts slow down as the graph grows)",
+                a.hnswlib_max,
+                h["rows_built"],
+                peer.inserts_per_s,
+                n as f64 / peer.inserts_per_s
+            );
+            return peer;
+        }
+        for run in h["runs"].as_array().into_iter().flatten() {
+            let ef = run["ef"].as_u64().unwrap() as usize;
+            let ids = |mode: &str| {
+                read_ids(
+                    &self.dir.join(format!("{name}_{mode}_{ef}.i64")),
+                    self.n_queries,
+                    a.k,
+                )
+            };
+            let r =
+                recall(self.truth, &ids("single"), a.k).min(recall(self.truth, &ids("batch"), a.k));
+            let (qs, qb) = (
+                run["qps_single"].as_f64().unwrap(),
+                run["qps_batch"].as_f64().unwrap(),
+            );
+            peer.runs.push((ef, qs, qb, r));
+            rows.push(Row {
+                engine: format!(
+                    "{name} {} M=16 efC=200, ef={ef} (1 thread / {threads} threads)",
+                    h["version"].as_str().unwrap_or("?")
+                ),
+                qps_single: qs,
+                qps_batch: qb,
+                recall: r,
+                bytes: h["bytes"].as_u64().unwrap_or(0) as usize,
+                build_s: h["build_s"].as_f64().unwrap_or(f64::NAN),
+                peak_mib: h["peak_mib"].as_f64().unwrap_or(f64::NAN),
+            });
+        }
+        peer
     }
 }
 

@@ -5,10 +5,11 @@
 //! A single-query scan walks the candidate rows once, scoring each with the simsimd kernel of
 //! the block's precision and offering it to a bounded top-k heap. A batched scan is blocked:
 //! each thread takes a share of the queries and walks the rows in blocks small enough to stay in
-//! its L2 cache, scoring every query of the share against a block before moving on, so each row
-//! is read from memory once per pass instead of once per query. f32 and f16 blocks are scored
-//! with the register-tiled kernel (f16 rows are widened into a per-block f32 scratch, which is
-//! exact), i8 blocks with simsimd's integer kernel.
+//! its cache, scoring every query of a tile against a block before moving on, so each row is
+//! read from memory once per tile instead of once per query. A tile against a block is one
+//! matrix product (`matmul`); f16 and i8 rows are widened into a per-block f32 scratch first,
+//! which is exact for both (for i8 up to 1,040 dimensions, past which the integer kernel scores
+//! each pair), and the scores then go through a floor check into each query's heap.
 //!
 //! **Invariant:** queries are encoded to the block's precision exactly as rows are (f16
 //! rounding, i8 per-vector scale), so a query equal to a stored vector scores as its row does.
@@ -17,16 +18,19 @@ use roaring::RoaringBitmap;
 
 use crate::filter::Filter;
 use crate::kernels::{
-    F16, Precision, TILE_QUERIES, TILE_ROWS, dot_f16, dot_f32, dot_i8, dot_tile_f32, encode_f16,
-    quantize_i8, score_i8, top_f32_rows,
+    F16, Precision, dot_f16, dot_f32, dot_i8, encode_f16, quantize_i8, score_i8, top_f32_rows,
 };
 use crate::layout::{AlignedBuf, FlatView, HEADER_LEN, Layout, MAX_ROWS, Vectors};
+use crate::matmul::{self, EXACT_I8_MAX_DIM, RowBlock};
 use crate::parallel;
 use crate::topk::{Hit, Scored, TopK};
 use crate::{VectorError, VectorIndex};
 
-/// Bytes of rows a batched scan keeps hot while it scores a tile of queries against them.
-const ROW_BLOCK_BYTES: usize = 128 * 1024;
+/// Rows of one block of a batched scan: one matrix product scores a tile of queries against
+/// them. Large enough for the product to run at the micro-kernel's speed (its packing is paid
+/// once per block), small enough that the tile's scores (`QUERY_TILE × ROW_BLOCK_ROWS` f32)
+/// stay in the L2 cache for the top-k pass that reads them.
+const ROW_BLOCK_ROWS: usize = 512;
 /// Queries scored against one row block before the next block is loaded.
 const QUERY_TILE: usize = 256;
 
@@ -277,9 +281,11 @@ enum Encoded {
         halves: Vec<F16>,
         widened: Vec<f32>,
     },
+    /// i8 queries, and their integer values as f32 (exact) for the matrix product.
     I8 {
         values: Vec<i8>,
         scales: Vec<f32>,
+        widened: Vec<f32>,
     },
 }
 
@@ -303,7 +309,12 @@ impl Encoded {
                     .zip(values.chunks_exact_mut(dim))
                     .map(|(q, out)| quantize_i8(q, out))
                     .collect();
-                Encoded::I8 { values, scales }
+                let widened = values.iter().map(|&x| f32::from(x)).collect();
+                Encoded::I8 {
+                    values,
+                    scales,
+                    widened,
+                }
             }
         }
     }
@@ -379,7 +390,12 @@ impl FlatView<'_> {
                     top.push(dot_f16(&q, &v[at..at + dim]), row as u32);
                 });
             }
-            (Vectors::I8(v), Encoded::I8 { values: q, scales }) => {
+            (
+                Vectors::I8(v),
+                Encoded::I8 {
+                    values: q, scales, ..
+                },
+            ) => {
                 let query_scale = scales.first().copied().unwrap_or(0.0);
                 candidates.for_each(self, filter, |row| {
                     let at = row * stride;
@@ -396,9 +412,9 @@ impl FlatView<'_> {
     /// [`FlatView::search`] for `queries.len() / dim` queries stored back to back, sharing one
     /// filter, on `threads` threads (0: one per available core). Result `i` is query `i`'s hits.
     ///
-    /// f32 and f16 blocks are scored with the tiled kernel, whose rounding differs from the
+    /// f32 and f16 blocks are scored by a matrix product, whose rounding differs from the
     /// single-query kernel's in the last bits, so near-ties may order differently than in
-    /// [`FlatView::search`]; i8 scores are identical.
+    /// [`FlatView::search`]; i8 scores are identical (the products are exact integers).
     pub fn search_batch(
         &self,
         deleted: &RoaringBitmap,
@@ -443,6 +459,12 @@ impl FlatView<'_> {
     }
 
     /// Scores the queries `share` against `rows` block by block; one heap per query.
+    ///
+    /// Each block of rows is made ready once (f32 rows at hand are used in place; listed, f16
+    /// and i8 rows are gathered and widened, or packed for the i8 kernel) and then scored
+    /// against every tile of the share's queries, one matrix product per tile
+    /// ([`matmul::scores_f32`], [`matmul::scores_i8`]), so the preparation is paid once per
+    /// block however many queries there are.
     fn scan_batch(
         &self,
         encoded: &Encoded,
@@ -452,48 +474,163 @@ impl FlatView<'_> {
     ) -> Vec<TopK> {
         let (dim, stride) = (self.dim(), self.layout.stride_values());
         let mut tops: Vec<TopK> = share.clone().map(|_| TopK::new(k)).collect();
-        let block_rows = (ROW_BLOCK_BYTES / self.layout.stride).max(TILE_ROWS);
-        let mut block: Vec<u32> = Vec::with_capacity(block_rows);
-        let mut scratch: Vec<f32> = Vec::new();
-        for tile_start in share.clone().step_by(QUERY_TILE) {
-            let tile = tile_start..(tile_start + QUERY_TILE).min(share.end);
-            let heaps = &mut tops[tile.start - share.start..tile.end - share.start];
-            let mut next = 0;
-            while rows.fill(&mut block, &mut next, block_rows) {
-                match (self.vectors, encoded) {
-                    (Vectors::F32(v), Encoded::F32(q)) => {
-                        let row = |r: u32| &v[r as usize * stride..r as usize * stride + dim];
-                        score_tiles(q, dim, tile.clone(), &block, row, heaps);
+        let mut block: Vec<u32> = Vec::with_capacity(ROW_BLOCK_ROWS);
+        let mut gathered: Vec<f32> = Vec::new();
+        let mut scores: Vec<f32> = vec![0.0; QUERY_TILE * ROW_BLOCK_ROWS];
+        let mut block_scales: Vec<f32> = Vec::new();
+        let mut panels = matmul::I8Panels::default();
+        // The i8 kernel's queries, biased, for the whole share (empty where it does not run).
+        let mut biased: Vec<u8> = Vec::new();
+        let packed_i8 = match encoded {
+            Encoded::I8 { values, .. } if matmul::packed_i8_runs(dim) => {
+                matmul::bias_queries_i8(
+                    &values[share.start * dim..share.end * dim],
+                    dim,
+                    &mut biased,
+                );
+                true
+            }
+            _ => false,
+        };
+        let step = dim.div_ceil(4) * 4;
+        let mut next = 0;
+        while rows.fill(&mut block, &mut next, ROW_BLOCK_ROWS) {
+            let n = block.len();
+            if let Encoded::I8 { .. } = encoded {
+                block_scales.clear();
+                block_scales.extend(block.iter().map(|&r| self.scales[r as usize]));
+            }
+            let mut rows_block = None;
+            match (self.vectors, encoded) {
+                (Vectors::I8(v), _) if packed_i8 => {
+                    panels.pack(
+                        dim,
+                        block.iter().map(|&r| &v[r as usize * stride..]),
+                        &block_scales,
+                    );
+                }
+                (Vectors::I8(_), _) if dim > EXACT_I8_MAX_DIM => {}
+                (Vectors::F32(v), _) if rows.is_all() => {
+                    rows_block = Some(RowBlock {
+                        values: &v[block[0] as usize * stride..],
+                        rows: n,
+                        stride,
+                    });
+                }
+                (vectors, _) => {
+                    gather(vectors, stride, dim, &block, &mut gathered);
+                    rows_block = Some(RowBlock {
+                        values: &gathered,
+                        rows: n,
+                        stride: dim,
+                    });
+                }
+            }
+            for tile_start in share.clone().step_by(QUERY_TILE) {
+                let tile = tile_start..(tile_start + QUERY_TILE).min(share.end);
+                let heaps = &mut tops[tile.start - share.start..tile.end - share.start];
+                let out = &mut scores[..tile.len() * n];
+                let scaled = match (encoded, rows_block) {
+                    (Encoded::I8 { scales, .. }, None) if packed_i8 => {
+                        // Finished scores straight from the i8 rows (AVX-512 VNNI).
+                        let at = (tile.start - share.start) * step;
+                        let queries = &biased[at..at + tile.len() * step];
+                        matmul::scores_i8(queries, &scales[tile.clone()], &panels, out);
+                        true
                     }
-                    (Vectors::F16(v), Encoded::F16 { widened, .. }) => {
-                        scratch.clear();
-                        for &r in &block {
-                            let at = r as usize * stride;
-                            scratch.extend(
-                                v[at..at + dim]
-                                    .iter()
-                                    .map(|h| half::f16::from_bits(h.0).to_f32()),
-                            );
-                        }
-                        let by_row: Vec<u32> = (0..block.len() as u32).collect();
-                        let row = |i: u32| &scratch[i as usize * dim..(i as usize + 1) * dim];
-                        score_tiles_mapped(widened, dim, tile.clone(), &by_row, &block, row, heaps);
-                    }
-                    (Vectors::I8(v), Encoded::I8 { values, scales }) => {
-                        for (heap, qi) in heaps.iter_mut().zip(tile.clone()) {
+                    (Encoded::I8 { values, scales, .. }, None) => {
+                        // Too long for f32 to sum exactly: the integer kernel, pair by pair.
+                        let Vectors::I8(v) = self.vectors else {
+                            continue;
+                        };
+                        for (scores_q, qi) in out.chunks_exact_mut(n).zip(tile.clone()) {
                             let q = &values[qi * dim..(qi + 1) * dim];
-                            for &r in &block {
+                            let pairs = scores_q.iter_mut().zip(&block).zip(&block_scales);
+                            for ((s, &r), &row_scale) in pairs {
                                 let at = r as usize * stride;
-                                let dot = dot_i8(q, &v[at..at + dim]);
-                                heap.push(score_i8(dot, scales[qi], self.scales[r as usize]), r);
+                                *s = score_i8(dot_i8(q, &v[at..at + dim]), scales[qi], row_scale);
                             }
                         }
+                        true
                     }
-                    _ => {}
+                    (_, Some(rows_block)) => {
+                        let queries = match encoded {
+                            Encoded::F32(q) => &q[tile.start * dim..tile.end * dim],
+                            Encoded::F16 { widened, .. } | Encoded::I8 { widened, .. } => {
+                                &widened[tile.start * dim..tile.end * dim]
+                            }
+                        };
+                        matmul::scores_f32(queries, dim, rows_block, out);
+                        false
+                    }
+                    (_, None) => continue,
+                };
+                for ((heap, qi), scores_q) in heaps
+                    .iter_mut()
+                    .zip(tile.clone())
+                    .zip(out.chunks_exact_mut(n))
+                {
+                    let i8_scales = match encoded {
+                        Encoded::I8 { scales, .. } if !scaled => {
+                            Some((scales[qi], block_scales.as_slice()))
+                        }
+                        _ => None,
+                    };
+                    offer(heap, &block, scores_q, i8_scales);
                 }
             }
         }
         tops
+    }
+}
+
+/// Offers `scores[j]` as row `block[j]`'s score to `heap`. For an i8 block, `i8_scales` is the
+/// query's scale and the block's row scales, and `scores` hold integer dots: they are turned
+/// into scores first, in place, by the one formula every i8 scan uses ([`score_i8`]).
+///
+/// Once the heap is full nearly every score is below its floor, so the scores are checked 16 at
+/// a time (a loop the compiler vectorizes) and only a group with a candidate is walked.
+#[inline]
+fn offer(heap: &mut TopK, block: &[u32], scores: &mut [f32], i8_scales: Option<(f32, &[f32])>) {
+    const GROUP: usize = 16;
+    if let Some((query_scale, row_scales)) = i8_scales {
+        for (s, &row_scale) in scores.iter_mut().zip(row_scales) {
+            *s = score_i8(*s, query_scale, row_scale);
+        }
+    }
+    let mut floor = heap.floor();
+    for (rows, group) in block.chunks(GROUP).zip(scores.chunks(GROUP)) {
+        let candidate = group
+            .iter()
+            .fold(false, |any, &s| any | TopK::may_enter(s, floor));
+        if !candidate {
+            continue;
+        }
+        for (&row, &score) in rows.iter().zip(group) {
+            if TopK::may_enter(score, floor) {
+                heap.push(score, row);
+                floor = heap.floor();
+            }
+        }
+    }
+}
+
+/// Copies rows `block` of `vectors` (row `r` at `r × stride` values) into `out` as f32, `dim`
+/// values each, back to back: f16 widened (exact), i8 as their integer values (exact; the
+/// per-row scale is applied to the score).
+fn gather(vectors: Vectors<'_>, stride: usize, dim: usize, block: &[u32], out: &mut Vec<f32>) {
+    out.clear();
+    for &r in block {
+        let at = r as usize * stride;
+        match vectors {
+            Vectors::F32(v) => out.extend_from_slice(&v[at..at + dim]),
+            Vectors::F16(v) => out.extend(
+                v[at..at + dim]
+                    .iter()
+                    .map(|h| half::f16::from_bits(h.0).to_f32()),
+            ),
+            Vectors::I8(v) => out.extend(v[at..at + dim].iter().map(|&x| f32::from(x))),
+        }
     }
 }
 
@@ -506,6 +643,11 @@ enum RowList<'a> {
 }
 
 impl RowList<'_> {
+    /// Whether the list is every row, in order (so a block's rows are contiguous).
+    fn is_all(&self) -> bool {
+        matches!(self, RowList::All(_))
+    }
+
     /// Refills `block` with up to `max` rows starting at position `*next`; false when done.
     fn fill(&self, block: &mut Vec<u32>, next: &mut usize, max: usize) -> bool {
         block.clear();
@@ -522,49 +664,5 @@ impl RowList<'_> {
             }
         }
         !block.is_empty()
-    }
-}
-
-/// Scores the queries `tile` (in `queries`, `dim` values each) against the rows in `block`
-/// with the tiled kernel and offers each score to the query's heap.
-fn score_tiles<'v>(
-    queries: &[f32],
-    dim: usize,
-    tile: std::ops::Range<usize>,
-    block: &[u32],
-    row: impl Fn(u32) -> &'v [f32],
-    heaps: &mut [TopK],
-) {
-    score_tiles_mapped(queries, dim, tile, block, block, row, heaps);
-}
-
-/// [`score_tiles`] where the kernel reads row `fetch[i]` and the heaps record row `report[i]`.
-fn score_tiles_mapped<'v>(
-    queries: &[f32],
-    dim: usize,
-    tile: std::ops::Range<usize>,
-    fetch: &[u32],
-    report: &[u32],
-    row: impl Fn(u32) -> &'v [f32],
-    heaps: &mut [TopK],
-) {
-    let query = |qi: usize| &queries[qi * dim..(qi + 1) * dim];
-    let n_rows = fetch.len();
-    for group in (tile.start..tile.end).step_by(TILE_QUERIES) {
-        let in_group = (tile.end - group).min(TILE_QUERIES);
-        let qs: [&[f32]; TILE_QUERIES] =
-            std::array::from_fn(|i| query(group + i.min(in_group - 1)));
-        for first in (0..n_rows).step_by(TILE_ROWS) {
-            let in_rows = (n_rows - first).min(TILE_ROWS);
-            let rs: [&[f32]; TILE_ROWS] =
-                std::array::from_fn(|j| row(fetch[first + j.min(in_rows - 1)]));
-            let scores = dot_tile_f32(qs, rs);
-            for (i, scores_q) in scores.iter().enumerate().take(in_group) {
-                let heap = &mut heaps[group - tile.start + i];
-                for (j, &score) in scores_q.iter().enumerate().take(in_rows) {
-                    heap.push(score, report[first + j]);
-                }
-            }
-        }
     }
 }

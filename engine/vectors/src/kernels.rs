@@ -21,13 +21,8 @@
 //! **f16** rows are IEEE binary16 bits (converted with the `half` crate, round to nearest even),
 //! scored by simsimd's f16 kernel, which widens to f32 before multiplying.
 //!
-//! The batched scan uses [`dot_tile_f32`], a register-tiled kernel that scores a few queries
-//! against a few rows per pass over the dimension, so every loaded value feeds several
-//! multiply-adds; it is plain Rust that the compiler vectorizes, compiled once more with AVX2 + FMA
-//! and with AVX-512 (F, VL) enabled, the build picked at run time. All builds do the same 8-lane
-//! fused arithmetic, so their scores agree bit for bit (tested). i8 has no tiled kernel yet: the
-//! compiler does not turn the portable form into `vpmaddwd`/`vpdpbusd`, so batched i8 scans call
-//! simsimd per pair.
+//! The batched scan does not use these pair kernels: it scores a tile of queries against a block
+//! of rows as one matrix product (`matmul`).
 
 use std::ops::Range;
 
@@ -432,138 +427,6 @@ pub(crate) fn f16_from_bits(bits: &[u16]) -> &[F16] {
 const _: () = assert!(std::mem::size_of::<F16>() == std::mem::size_of::<u16>());
 const _: () = assert!(std::mem::align_of::<F16>() == std::mem::align_of::<u16>());
 
-/// Queries per tile of [`dot_tile_f32`].
-pub(crate) const TILE_QUERIES: usize = 4;
-/// Rows per tile of [`dot_tile_f32`].
-pub(crate) const TILE_ROWS: usize = 4;
-/// Lanes of one accumulator: 8 f32 = one AVX2 register.
-const LANES: usize = 8;
-
-/// Scores `TILE_QUERIES` queries against `TILE_ROWS` rows: `out[q][r] = dot(queries[q], rows[r])`.
-///
-/// Every slice must have the same length. The accumulation order depends only on the length
-/// (8 lanes, then a fixed pairwise reduction, then the scalar tail), never on where a pair sits in
-/// the tile, so [`dot_lanes_f32`] gives every pair's score bit for bit.
-#[inline]
-pub(crate) fn dot_tile_f32(
-    queries: [&[f32]; TILE_QUERIES],
-    rows: [&[f32]; TILE_ROWS],
-) -> [[f32; TILE_ROWS]; TILE_QUERIES] {
-    #[cfg(target_arch = "x86_64")]
-    if has_avx512() {
-        #[allow(unsafe_code)]
-        // SAFETY: `dot_tile_f32_avx512` only requires AVX-512 F and VL and FMA, which
-        // `has_avx512` has just checked at run time (std's cached CPUID detection).
-        return unsafe { dot_tile_f32_avx512(queries, rows) };
-    }
-    #[cfg(target_arch = "x86_64")]
-    if has_avx2_fma() {
-        #[allow(unsafe_code)]
-        // SAFETY: `dot_tile_f32_avx2` only requires the CPU to support AVX2 and FMA, which
-        // `has_avx2_fma` has just checked at run time (std's cached CPUID detection).
-        return unsafe { dot_tile_f32_avx2(queries, rows) };
-    }
-    dot_tile_f32_portable(queries, rows)
-}
-
-/// Whether this CPU runs the AVX2 + FMA build of the tiled kernel.
-#[cfg(target_arch = "x86_64")]
-#[inline]
-fn has_avx2_fma() -> bool {
-    std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-}
-
-/// Whether this CPU runs the AVX-512 build of the tiled kernel (same 8-lane arithmetic, but 32
-/// vector registers, so a 4 × 4 tile's 16 accumulators never spill).
-#[cfg(target_arch = "x86_64")]
-#[inline]
-fn has_avx512() -> bool {
-    std::arch::is_x86_feature_detected!("avx512f")
-        && std::arch::is_x86_feature_detected!("avx512vl")
-        && std::arch::is_x86_feature_detected!("fma")
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512vl,fma")]
-fn dot_tile_f32_avx512(
-    queries: [&[f32]; TILE_QUERIES],
-    rows: [&[f32]; TILE_ROWS],
-) -> [[f32; TILE_ROWS]; TILE_QUERIES] {
-    dot_tile_generic(queries, rows)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-fn dot_tile_f32_avx2(
-    queries: [&[f32]; TILE_QUERIES],
-    rows: [&[f32]; TILE_ROWS],
-) -> [[f32; TILE_ROWS]; TILE_QUERIES] {
-    dot_tile_generic(queries, rows)
-}
-
-fn dot_tile_f32_portable(
-    queries: [&[f32]; TILE_QUERIES],
-    rows: [&[f32]; TILE_ROWS],
-) -> [[f32; TILE_ROWS]; TILE_QUERIES] {
-    dot_tile_generic(queries, rows)
-}
-
-#[cfg(test)]
-/// The score [`dot_tile_f32`] gives one pair, computed alone (a 1 × 1 tile).
-pub(crate) fn dot_lanes_f32(query: &[f32], row: &[f32]) -> f32 {
-    let tile = dot_tile_f32([query; TILE_QUERIES], [row; TILE_ROWS]);
-    tile[0][0]
-}
-
-/// The tiled kernel's body, inlined into each target-feature build.
-///
-/// Products are fused multiply-adds (`mul_add`); with FMA enabled they are one instruction, and
-/// without it the same IEEE result comes from the libm fallback, so both builds agree bit for bit.
-#[inline(always)]
-fn dot_tile_generic<const Q: usize, const R: usize>(
-    queries: [&[f32]; Q],
-    rows: [&[f32]; R],
-) -> [[f32; R]; Q] {
-    let len = queries
-        .iter()
-        .chain(rows.iter())
-        .map(|s| s.len())
-        .min()
-        .unwrap_or(0);
-    let body = len - len % LANES;
-    let chunks = body / LANES;
-    // Cut every input to exactly `chunks` chunks of LANES values up front, so the loop below
-    // indexes slices of a known common length and carries no bounds checks.
-    let qc: [&[[f32; LANES]]; Q] =
-        std::array::from_fn(|i| &queries[i][..body].as_chunks().0[..chunks]);
-    let rc: [&[[f32; LANES]]; R] =
-        std::array::from_fn(|j| &rows[j][..body].as_chunks().0[..chunks]);
-    let mut acc = [[[0.0f32; LANES]; R]; Q];
-    for c in 0..chunks {
-        let x: [[f32; LANES]; R] = std::array::from_fn(|j| rc[j][c]);
-        for (acc_q, query) in acc.iter_mut().zip(qc.iter()) {
-            let q = query[c];
-            for (acc_qr, xr) in acc_q.iter_mut().zip(x.iter()) {
-                for lane in 0..LANES {
-                    acc_qr[lane] = q[lane].mul_add(xr[lane], acc_qr[lane]);
-                }
-            }
-        }
-    }
-    let mut out = [[0.0f32; R]; Q];
-    for (qi, (out_q, acc_q)) in out.iter_mut().zip(acc.iter()).enumerate() {
-        for (ri, (o, a)) in out_q.iter_mut().zip(acc_q.iter()).enumerate() {
-            let s4 = [a[0] + a[4], a[1] + a[5], a[2] + a[6], a[3] + a[7]];
-            let mut sum = (s4[0] + s4[2]) + (s4[1] + s4[3]);
-            for i in body..len {
-                sum = queries[qi][i].mul_add(rows[ri][i], sum);
-            }
-            *o = sum;
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -628,13 +491,7 @@ mod tests {
             seed in any::<u64>(),
         ) {
             let stride = dim + pad;
-            let mut state = seed | 1;
-            let mut next = move || {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                (state % 2001) as f32 / 1000.0 - 1.0
-            };
+            let mut next = crate::tests::unit_values(seed);
             let vectors: Vec<f32> = (0..rows * stride).map(|_| next()).collect();
             let query: Vec<f32> = (0..dim).map(|_| next()).collect();
             // Two rows past the block's end: they score NaN, which the heap places too.
@@ -709,37 +566,6 @@ mod tests {
                     + f64::from(sa) * f64::from(sb) / 4.0
             }).sum::<f64>() * 1.001 + 1e-6;
             prop_assert!((got - want).abs() <= bound, "len {len}: {got} vs {want}, bound {bound}");
-        }
-
-        #[test]
-        fn tiled_kernel_matches_scalar_and_lanes(
-            len in length(),
-            seed in proptest::collection::vec(-1.0f32..1.0, 8 * 800),
-            offset in 0usize..4,
-        ) {
-            let len = len.min(790);
-            let slice = |i: usize| &seed[offset + i * 790..offset + i * 790 + len];
-            let queries = [slice(0), slice(1), slice(2), slice(3)];
-            let rows = [slice(4), slice(5), slice(6), slice(7)];
-            let tile = dot_tile_f32(queries, rows);
-            let portable = dot_tile_f32_portable(queries, rows);
-            for q in 0..TILE_QUERIES {
-                for r in 0..TILE_ROWS {
-                    let want = dot_f32_scalar(queries[q], rows[r]);
-                    let got = tile[q][r];
-                    prop_assert!((f64::from(got) - want).abs() <= tolerance(queries[q], rows[r]),
-                        "len {len} q{q} r{r}: {got} vs {want}");
-                    prop_assert_eq!(got.to_bits(), dot_lanes_f32(queries[q], rows[r]).to_bits());
-                    prop_assert_eq!(got.to_bits(), portable[q][r].to_bits());
-                    #[cfg(target_arch = "x86_64")]
-                    if has_avx2_fma() {
-                        #[allow(unsafe_code)]
-                        // SAFETY: AVX2 and FMA were detected on this CPU just above.
-                        let avx2 = unsafe { dot_tile_f32_avx2(queries, rows) };
-                        prop_assert_eq!(got.to_bits(), avx2[q][r].to_bits());
-                    }
-                }
-            }
         }
     }
 

@@ -11,8 +11,9 @@
 //!
 //! Code map:
 //! - `kernels`: the dot-product kernels (simsimd, plus AVX-512 / AVX2 builds picked at run
-//!   time) with their scalar references, the f32 → f16 and f32 → i8 encoders, and the
-//!   register-tiled kernel used by batched search.
+//!   time) with their scalar references, and the f32 → f16 and f32 → i8 encoders.
+//! - `matmul`: the batched scan's step, a tile of queries against a block of rows as one matrix
+//!   product (the gemm crate's, dispatched at run time; i8 widened exactly).
 //! - `layout`: the byte layout of one flat block (header, vectors, columns) and the 64-byte
 //!   aligned buffer that owns it; [`FlatView`] reads a block straight from `&[u8]` and gives its
 //!   columns and rows through accessors.
@@ -46,6 +47,7 @@ mod hnsw;
 mod index;
 mod kernels;
 mod layout;
+mod matmul;
 mod parallel;
 mod refine;
 mod topk;

@@ -5,9 +5,7 @@
 use proptest::prelude::*;
 use roaring::RoaringBitmap;
 
-use crate::kernels::{
-    F16, dot_f16, dot_f32, dot_i8, dot_lanes_f32, encode_f16, quantize_i8, score_i8,
-};
+use crate::kernels::{F16, dot_f16, dot_f32, dot_i8, encode_f16, quantize_i8, score_i8};
 use crate::topk::Scored;
 use crate::{
     Filter, FlatIndex, FlatIndexWriter, FlatView, Hit, Precision, VectorError, VectorIndex,
@@ -133,33 +131,19 @@ fn matches(c: &Case, deleted: &RoaringBitmap, row: usize) -> bool {
         && c.sources.as_ref().is_none_or(|s| s.contains(&r.source))
 }
 
-/// How the model scores: as the single-query scan does, or as the batched (tiled) scan does.
-#[derive(Clone, Copy)]
-enum Scoring {
-    Single,
-    Batched,
-}
-
-/// Score of `row` for `query`, computed independently of the index (re-encoding both vectors).
-fn model_score(precision: Precision, scoring: Scoring, query: &[f32], row: &[f32]) -> f32 {
+/// Score of `row` for `query` as the single-query scan computes it, independently of the index
+/// (re-encoding both vectors).
+fn model_score(precision: Precision, query: &[f32], row: &[f32]) -> f32 {
     let n = query.len();
-    match (precision, scoring) {
-        (Precision::F32, Scoring::Single) => dot_f32(query, row),
-        (Precision::F32, Scoring::Batched) => dot_lanes_f32(query, row),
-        (Precision::F16, scoring) => {
+    match precision {
+        Precision::F32 => dot_f32(query, row),
+        Precision::F16 => {
             let (mut q, mut r) = (vec![F16::ZERO; n], vec![F16::ZERO; n]);
             encode_f16(query, &mut q);
             encode_f16(row, &mut r);
-            match scoring {
-                Scoring::Single => dot_f16(&q, &r),
-                Scoring::Batched => {
-                    let wq: Vec<f32> = q.iter().map(|h| h.to_f32()).collect();
-                    let wr: Vec<f32> = r.iter().map(|h| h.to_f32()).collect();
-                    dot_lanes_f32(&wq, &wr)
-                }
-            }
+            dot_f16(&q, &r)
         }
-        (Precision::I8, _) => {
+        Precision::I8 => {
             let (mut q, mut r) = (vec![0i8; n], vec![0i8; n]);
             let sq = quantize_i8(query, &mut q);
             let sr = quantize_i8(row, &mut r);
@@ -168,23 +152,91 @@ fn model_score(precision: Precision, scoring: Scoring, query: &[f32], row: &[f32
     }
 }
 
+/// The exact (f64) dot product of `query` and `row` as stored at `precision` (f16 rounding
+/// applied; i8 is exact already and not asked here), and a bound on an f32 sum's rounding error
+/// in any order: relative to `Σ |q_i·x_i|`.
+fn exact_score(precision: Precision, query: &[f32], row: &[f32]) -> (f64, f64) {
+    let stored = |v: &[f32]| -> Vec<f64> {
+        match precision {
+            Precision::F16 => v
+                .iter()
+                .map(|&x| f64::from(half::f16::from_f32(x).to_f32()))
+                .collect(),
+            _ => v.iter().map(|&x| f64::from(x)).collect(),
+        }
+    };
+    let (q, r) = (stored(query), stored(row));
+    let products = q.iter().zip(&r).map(|(a, b)| a * b);
+    let magnitude: f64 = products.clone().map(f64::abs).sum();
+    (products.sum(), 1e-5 * magnitude + 1e-6)
+}
+
 /// Filter every row, score every match, sort by (score desc, row asc), keep k.
-fn brute_force(
-    c: &Case,
-    deleted: &RoaringBitmap,
-    query: &[f32],
-    scoring: Scoring,
-) -> Vec<(u32, u32)> {
+fn brute_force(c: &Case, deleted: &RoaringBitmap, query: &[f32]) -> Vec<(u32, u32)> {
     let mut all: Vec<Scored> = (0..c.rows.len())
         .filter(|&row| matches(c, deleted, row))
         .map(|row| Scored {
-            score: model_score(c.precision, scoring, query, &c.rows[row].vector),
+            score: model_score(c.precision, query, &c.rows[row].vector),
             row: row as u32,
         })
         .collect();
     all.sort_by(|a, b| b.cmp(a));
     all.truncate(c.k);
     all.iter().map(|s| (s.row, s.score.to_bits())).collect()
+}
+
+/// An f32 or f16 batched result, whose sums run in the matrix product's order: as many hits as
+/// rows match (up to k), ordered by their scores (ties by row), each a matching row scored within
+/// the rounding bound of its exact score, and no row left out that beats a kept one by more than
+/// the two rows' bounds.
+fn check_near_top_k(
+    c: &Case,
+    deleted: &RoaringBitmap,
+    query: &[f32],
+    hits: &[Hit],
+) -> Result<(), TestCaseError> {
+    let matching: Vec<usize> = (0..c.rows.len())
+        .filter(|&row| matches(c, deleted, row))
+        .collect();
+    prop_assert_eq!(hits.len(), c.k.min(matching.len()));
+    let order: Vec<Scored> = hits
+        .iter()
+        .map(|h| Scored {
+            score: h.score,
+            row: h.row,
+        })
+        .collect();
+    prop_assert!(
+        order.windows(2).all(|w| w[0] > w[1]),
+        "hits out of order: {:?}",
+        hits
+    );
+    let exact = |row: usize| exact_score(c.precision, query, &c.rows[row].vector);
+    let mut weakest_kept = f64::INFINITY;
+    for h in hits {
+        let row = h.row as usize;
+        prop_assert!(matching.contains(&row), "row {} does not match", row);
+        let (want, bound) = exact(row);
+        prop_assert!(
+            (f64::from(h.score) - want).abs() <= bound,
+            "row {row}: {} vs {want}",
+            h.score
+        );
+        // Any kept row's exact score is at most this much above its computed one.
+        weakest_kept = weakest_kept.min(want + bound);
+    }
+    for &row in &matching {
+        if hits.iter().all(|h| h.row as usize != row) {
+            let (want, bound) = exact(row);
+            // It scored no higher than every kept row: exact ≤ computed + bound ≤ kept's
+            // computed + bound ≤ kept's exact + both bounds.
+            prop_assert!(
+                want <= weakest_kept + bound,
+                "row {row} ({want}) left out, weakest kept {weakest_kept}"
+            );
+        }
+    }
+    Ok(())
 }
 
 fn summary(hits: &[Hit]) -> Vec<(u32, u32)> {
@@ -202,7 +254,7 @@ proptest! {
         for query in &c.queries {
             let hits = index.search(query, c.k, &f).unwrap();
             prop_assert_eq!(hits.len(), c.k.min(matching));
-            prop_assert_eq!(summary(&hits), brute_force(&c, index.deleted(), query, Scoring::Single));
+            prop_assert_eq!(summary(&hits), brute_force(&c, index.deleted(), query));
             for h in &hits {
                 prop_assert_eq!(h.id, 1000 + u64::from(h.row));
             }
@@ -217,7 +269,12 @@ proptest! {
         let batch = index.search_batch(&flat, c.k, &f, threads).unwrap();
         prop_assert_eq!(batch.len(), c.queries.len());
         for (query, hits) in c.queries.iter().zip(&batch) {
-            prop_assert_eq!(summary(hits), brute_force(&c, index.deleted(), query, Scoring::Batched));
+            if c.precision == Precision::I8 {
+                // The matrix product sums exact integers: i8 scores equal the single scan's.
+                prop_assert_eq!(summary(hits), brute_force(&c, index.deleted(), query));
+            } else {
+                check_near_top_k(&c, index.deleted(), query, hits)?;
+            }
         }
     }
 
@@ -241,17 +298,40 @@ proptest! {
     }
 }
 
+/// i8 batches score exactly as single searches do on every path: the packed kernel (or the
+/// widened product) below 1,040 dimensions, the integer kernel pair by pair above; unfiltered
+/// (rows used in place) and filtered (rows gathered).
+#[test]
+fn i8_batches_equal_single_searches_at_every_dimension() {
+    let mut next = unit_values(0x2545_f491_4f6c_dd1du64);
+    for dim in [5, 384, 1100] {
+        let rows: Vec<Vec<f32>> = (0..700)
+            .map(|_| (0..dim).map(|_| next()).collect())
+            .collect();
+        let queries: Vec<f32> = (0..20 * dim).map(|_| next()).collect();
+        let mut w = FlatIndexWriter::new(Precision::I8, dim).unwrap();
+        for (i, r) in rows.iter().enumerate() {
+            w.push(i as u64, (i % 100) as i64, (i % 3) as u8, r)
+                .unwrap();
+        }
+        let index = w.finish().unwrap();
+        for f in [Filter::new(), Filter::new().with_source(2)] {
+            let batch = index.search_batch(&queries, 7, &f, 2).unwrap();
+            for (qi, hits) in batch.iter().enumerate() {
+                let single = index
+                    .search(&queries[qi * dim..(qi + 1) * dim], 7, &f)
+                    .unwrap();
+                assert_eq!(summary(hits), summary(&single), "dim {dim}, query {qi}");
+            }
+        }
+    }
+}
+
 #[test]
 fn large_batch_crosses_blocks_and_tiles() {
     // More rows than one row block and more queries than one query tile, with a filter.
     let dim = 48;
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
-    };
+    let mut next = unit_values(0x9e37_79b9_7f4a_7c15u64);
     let rows: Vec<Vec<f32>> = (0..3000)
         .map(|_| (0..dim).map(|_| next()).collect())
         .collect();
@@ -370,4 +450,21 @@ fn empty_index_and_zero_k() {
             score: 4.0
         }]
     );
+}
+
+/// A seeded xorshift64 stream for tests: the same values on every machine.
+pub(crate) fn xorshift(seed: u64) -> impl FnMut() -> u64 {
+    let mut state = seed | 1;
+    move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    }
+}
+
+/// Values in −1..=1, in steps of 0.001, from [`xorshift`]`(seed)`.
+pub(crate) fn unit_values(seed: u64) -> impl FnMut() -> f32 {
+    let mut next = xorshift(seed);
+    move || (next() % 2001) as f32 / 1000.0 - 1.0
 }
