@@ -283,15 +283,17 @@ impl Bert {
     ///
     /// `bytes` is the file's content (read once by the caller, which also hashes it); `path`
     /// only labels errors.
+    /// Loads the weights from the safetensors file at `path`, mapped rather than read: each
+    /// tensor is copied once, from the page cache into its own buffer, with no whole-file copy
+    /// first. The caller checks that the file is the pinned one (`MiniLm::load`).
     pub(crate) fn load(
         config: BertConfig,
-        bytes: Vec<u8>,
         path: &Path,
         device: &Device,
         kernels: Kernels,
     ) -> Result<Self, EncodeError> {
         let mut checkpoint = config.init(device);
-        load_weights(&mut checkpoint, bytes, path)?;
+        load_weights(&mut checkpoint, SafetensorsStore::from_file(path), path)?;
         Ok(Self::from_checkpoint(checkpoint, kernels))
     }
 
@@ -484,12 +486,16 @@ fn mean_pool_normalise(hidden: Tensor<3>, keep: Tensor<2, Bool>) -> Tensor<2> {
 /// Fills `model` from the Hugging Face checkpoint: PyTorch linear weights are `[out, in]` and
 /// layer norms are `weight`/`bias`, which the PyTorch adapter converts; the pooler and the
 /// `position_ids` buffer are in the file but unused.
-fn load_weights(model: &mut Checkpoint, bytes: Vec<u8>, path: &Path) -> Result<(), EncodeError> {
+fn load_weights(
+    model: &mut Checkpoint,
+    store: SafetensorsStore,
+    path: &Path,
+) -> Result<(), EncodeError> {
     let fail = |reason: String| EncodeError::Weights {
         path: path.to_path_buf(),
         reason,
     };
-    let mut store = SafetensorsStore::from_bytes(Some(bytes))
+    let mut store = store
         .with_from_adapter(PyTorchToBurnAdapter)
         .with_key_remapping(r"\.LayerNorm\.", ".layer_norm.")
         .with_key_remapping(r"\.attention\.self\.", ".attention.self_attn.");

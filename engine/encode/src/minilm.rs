@@ -106,10 +106,6 @@ impl MiniLm {
     /// Loads the model from `dir`, refusing files whose SHA-256 is not the pinned one.
     pub fn load(dir: &ModelDir, options: EncoderOptions) -> Result<Self, EncodeError> {
         let weights_path = dir.path().join(model::WEIGHTS.name);
-        let weights =
-            std::fs::read(&weights_path).map_err(EncodeError::io("reading", &weights_path))?;
-        let weights_sha256 = model::sha256_hex(&weights);
-        model::check_hex(&weights_path, model::WEIGHTS, weights_sha256.clone())?;
         let read_checked = |file: model::PinnedFile| {
             let path = dir.path().join(file.name);
             let bytes = std::fs::read(&path).map_err(EncodeError::io("reading", &path))?;
@@ -152,15 +148,32 @@ impl MiniLm {
             .collect::<Result<Vec<_>, _>>()?;
         let device = options.backend.device();
         let kernels = options.backend.kernels();
-        let model = pool.install(|| {
-            Bert::load(
-                BertConfig::MINILM_L6,
-                weights,
-                &weights_path,
-                &device,
-                kernels,
-            )
-        })?;
+        // The weights are hashed (streamed, on a second thread) while burn loads them from a
+        // mapping of the same file, so a load costs the longer of the two, not their sum. The
+        // model is used only once the digest matched, and only if the file is the same one
+        // (device, inode, length, modification time) before and after: then the hash and the
+        // load both read the pinned bytes.
+        let identity = model::file_identity(&weights_path)?;
+        let (digest, model) = std::thread::scope(|scope| {
+            let hasher = scope.spawn(|| model::check_digest(&weights_path, model::WEIGHTS));
+            let model =
+                pool.install(|| Bert::load(BertConfig::MINILM_L6, &weights_path, &device, kernels));
+            let digest = hasher.join().unwrap_or_else(|_| {
+                Err(EncodeError::Backend {
+                    what: "weights digest",
+                    reason: "the hashing thread panicked".into(),
+                })
+            });
+            (digest, model)
+        });
+        let weights_sha256 = digest?;
+        if model::file_identity(&weights_path)? != identity {
+            return Err(EncodeError::Weights {
+                path: weights_path,
+                reason: "the file changed while it was loaded; load again".into(),
+            });
+        }
+        let model = model?;
         Ok(Self {
             model,
             tokenizer,

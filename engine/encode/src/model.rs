@@ -380,8 +380,9 @@ fn hex(digest: &[u8]) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Fails unless the file at `path` has `file`'s digest.
-fn check_digest(path: &Path, file: PinnedFile) -> Result<(), EncodeError> {
+/// Fails unless the file at `path` has `file`'s digest; returns the digest (lower-case hex). The
+/// file is streamed through the hash, never held whole.
+pub(crate) fn check_digest(path: &Path, file: PinnedFile) -> Result<String, EncodeError> {
     let mut reader = File::open(path).map_err(EncodeError::io("opening", path))?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0_u8; 1 << 20];
@@ -394,7 +395,35 @@ fn check_digest(path: &Path, file: PinnedFile) -> Result<(), EncodeError> {
         }
         hasher.update(&buf[..n]);
     }
-    check_hex(path, file, hex(&hasher.finalize()))
+    let found = hex(&hasher.finalize());
+    check_hex(path, file, found.clone())?;
+    Ok(found)
+}
+
+/// What names one version of a file: its device and inode (on Unix), length and modification
+/// time. Equal before and after a load means every open in between saw the same file.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct FileIdentity {
+    device_inode: (u64, u64),
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+}
+
+/// The identity of the file at `path` now.
+pub(crate) fn file_identity(path: &Path) -> Result<FileIdentity, EncodeError> {
+    let meta = fs::metadata(path).map_err(EncodeError::io("reading the metadata of", path))?;
+    #[cfg(unix)]
+    let device_inode = {
+        use std::os::unix::fs::MetadataExt;
+        (meta.dev(), meta.ino())
+    };
+    #[cfg(not(unix))]
+    let device_inode = (0, 0);
+    Ok(FileIdentity {
+        device_inode,
+        len: meta.len(),
+        modified: meta.modified().ok(),
+    })
 }
 
 /// Fails unless `found` is `file`'s digest.

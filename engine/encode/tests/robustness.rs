@@ -63,3 +63,35 @@ proptest! {
         }
     }
 }
+
+/// Weights that are not the pinned file are refused at load, before the model is used: one
+/// byte changed near the end of `model.safetensors` (inside a tensor, so the file still
+/// parses) gives a checksum error, not an encoder.
+#[test]
+fn tampered_weights_are_refused_at_load() {
+    let Ok(installed) = model::locate() else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "no installed model under CI"
+        );
+        return;
+    };
+    let copy = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(installed.path()).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_file() {
+            std::fs::copy(entry.path(), copy.path().join(entry.file_name())).unwrap();
+        }
+    }
+    let weights = copy.path().join("model.safetensors");
+    let mut bytes = std::fs::read(&weights).unwrap();
+    let at = bytes.len() - 100;
+    bytes[at] ^= 0x01;
+    std::fs::write(&weights, &bytes).unwrap();
+    let dir = model::ModelDir::open(copy.path()).unwrap();
+    match MiniLm::load(&dir, EncoderOptions::default()) {
+        Err(memdb_encode::EncodeError::ChecksumMismatch { path, .. }) => assert_eq!(path, weights),
+        Err(other) => panic!("expected a checksum mismatch, got {other}"),
+        Ok(_) => panic!("tampered weights were loaded"),
+    }
+}
