@@ -36,7 +36,7 @@
 //! `FLAT_BELOW_ROWS` and `FLAT_BELOW_MATCH_FRACTION`).
 //!
 //! Run: `cargo run --release -p memdb-benches --bin vectors [-- --n 1000000] [--queries 1000]
-//! [--k 10] [--seed 42] [--data lowrank|real] [--ef 64,96,128,192] [--refine 2,4]
+//! [--k 10] [--seed 42] [--data lowrank|real] [--ef 64,96,128,192,256] [--refine 2,4]
 //! [--traversals] [--crossover] [--skip-peer] [--hnswlib-max 200000]`.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -95,7 +95,7 @@ fn args() -> Args {
         k: 10,
         seed: 42,
         data: Data::Lowrank,
-        efs: vec![64, 96, 128, 192],
+        efs: vec![64, 96, 128, 192, 256],
         refine: vec![2, 4],
         traversals: false,
         crossover: false,
