@@ -1,6 +1,8 @@
 //! Arbitrary bytes into the readers of vector blocks read back from a store (SPEC.md §5.1, §5.2):
 //! `FlatIndex::from_bytes` and `HnswIndex::from_bytes`. Beyond "never panics": an accepted flat
-//! block searches to exactly `min(k, rows)` hits, and an accepted graph re-encodes to bytes that
+//! block searches to exactly `min(k, rows)` hits, one query at a time and batched (the matrix
+//! product and the i8 kernels run on whatever rows, scales and strides the block holds), and an
+//! accepted graph re-encodes to bytes that
 //! load again to the same bytes and searches (through the graph and automatically) to exactly
 //! `min(k, live rows)` hits.
 #![no_main]
@@ -19,6 +21,14 @@ fuzz_target!(|data: &[u8]| {
             .search(&query, K, &Filter::new())
             .expect("a well-formed query searches");
         assert_eq!(hits.len(), view.len().min(K));
+        let queries: Vec<f32> = (0..2 * view.dim()).map(|i| (i % 7) as f32 - 3.0).collect();
+        let batch = index
+            .search_batch(&queries, K, &Filter::new(), 2)
+            .expect("a well-formed batch searches");
+        assert_eq!(batch.len(), 2);
+        for hits in &batch {
+            assert_eq!(hits.len(), view.len().min(K));
+        }
     }
 
     if let Ok(graph) = HnswIndex::from_bytes(data) {
