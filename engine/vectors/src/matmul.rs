@@ -114,20 +114,60 @@ const PACKED_I8_MAX_DIM: usize = 16_384;
 
 /// Whether [`scores_i8`] runs for vectors of `dim` values on this CPU.
 pub(crate) fn packed_i8_runs(dim: usize) -> bool {
-    dim <= PACKED_I8_MAX_DIM && packed_i8_available()
+    dim <= PACKED_I8_MAX_DIM && I8Kernel::best().is_some()
 }
 
-/// Whether this CPU runs the packed i8 kernel ([`scores_i8`]).
-fn packed_i8_available() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx512f")
-            && std::arch::is_x86_feature_detected!("avx512bw")
-            && std::arch::is_x86_feature_detected!("avx512vnni")
+/// The packed i8 kernels, each for the CPUs that have its instructions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum I8Kernel {
+    /// 512-bit `vpdpbusd` (AVX-512 F, BW, VNNI: server cores, Zen 4 and later).
+    Avx512Vnni,
+    /// 256-bit `vpdpbusd` (AVX-VNNI: laptop and desktop cores without AVX-512, such as Intel's
+    /// since Alder Lake).
+    AvxVnni,
+}
+
+impl I8Kernel {
+    /// Fastest first.
+    pub(crate) const ALL: [I8Kernel; 2] = [I8Kernel::Avx512Vnni, I8Kernel::AvxVnni];
+
+    /// The fastest kernel this CPU runs, if any; or the one `MEMDB_VECTORS_I8_KERNEL` names
+    /// (`avx512-vnni`, `avx-vnni`, or `none` for the widened sgemm path), where this CPU runs
+    /// it: a way to measure, on one machine, the paths other machines take. Read once.
+    pub(crate) fn best() -> Option<I8Kernel> {
+        static CHOSEN: std::sync::OnceLock<Option<I8Kernel>> = std::sync::OnceLock::new();
+        *CHOSEN.get_or_init(|| {
+            let fastest = Self::ALL.into_iter().find(|k| k.available());
+            match std::env::var("MEMDB_VECTORS_I8_KERNEL").as_deref() {
+                Ok("none") => None,
+                Ok("avx512-vnni") => Some(I8Kernel::Avx512Vnni).filter(|k| k.available()),
+                Ok("avx-vnni") => Some(I8Kernel::AvxVnni).filter(|k| k.available()),
+                _ => fastest,
+            }
+        })
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
+
+    /// Whether this CPU runs the kernel.
+    pub(crate) fn available(self) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            match self {
+                I8Kernel::Avx512Vnni => {
+                    std::arch::is_x86_feature_detected!("avx512f")
+                        && std::arch::is_x86_feature_detected!("avx512bw")
+                        && std::arch::is_x86_feature_detected!("avx512vnni")
+                }
+                I8Kernel::AvxVnni => {
+                    std::arch::is_x86_feature_detected!("avx2")
+                        && std::arch::is_x86_feature_detected!("avxvnni")
+                }
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = self;
+            false
+        }
     }
 }
 
@@ -200,6 +240,17 @@ pub(crate) fn bias_queries_i8(queries: &[i8], dim: usize, out: &mut Vec<u8>) {
 /// `panels`. The caller checks [`packed_i8_runs`] first; on a CPU without the kernel, or shapes
 /// that do not fit (a caller bug), it scores NaN.
 pub(crate) fn scores_i8(queries: &[u8], query_scales: &[f32], panels: &I8Panels, out: &mut [f32]) {
+    scores_i8_with(I8Kernel::best(), queries, query_scales, panels, out);
+}
+
+/// [`scores_i8`] with the given kernel (`None`, or one this CPU lacks: NaN).
+pub(crate) fn scores_i8_with(
+    kernel: Option<I8Kernel>,
+    queries: &[u8],
+    query_scales: &[f32],
+    panels: &I8Panels,
+    out: &mut [f32],
+) {
     let step_bytes = panels.steps * 4;
     let m = queries.len().checked_div(step_bytes).unwrap_or(0);
     let n = panels.rows;
@@ -212,25 +263,51 @@ pub(crate) fn scores_i8(queries: &[u8], query_scales: &[f32], panels: &I8Panels,
         && panels.bytes.len() == whole * step_bytes
         && panels.bias.len() == whole
         && panels.scales.len() == whole;
-    if !fits || !packed_i8_available() {
+    let kernel = kernel.filter(|k| k.available());
+    let Some(kernel) = kernel.filter(|_| fits) else {
         let cells = m.saturating_mul(n).min(out.len());
         out[..cells].fill(f32::NAN);
         return;
-    }
+    };
     #[cfg(target_arch = "x86_64")]
-    {
+    match kernel {
         #[allow(unsafe_code)]
-        // SAFETY: `packed_i8_available` has just checked AVX-512 F, BW and VNNI at run time,
-        // all that `scores_i8_vnni` requires; the shapes it relies on were checked above.
-        unsafe {
-            scores_i8_vnni(queries, query_scales, m, panels, out)
-        };
+        // SAFETY: `available` has just checked AVX-512 F, BW and VNNI at run time, all that
+        // `scores_i8_vnni` requires; the shapes it relies on were checked above.
+        I8Kernel::Avx512Vnni => unsafe { scores_i8_vnni(queries, query_scales, m, panels, out) },
+        #[allow(unsafe_code)]
+        // SAFETY: `available` has just checked AVX2 and AVX-VNNI at run time, all that
+        // `scores_i8_avx_vnni` requires; the shapes it relies on were checked above.
+        I8Kernel::AvxVnni => unsafe { scores_i8_avx_vnni(queries, query_scales, m, panels, out) },
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = kernel;
+}
+
+/// One micro-kernel call: queries `first..first + group` of the biased `queries` against the
+/// panels of `panels` from `panel` on.
+#[derive(Clone, Copy)]
+struct Tile<'a> {
+    queries: &'a [u8],
+    query_scales: &'a [f32],
+    panels: &'a I8Panels,
+    first: usize,
+    group: usize,
+    panel: usize,
+}
+
+impl Tile<'_> {
+    /// Where each of `N` queries starts in `queries`; slots past the group repeat its last
+    /// query (their sums are computed but never stored), so a kernel's loop has no branches.
+    fn query_offsets<const N: usize>(&self) -> [usize; N] {
+        let step_bytes = self.panels.steps * 4;
+        std::array::from_fn(|i| (self.first + i.min(self.group.max(1) - 1)) * step_bytes)
     }
 }
 
 /// The VNNI kernel: for each group of 8 queries and 3 panels (48 rows), 24 registers of sums.
 ///
-/// Preconditions (checked by [`scores_i8`]): `queries` holds `m` queries of `steps·4` bytes,
+/// Preconditions (checked by [`scores_i8_with`]): `queries` holds `m` queries of `steps·4` bytes,
 /// `panels` holds `⌈n/16⌉` whole panels and biases, `out` at least `m·n` values.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
@@ -249,10 +326,18 @@ fn scores_i8_vnni(
         let mut query = 0;
         while query < m {
             let group = (m - query).min(KERNEL_QUERIES);
+            let tile = Tile {
+                queries,
+                query_scales,
+                panels,
+                first: query,
+                group,
+                panel,
+            };
             match take {
-                3 => vnni_tile::<3>(queries, query_scales, query, group, panels, panel, out),
-                2 => vnni_tile::<2>(queries, query_scales, query, group, panels, panel, out),
-                _ => vnni_tile::<1>(queries, query_scales, query, group, panels, panel, out),
+                3 => vnni_tile::<3>(tile, out),
+                2 => vnni_tile::<2>(tile, out),
+                _ => vnni_tile::<1>(tile, out),
             }
             query += group;
         }
@@ -266,44 +351,33 @@ fn scores_i8_vnni(
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
 #[inline]
 #[allow(unsafe_code)] // Loads and stores through raw pointers, each with its SAFETY note.
-fn vnni_tile<const P: usize>(
-    queries: &[u8],
-    query_scales: &[f32],
-    first: usize,
-    group: usize,
-    panels: &I8Panels,
-    panel: usize,
-    out: &mut [f32],
-) {
+fn vnni_tile<const P: usize>(tile: Tile<'_>, out: &mut [f32]) {
     use std::arch::x86_64::{
         __m512i, _mm512_cvtepi32_ps, _mm512_dpbusd_epi32, _mm512_loadu_ps, _mm512_loadu_si512,
         _mm512_mul_ps, _mm512_set1_epi32, _mm512_set1_ps, _mm512_setzero_si512, _mm512_storeu_ps,
         _mm512_sub_epi32,
     };
-    let steps = panels.steps;
+    let steps = tile.panels.steps;
     let step_bytes = steps * 4;
     let panel_bytes = step_bytes * PANEL_ROWS;
-    let n = panels.rows;
+    let n = tile.panels.rows;
     let mut acc = [[_mm512_setzero_si512(); P]; KERNEL_QUERIES];
-    // Queries past the group repeat its last one (their sums are never stored), so the loop
-    // below has no branches.
-    let query_at: [usize; KERNEL_QUERIES] =
-        std::array::from_fn(|i| (first + i.min(group - 1)) * step_bytes);
-    let rows = panels.bytes.as_ptr();
-    let qs = queries.as_ptr();
+    let query_at: [usize; KERNEL_QUERIES] = tile.query_offsets();
+    let rows = tile.panels.bytes.as_ptr();
+    let qs = tile.queries.as_ptr();
     for step in 0..steps {
         let mut x = [_mm512_setzero_si512(); P];
         for (p, xp) in x.iter_mut().enumerate() {
-            // SAFETY: panel `panel + p` < ⌈n/16⌉ (the caller takes at most the panels left),
-            // and `step < steps`, so these 64 bytes lie inside `panels.bytes`, whose length is
+            // SAFETY: panel `tile.panel + p` < ⌈n/16⌉ (the caller takes at most the panels left),
+            // and `step < steps`, so these 64 bytes lie inside `tile.panels.bytes`, whose length is
             // ⌈n/16⌉ · panel_bytes (checked by `scores_i8`).
             *xp = unsafe {
-                _mm512_loadu_si512(rows.add((panel + p) * panel_bytes + step * 64).cast())
+                _mm512_loadu_si512(rows.add((tile.panel + p) * panel_bytes + step * 64).cast())
             };
         }
         for (acc_q, &at) in acc.iter_mut().zip(&query_at) {
             // SAFETY: query index < m and `step < steps`, so the 4 bytes at
-            // `at + 4·step` lie inside `queries` (m · step_bytes long, checked by `scores_i8`).
+            // `at + 4·step` lie inside `tile.queries` (m · step_bytes long, checked by `scores_i8`).
             let four = unsafe { (qs.add(at + step * 4) as *const i32).read_unaligned() };
             let q = _mm512_set1_epi32(four);
             for (a, &xp) in acc_q.iter_mut().zip(&x) {
@@ -312,20 +386,24 @@ fn vnni_tile<const P: usize>(
         }
     }
     for p in 0..P {
-        let row0 = (panel + p) * PANEL_ROWS;
+        let row0 = (tile.panel + p) * PANEL_ROWS;
         // SAFETY: `row0 + 16 <= bias.len()` (whole panels of biases, checked by `scores_i8`).
-        let bias: __m512i = unsafe { _mm512_loadu_si512(panels.bias.as_ptr().add(row0).cast()) };
+        let bias: __m512i =
+            unsafe { _mm512_loadu_si512(tile.panels.bias.as_ptr().add(row0).cast()) };
         // SAFETY: as for the biases: whole panels of scales (checked by `scores_i8`).
-        let row_scales = unsafe { _mm512_loadu_ps(panels.scales.as_ptr().add(row0)) };
+        let row_scales = unsafe { _mm512_loadu_ps(tile.panels.scales.as_ptr().add(row0)) };
         let rows_here = n.saturating_sub(row0).min(PANEL_ROWS);
-        for (i, acc_q) in acc.iter().enumerate().take(group) {
+        for (i, acc_q) in acc.iter().enumerate().take(tile.group) {
             let dots = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc_q[p], bias));
             // `dot · (s_q · s_x)`, the operations of `score_i8` in its order: equal bits.
-            let scale = _mm512_mul_ps(_mm512_set1_ps(query_scales[first + i]), row_scales);
+            let scale = _mm512_mul_ps(
+                _mm512_set1_ps(tile.query_scales[tile.first + i]),
+                row_scales,
+            );
             let scores = _mm512_mul_ps(dots, scale);
-            let at = (first + i) * n + row0;
+            let at = (tile.first + i) * n + row0;
             if rows_here == PANEL_ROWS {
-                // SAFETY: query first + i < m and rows row0..row0 + 16 < n, so the 16 values
+                // SAFETY: query `tile.first + i` < m and rows row0..row0 + 16 < n, so the 16 values
                 // at `at` lie inside `out` (at least m · n long, checked by `scores_i8`).
                 unsafe { _mm512_storeu_ps(out.as_mut_ptr().add(at), scores) };
             } else {
@@ -334,6 +412,112 @@ fn vnni_tile<const P: usize>(
                 unsafe { _mm512_storeu_ps(lanes.as_mut_ptr(), scores) };
                 out[at..at + rows_here].copy_from_slice(&lanes[..rows_here]);
             }
+        }
+    }
+}
+
+/// Queries per pass of the 256-bit kernel: 6 queries × 2 halves of a panel = 12 registers of
+/// sums, plus 2 of rows and 1 of the query, within AVX2's 16.
+const AVX_KERNEL_QUERIES: usize = 6;
+
+/// The AVX-VNNI kernel: the same panels as [`scores_i8_vnni`], each read as two 256-bit halves
+/// of 8 rows, against groups of 6 queries.
+///
+/// Preconditions as for [`scores_i8_vnni`] (checked by [`scores_i8_with`]).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,avxvnni")]
+fn scores_i8_avx_vnni(
+    queries: &[u8],
+    query_scales: &[f32],
+    m: usize,
+    panels: &I8Panels,
+    out: &mut [f32],
+) {
+    for panel in 0..panels.rows.div_ceil(PANEL_ROWS) {
+        let mut query = 0;
+        while query < m {
+            let group = (m - query).min(AVX_KERNEL_QUERIES);
+            let tile = Tile {
+                queries,
+                query_scales,
+                panels,
+                first: query,
+                group,
+                panel,
+            };
+            avx_vnni_tile(tile, out);
+            query += group;
+        }
+    }
+}
+
+/// Sums for queries `first..first + group` (at most 6) against one panel, then the bias taken
+/// off, the scales applied and each score stored where its row exists.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,avxvnni")]
+#[inline]
+#[allow(unsafe_code)] // Loads and stores through raw pointers, each with its SAFETY note.
+fn avx_vnni_tile(tile: Tile<'_>, out: &mut [f32]) {
+    use std::arch::x86_64::{
+        _mm256_cvtepi32_ps, _mm256_dpbusd_avx_epi32, _mm256_loadu_ps, _mm256_loadu_si256,
+        _mm256_mul_ps, _mm256_set1_epi32, _mm256_set1_ps, _mm256_setzero_si256, _mm256_storeu_ps,
+        _mm256_sub_epi32,
+    };
+    const HALF: usize = PANEL_ROWS / 2;
+    let steps = tile.panels.steps;
+    let step_bytes = steps * 4;
+    let panel_bytes = step_bytes * PANEL_ROWS;
+    let n = tile.panels.rows;
+    let mut acc = [[_mm256_setzero_si256(); 2]; AVX_KERNEL_QUERIES];
+    let query_at: [usize; AVX_KERNEL_QUERIES] = tile.query_offsets();
+    let rows = tile.panels.bytes.as_ptr();
+    let qs = tile.queries.as_ptr();
+    for step in 0..steps {
+        let at = tile.panel * panel_bytes + step * 64;
+        // SAFETY: `tile.panel` < ⌈n/16⌉ and `step < steps`, so the 64 bytes at `at` (two 32-byte
+        // halves) lie inside `tile.panels.bytes`, ⌈n/16⌉ · panel_bytes long (checked by the caller).
+        let x = unsafe {
+            [
+                _mm256_loadu_si256(rows.add(at).cast()),
+                _mm256_loadu_si256(rows.add(at + 32).cast()),
+            ]
+        };
+        for (acc_q, &q_at) in acc.iter_mut().zip(&query_at) {
+            // SAFETY: query index < m and `step < steps`, so these 4 bytes lie inside `tile.queries`
+            // (m · step_bytes long, checked by the caller).
+            let four = unsafe { (qs.add(q_at + step * 4) as *const i32).read_unaligned() };
+            let q = _mm256_set1_epi32(four);
+            acc_q[0] = _mm256_dpbusd_avx_epi32(acc_q[0], q, x[0]);
+            acc_q[1] = _mm256_dpbusd_avx_epi32(acc_q[1], q, x[1]);
+        }
+    }
+    for half in 0..2 {
+        let row0 = tile.panel * PANEL_ROWS + half * HALF;
+        // SAFETY: `row0 + 8 <= ⌈n/16⌉ · 16`, the length of both the biases and the scales
+        // (checked by the caller).
+        let (bias, row_scales) = unsafe {
+            (
+                _mm256_loadu_si256(tile.panels.bias.as_ptr().add(row0).cast()),
+                _mm256_loadu_ps(tile.panels.scales.as_ptr().add(row0)),
+            )
+        };
+        let rows_here = n.saturating_sub(row0).min(HALF);
+        if rows_here == 0 {
+            continue;
+        }
+        for (i, acc_q) in acc.iter().enumerate().take(tile.group) {
+            let dots = _mm256_cvtepi32_ps(_mm256_sub_epi32(acc_q[half], bias));
+            // `dot · (s_q · s_x)`, the operations of `score_i8` in its order: equal bits.
+            let scale = _mm256_mul_ps(
+                _mm256_set1_ps(tile.query_scales[tile.first + i]),
+                row_scales,
+            );
+            let scores = _mm256_mul_ps(dots, scale);
+            let at = (tile.first + i) * n + row0;
+            let mut lanes = [0.0f32; HALF];
+            // SAFETY: `lanes` is 8 f32 long.
+            unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), scores) };
+            out[at..at + rows_here].copy_from_slice(&lanes[..rows_here]);
         }
     }
 }
@@ -440,26 +624,20 @@ mod tests {
             // Scales as the quantizer makes them (max |x| / 127), each a different value.
             let query_scales: Vec<f32> = (0..m).map(|i| (0.3 + i as f32 * 0.07) / 127.0).collect();
             let row_scales: Vec<f32> = (0..n).map(|j| (0.2 + j as f32 * 0.013) / 127.0).collect();
-            if packed_i8_runs(dim) {
-                let mut panels = I8Panels::default();
-                panels.pack(dim, refs.iter().copied(), &row_scales);
-                let mut biased = Vec::new();
-                bias_queries_i8(&queries, dim, &mut biased);
+            let mut panels = I8Panels::default();
+            panels.pack(dim, refs.iter().copied(), &row_scales);
+            let mut biased = Vec::new();
+            bias_queries_i8(&queries, dim, &mut biased);
+            for kernel in I8Kernel::ALL.into_iter().filter(|k| k.available()) {
                 let mut got = vec![f32::NAN; m * n];
-                scores_i8(&biased, &query_scales, &panels, &mut got);
+                scores_i8_with(Some(kernel), &biased, &query_scales, &panels, &mut got);
                 for i in 0..m {
                     for j in 0..n {
                         let scored = score_i8(want[i * n + j], query_scales[i], row_scales[j]);
-                        prop_assert_eq!(got[i * n + j].to_bits(), scored.to_bits(), "({}, {})", i, j);
+                        prop_assert_eq!(got[i * n + j].to_bits(), scored.to_bits(), "{:?} ({}, {})", kernel, i, j);
                     }
                 }
             }
-            // The path every CPU has: widened to f32, through sgemm, exact as well.
-            let widen = |v: &[i8]| -> Vec<f32> { v.iter().map(|&x| f32::from(x)).collect() };
-            let flat: Vec<f32> = rows.iter().flat_map(|r| widen(r)).collect();
-            let mut widened = vec![0.0f32; m * n];
-            scores_f32(&widen(&queries), dim, RowBlock { values: &flat, rows: n, stride: dim }, &mut widened);
-            prop_assert_eq!(widened, want);
         }
     }
 
@@ -482,15 +660,18 @@ mod tests {
         let mut want = vec![0.0f32; m * n];
         scores_i8_scalar(&queries, dim, &refs, &mut want);
         let mut ran = Vec::new();
-        if packed_i8_runs(dim) {
-            let mut panels = I8Panels::default();
-            panels.pack(dim, refs.iter().copied(), &vec![1.0; n]);
-            let mut biased = Vec::new();
-            bias_queries_i8(&queries, dim, &mut biased);
+        let mut panels = I8Panels::default();
+        panels.pack(dim, refs.iter().copied(), &[1.0; 37]);
+        let mut biased = Vec::new();
+        bias_queries_i8(&queries, dim, &mut biased);
+        for kernel in I8Kernel::ALL.into_iter().filter(|k| k.available()) {
             let mut got = vec![f32::NAN; m * n];
-            scores_i8(&biased, &vec![1.0; m], &panels, &mut got);
-            assert_eq!(got, want, "AVX-512 VNNI packed kernel");
-            ran.push("AVX-512 VNNI packed kernel");
+            scores_i8_with(Some(kernel), &biased, &[1.0; 11], &panels, &mut got);
+            assert_eq!(got, want, "{kernel:?}");
+            ran.push(match kernel {
+                I8Kernel::Avx512Vnni => "AVX-512 VNNI packed kernel",
+                I8Kernel::AvxVnni => "AVX-VNNI (256-bit) packed kernel",
+            });
         }
         let widen = |v: &[i8]| -> Vec<f32> { v.iter().map(|&x| f32::from(x)).collect() };
         let flat: Vec<f32> = rows.iter().flat_map(|r| widen(r)).collect();
@@ -515,6 +696,12 @@ mod tests {
         let queries = [1.0f32; 8];
         let rows = [1.0f32; 7];
         let mut out = [0.0f32; 4];
+        // No kernel: NaN, never a wrong score.
+        let mut panels = I8Panels::default();
+        panels.pack(4, [[1i8; 4].as_slice()].into_iter(), &[1.0]);
+        let mut scores = [0.0f32; 1];
+        scores_i8_with(None, &[129u8; 4], &[1.0], &panels, &mut scores);
+        assert!(scores[0].is_nan());
         // Two rows of four values need 8 values; 7 are given.
         scores_f32(
             &queries,
