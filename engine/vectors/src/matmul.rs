@@ -16,14 +16,18 @@
 //! scores built from it; past that dimension the caller scores i8 pairs with the integer
 //! kernel.
 //!
-//! Where the CPU has AVX-512 VNNI, i8 tiles skip the widening: [`I8Panels`] packs a block of
-//! rows 16 to a panel, four bytes of each row side by side, so one `vpdpbusd` multiplies four
+//! Where the CPU has AVX-512 VNNI (or AVX-VNNI, its 256-bit form on cores without AVX-512), i8
+//! tiles skip the widening: [`I8Panels`] packs a block of rows 16 to a panel, four bytes of
+//! each row side by side, so one `vpdpbusd` multiplies four
 //! values of one query (broadcast) into sixteen rows at once and adds them into sixteen i32
 //! sums, 64 multiply-adds per instruction against sgemm's 16. A register-blocked micro-kernel
 //! keeps 8 queries × 48 rows of sums in registers while it walks the dimension. `vpdpbusd`
 //! takes unsigned bytes on one side, so queries are biased by +128 and `128·Σx` (computed per
 //! row while packing) is taken off at the end. All of it is integer arithmetic, exact, equal
-//! to the widened product and to the scalar reference (tested on every path this CPU has).
+//! to the widened product and to the scalar reference (tested on every path this CPU has). The
+//! 256-bit kernel reads the same panels as two halves of 8 rows, against 6 queries at a time
+//! (AVX2 has 16 registers). [`I8Kernel::best`] picks the fastest kernel the CPU runs, or the one
+//! `MEMDB_VECTORS_I8_KERNEL` names, so one machine can measure another's path.
 //!
 //! **Invariant:** the functions here never read or write outside the slices they are given:
 //! shapes are checked before the product, and a shape that does not fit (a caller bug) scores
