@@ -6,12 +6,20 @@
 //! latency (p50/p99, one snapshot / one read transaction, record decoded in both), with
 //! memdb/redb ratios (> 1 means memdb is faster).
 //!
-//! Run: `cargo run --release -p memdb-benches --bin ingest [-- --quick]`.
+//! `--locomo` instead measures LoCoMo end to end, the figure a person importing a chat history
+//! sees: every turn of `shared/data/locomo/*.json` parsed (as `memdb import locomo` does),
+//! committed, embedded with all-MiniLM-L6-v2 on two threads and added to the memory graph,
+//! through `Store::ingest_items` with the default options (places, embed, graph; pages are left
+//! for later, as `memdb import` leaves them). Prints items/s and the seconds of each stage.
+//!
+//! Run: `cargo run --release -p memdb-benches --bin ingest [-- --quick | --locomo]`.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::time::{Duration, Instant};
 
-use memdb::{EventTime, ItemDraft, ItemFields, Options, Source, Store};
+use memdb::{
+    EventTime, IngestItem, IngestOptions, ItemDraft, ItemFields, Options, PageStage, Source, Store,
+};
 use memdb_formats::item::{ItemRecord, decode_record, encode_record};
 use redb::{ReadableDatabase, TableDefinition};
 
@@ -128,7 +136,85 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
+/// LoCoMo end to end (see the module header).
+fn locomo_end_to_end() {
+    let dir = memdb_benches::shared_dir().join("data/locomo");
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("reading {}: {e} (set MEMDB_SHARED_DIR)", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    let started = Instant::now();
+    let mut items = Vec::new();
+    for file in &files {
+        let bytes = std::fs::read(file).unwrap();
+        let report = memdb_formats::import::locomo::parse(file, &bytes).unwrap();
+        assert!(
+            report.errors.is_empty(),
+            "{}: {:?}",
+            file.display(),
+            report.errors
+        );
+        items.extend(report.items.into_iter().map(|i| IngestItem::new(i.draft)));
+    }
+    let parse_s = started.elapsed().as_secs_f64();
+    let n = items.len();
+    let (encoder, _) = memdb_benches::minilm_two_threads();
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Store::create(tmp.path().join("store"), Options::default()).unwrap();
+    // Seconds per stage: the time from a stage's first progress report to the next stage's.
+    let mut stages: Vec<(String, f64)> = Vec::new();
+    let mut current: Option<(String, Instant)> = None;
+    let started = Instant::now();
+    let report = store
+        .ingest_items(
+            items,
+            Some(&encoder),
+            IngestOptions {
+                pages: PageStage::Skip,
+                ..IngestOptions::default()
+            },
+            &mut |stage, _, _| {
+                let name = format!("{stage:?}");
+                if current.as_ref().is_none_or(|(c, _)| *c != name) {
+                    if let Some((previous, since)) = current.take() {
+                        stages.push((previous, since.elapsed().as_secs_f64()));
+                    }
+                    current = Some((name, Instant::now()));
+                }
+            },
+        )
+        .unwrap();
+    let total_s = started.elapsed().as_secs_f64();
+    if let Some((previous, since)) = current.take() {
+        stages.push((previous, since.elapsed().as_secs_f64()));
+    }
+    assert_eq!(report.embedded.map(|e| e.encoded), Some(n as u64));
+    println!(
+        "LoCoMo end to end: {n} turns from {} files; parse {parse_s:.2} s, then ingest (commit, \
+         places, embed on 2 threads, graph) {total_s:.1} s = {:.0} items/s; CPU: {}",
+        files.len(),
+        n as f64 / total_s,
+        memdb_benches::cpu_features()
+    );
+    println!("| stage | seconds | share |\n|---|---|---|");
+    // Items commit while they are added, before the first stage reports.
+    let before_stages = total_s - stages.iter().map(|(_, s)| s).sum::<f64>();
+    println!(
+        "| Commit (before the first report) | {before_stages:.2} | {:.0} % |",
+        100.0 * before_stages / total_s
+    );
+    for (stage, secs) in &stages {
+        println!("| {stage} | {secs:.2} | {:.0} % |", 100.0 * secs / total_s);
+    }
+}
+
 fn main() {
+    if std::env::args().any(|a| a == "--locomo") {
+        locomo_end_to_end();
+        return;
+    }
     let quick = std::env::args().any(|a| a == "--quick");
     let dir = tempfile::tempdir().unwrap();
     println!(
