@@ -19,6 +19,7 @@ use roaring::RoaringBitmap;
 use crate::filter::Filter;
 use crate::kernels::{
     F16, Precision, dot_f16, dot_f32, dot_i8, encode_f16, quantize_i8, score_i8, top_f32_rows,
+    widen_f16,
 };
 use crate::layout::{AlignedBuf, FlatView, HEADER_LEN, Layout, MAX_ROWS, Vectors};
 use crate::matmul::{self, EXACT_I8_MAX_DIM, RowBlock};
@@ -296,10 +297,8 @@ impl Encoded {
             Precision::F16 => {
                 let mut halves = vec![F16::ZERO; queries.len()];
                 encode_f16(queries, &mut halves);
-                let widened = halves
-                    .iter()
-                    .map(|h| half::f16::from_bits(h.0).to_f32())
-                    .collect();
+                let mut widened = vec![0.0; halves.len()];
+                widen_f16(&halves, &mut widened);
                 Encoded::F16 { halves, widened }
             }
             Precision::I8 => {
@@ -624,11 +623,11 @@ fn gather(vectors: Vectors<'_>, stride: usize, dim: usize, block: &[u32], out: &
         let at = r as usize * stride;
         match vectors {
             Vectors::F32(v) => out.extend_from_slice(&v[at..at + dim]),
-            Vectors::F16(v) => out.extend(
-                v[at..at + dim]
-                    .iter()
-                    .map(|h| half::f16::from_bits(h.0).to_f32()),
-            ),
+            Vectors::F16(v) => {
+                let start = out.len();
+                out.resize(start + dim, 0.0);
+                widen_f16(&v[at..at + dim], &mut out[start..]);
+            }
             Vectors::I8(v) => out.extend(v[at..at + dim].iter().map(|&x| f32::from(x))),
         }
     }

@@ -424,7 +424,26 @@ pub(crate) fn f16_from_bits(bits: &[u16]) -> &[F16] {
     unsafe { std::slice::from_raw_parts(bits.as_ptr().cast::<F16>(), bits.len()) }
 }
 
+/// Widens f16 values into `out` (same length) as f32, exactly: `half`'s slice conversion, which
+/// uses the F16C instructions where the CPU has them (8 values per instruction) instead of one
+/// value at a time.
+pub(crate) fn widen_f16(values: &[F16], out: &mut [f32]) {
+    use half::slice::HalfFloatSliceExt;
+    let len = values.len().min(out.len());
+    #[allow(unsafe_code)]
+    // SAFETY: `simsimd::f16` (simsimd 6.5, rust/lib.rs) and `half::f16` (half 2.7,
+    // src/binary16.rs) are both `#[repr(transparent)]` over `u16`: same size and alignment,
+    // every bit pattern valid in both, the same IEEE binary16 meaning. The new slice covers
+    // exactly the first `len` elements of `values` for the same lifetime. The test
+    // `widen_f16_matches_scalar` checks the values.
+    let halves: &[half::f16] =
+        unsafe { std::slice::from_raw_parts(values.as_ptr().cast::<half::f16>(), len) };
+    halves.convert_to_f32_slice(&mut out[..len]);
+}
+
 const _: () = assert!(std::mem::size_of::<F16>() == std::mem::size_of::<u16>());
+const _: () = assert!(std::mem::size_of::<half::f16>() == std::mem::size_of::<u16>());
+const _: () = assert!(std::mem::align_of::<half::f16>() == std::mem::align_of::<u16>());
 const _: () = assert!(std::mem::align_of::<F16>() == std::mem::align_of::<u16>());
 
 #[cfg(test)]
@@ -592,6 +611,24 @@ mod tests {
         let scale = quantize_i8(&[1.0, -0.5, 0.0], &mut out);
         assert_eq!(out, [127, -64, 0]);
         assert!((scale - 1.0 / 127.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn widen_f16_matches_scalar() {
+        let values: Vec<f32> = (0..1000)
+            .map(|i| (i as f32 - 500.0) * 0.37)
+            .chain([65504.0, -0.0, 1e-7, f32::INFINITY])
+            .collect();
+        let mut halves = vec![F16::ZERO; values.len()];
+        encode_f16(&values, &mut halves);
+        // Odd lengths and starts: the SIMD body and its scalar tail.
+        for (start, len) in [(0, values.len()), (3, 17), (1, 8), (5, 0)] {
+            let mut out = vec![f32::NAN; len];
+            widen_f16(&halves[start..start + len], &mut out);
+            for (h, o) in halves[start..start + len].iter().zip(&out) {
+                assert_eq!(o.to_bits(), half::f16::from_bits(h.0).to_f32().to_bits());
+            }
+        }
     }
 
     #[test]
