@@ -5,11 +5,12 @@
 //! A single-query scan walks the candidate rows once, scoring each with the simsimd kernel of
 //! the block's precision and offering it to a bounded top-k heap. A batched scan is blocked:
 //! each thread takes a share of the queries and walks the rows in blocks small enough to stay in
-//! its cache, scoring every query of a tile against a block before moving on, so each row is
-//! read from memory once per tile instead of once per query. A tile against a block is one
-//! matrix product (`matmul`); f16 and i8 rows are widened into a per-block f32 scratch first,
-//! which is exact for both (for i8 up to 1,040 dimensions, past which the integer kernel scores
-//! each pair), and the scores then go through a floor check into each query's heap.
+//! its cache, and scores every query of the share against a block before the next, so each row
+//! is read from memory once per thread instead of once per query. A tile of queries against a
+//! block is one matrix product (`matmul`): i8 rows go to the packed integer kernel where the
+//! CPU has VNNI; otherwise f16 and i8 rows are widened into a per-block f32 scratch, which is
+//! exact for both (for i8 up to 1,040 dimensions, past which the integer kernel scores each
+//! pair). The scores then go through a floor check into each query's heap.
 //!
 //! **Invariant:** queries are encoded to the block's precision exactly as rows are (f16
 //! rounding, i8 per-vector scale), so a query equal to a stored vector scores as its row does.
@@ -277,17 +278,8 @@ impl VectorIndex for FlatIndex {
 /// Queries encoded to a block's precision, `dim` values each, back to back.
 enum Encoded {
     F32(Vec<f32>),
-    /// f16 queries widened back to f32 (exactly), for the tiled kernel.
-    F16 {
-        halves: Vec<F16>,
-        widened: Vec<f32>,
-    },
-    /// i8 queries, and their integer values as f32 (exact) for the matrix product.
-    I8 {
-        values: Vec<i8>,
-        scales: Vec<f32>,
-        widened: Vec<f32>,
-    },
+    F16(Vec<F16>),
+    I8 { values: Vec<i8>, scales: Vec<f32> },
 }
 
 impl Encoded {
@@ -297,9 +289,7 @@ impl Encoded {
             Precision::F16 => {
                 let mut halves = vec![F16::ZERO; queries.len()];
                 encode_f16(queries, &mut halves);
-                let mut widened = vec![0.0; halves.len()];
-                widen_f16(&halves, &mut widened);
-                Encoded::F16 { halves, widened }
+                Encoded::F16(halves)
             }
             Precision::I8 => {
                 let mut values = vec![0i8; queries.len()];
@@ -308,12 +298,7 @@ impl Encoded {
                     .zip(values.chunks_exact_mut(dim))
                     .map(|(q, out)| quantize_i8(q, out))
                     .collect();
-                let widened = values.iter().map(|&x| f32::from(x)).collect();
-                Encoded::I8 {
-                    values,
-                    scales,
-                    widened,
-                }
+                Encoded::I8 { values, scales }
             }
         }
     }
@@ -383,7 +368,7 @@ impl FlatView<'_> {
                     top.push(dot_f32(&q, &v[at..at + dim]), row as u32);
                 }),
             },
-            (Vectors::F16(v), Encoded::F16 { halves: q, .. }) => {
+            (Vectors::F16(v), Encoded::F16(q)) => {
                 candidates.for_each(self, filter, |row| {
                     let at = row * stride;
                     top.push(dot_f16(&q, &v[at..at + dim]), row as u32);
@@ -491,7 +476,23 @@ impl FlatView<'_> {
             }
             _ => false,
         };
-        let step = dim.div_ceil(4) * 4;
+        let step = matmul::biased_query_len(dim);
+        // The share's queries as f32 for the matrix product (f16 widened, i8 as their integer
+        // values: both exact), made only where the product runs on them; f32 queries are used
+        // in place.
+        let widened: Vec<f32> = match encoded {
+            Encoded::F16(halves) => {
+                let mut out = vec![0.0; share.len() * dim];
+                widen_f16(&halves[share.start * dim..share.end * dim], &mut out);
+                out
+            }
+            Encoded::I8 { values, .. } if !packed_i8 && dim <= EXACT_I8_MAX_DIM => values
+                [share.start * dim..share.end * dim]
+                .iter()
+                .map(|&x| f32::from(x))
+                .collect(),
+            _ => Vec::new(),
+        };
         let mut next = 0;
         while rows.fill(&mut block, &mut next, ROW_BLOCK_ROWS) {
             let n = block.len();
@@ -555,8 +556,9 @@ impl FlatView<'_> {
                     (_, Some(rows_block)) => {
                         let queries = match encoded {
                             Encoded::F32(q) => &q[tile.start * dim..tile.end * dim],
-                            Encoded::F16 { widened, .. } | Encoded::I8 { widened, .. } => {
-                                &widened[tile.start * dim..tile.end * dim]
+                            _ => {
+                                let at = (tile.start - share.start) * dim;
+                                &widened[at..at + tile.len() * dim]
                             }
                         };
                         matmul::scores_f32(queries, dim, rows_block, out);

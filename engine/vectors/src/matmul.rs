@@ -229,12 +229,17 @@ impl I8Panels {
 /// Queries biased to unsigned bytes (`q + 128`) and padded to whole 4-byte steps with 128 (a
 /// biased zero), `steps·4` bytes each, for [`scores_i8`].
 pub(crate) fn bias_queries_i8(queries: &[i8], dim: usize, out: &mut Vec<u8>) {
-    let steps = dim.div_ceil(4);
     out.clear();
     for q in queries.chunks_exact(dim.max(1)) {
         out.extend(q.iter().map(|&x| (x as u8) ^ 0x80));
-        out.extend(std::iter::repeat_n(0x80u8, steps * 4 - dim));
+        out.extend(std::iter::repeat_n(0x80u8, biased_query_len(dim) - dim));
     }
+}
+
+/// Bytes of one query as [`bias_queries_i8`] lays it out: `dim` rounded up to whole 4-byte
+/// steps.
+pub(crate) fn biased_query_len(dim: usize) -> usize {
+    dim.div_ceil(4) * 4
 }
 
 /// Writes `out[i·n + j] = score_i8(Σ q_i·x_j, query_scales[i], scale of row j)` — the exact
