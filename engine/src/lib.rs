@@ -72,11 +72,11 @@ pub use store::{
     TimeTravel, Validity, close_superseded,
 };
 pub use store::{
-    Blob, BlobInfo, BlobKind, BlobRewrite, CatalogShrink, CheckReport, CommitReceipt,
-    CompactOptions, CompactReport, CompactionHook, Damage, DroppedBlob, ITEM_VECTORS, ItemRewrite,
-    ItemVersion, KeepEverything, LostItem, Options, Problem, PutOutcome, PutStatus, RebuildReport,
-    RepairReport, SalvagedSegment, ScanFilter, SegmentStats, Snapshot, Stats, Store, StoredVectors,
-    VectorHit, VectorScope, Victims, WriteBatch, salvage_segment,
+    Blob, BlobInfo, BlobKind, BlobRewrite, CatalogShrink, CatalogTableStats, CheckReport,
+    CommitReceipt, CompactOptions, CompactReport, CompactionHook, Damage, DroppedBlob,
+    ITEM_VECTORS, ItemRewrite, ItemVersion, KeepEverything, LostItem, Options, Problem, PutOutcome,
+    PutStatus, RebuildReport, RepairReport, SalvagedSegment, ScanFilter, SegmentStats, Snapshot,
+    Stats, Store, StoredVectors, VectorHit, VectorScope, Victims, WriteBatch, salvage_segment,
 };
 pub use time::{TimeBound, TimeError, TimeWindow};
 /// Fault injection for reliability tests (feature `fault-injection`): a recording, failing

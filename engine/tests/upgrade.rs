@@ -1,7 +1,10 @@
-//! Format version 6 (SPEC.md §10) added the `history`, `dropped_blobs` and `stale_pages`
-//! tables. A version-5 store — the same catalog without them, `format_version` 5 — is read as
+//! Upgrades of layouts made from a current store (SPEC.md §10), beside the compat goldens of
+//! real old stores. Format version 6 added the `history`, `dropped_blobs` and `stale_pages`
+//! tables: a version-5 store — the same catalog without them, `format_version` 5 — is read as
 //! one with no history, nothing dropped and no stale page, changes nothing while only read,
-//! and becomes version 6 at its first write, after which updates keep their old versions.
+//! and becomes current at its first write, after which updates keep their old versions.
+//! Version 8 added `memory_ops`; version 10 dropped `by_time` and moved the one-row-per-op
+//! `oplog` into `op_batches` (one row per batch).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use memdb::{EventTime, ItemDraft, ItemFields, Options, Source, Store};
@@ -21,6 +24,65 @@ fn note(ext: &str, body: &str) -> ItemDraft {
         fields: f,
         supersedes: None,
     }
+}
+
+const OPLOG: TableDefinition<u64, (u8, u64, i64)> = TableDefinition::new("oplog");
+const OP_BATCHES: TableDefinition<u64, (i64, &[u8])> = TableDefinition::new("op_batches");
+const BY_TIME: TableDefinition<(i64, u64), ()> = TableDefinition::new("by_time");
+const BY_SOURCE: TableDefinition<(u8, i64, u64), ()> = TableDefinition::new("by_source");
+/// The format version this build writes.
+const CURRENT: u64 = 10;
+
+/// One logged op: (sequence, op code, item id).
+type Op = (u64, u8, u64);
+
+/// The ops of an `op_batches` row (SPEC.md §5: per op its code and LEB128 item id).
+fn unpack_ops(first: u64, mut packed: &[u8]) -> Vec<Op> {
+    let mut out = Vec::new();
+    while let Some((&op, rest)) = packed.split_first() {
+        let (mut item, mut shift, mut used) = (0u64, 0, 0);
+        for &b in rest {
+            used += 1;
+            item |= u64::from(b & 0x7f) << shift;
+            shift += 7;
+            if b & 0x80 == 0 {
+                break;
+            }
+        }
+        out.push((first + out.len() as u64, op, item));
+        packed = &rest[used..];
+    }
+    out
+}
+
+/// Rewrites a current store's catalog in the version-8 layout (`by_time` beside `by_source`,
+/// the op log one row per op in `oplog`), version 8.
+fn make_version_8(path: &std::path::Path) {
+    let db = redb::Database::open(path.join("catalog.redb")).unwrap();
+    let txn = db.begin_write().unwrap();
+    {
+        let batches = txn.open_table(OP_BATCHES).unwrap();
+        let mut oplog = txn.open_table(OPLOG).unwrap();
+        for row in redb::ReadableTable::iter(&batches).unwrap() {
+            let (first, value) = row.unwrap();
+            let (at, packed) = value.value();
+            for (seq, op, item) in unpack_ops(first.value(), packed) {
+                oplog.insert(seq, (op, item, at)).unwrap();
+            }
+        }
+        let by_source = txn.open_table(BY_SOURCE).unwrap();
+        let mut by_time = txn.open_table(BY_TIME).unwrap();
+        for row in redb::ReadableTable::iter(&by_source).unwrap() {
+            let (_, ms, id) = row.unwrap().0.value();
+            by_time.insert((ms, id), ()).unwrap();
+        }
+    }
+    assert!(txn.delete_table(OP_BATCHES).unwrap());
+    txn.open_table(META)
+        .unwrap()
+        .insert("format_version", 8)
+        .unwrap();
+    txn.commit().unwrap();
 }
 
 fn catalog_state(path: &std::path::Path) -> (u64, Vec<String>) {
@@ -52,6 +114,7 @@ fn a_version_5_store_is_read_as_it_is_and_upgraded_at_its_first_write() {
         b.commit().unwrap();
     }
     // Make it the version-5 layout: no tables of version 6, version 5.
+    make_version_8(&path);
     {
         let db = redb::Database::open(path.join("catalog.redb")).unwrap();
         let txn = db.begin_write().unwrap();
@@ -96,9 +159,9 @@ fn a_version_5_store_is_read_as_it_is_and_upgraded_at_its_first_write() {
         );
         assert!(store.check().unwrap().is_clean());
     }
-    // The first write makes it the current version (8 since memory operations).
+    // The first write makes it the current version.
     let (version, tables) = catalog_state(&path);
-    assert_eq!(version, 8);
+    assert_eq!(version, CURRENT);
     assert!(ADDED_IN_6.iter().all(|t| tables.contains(&t.to_string())));
 }
 
@@ -122,6 +185,7 @@ fn a_version_7_store_is_read_as_it_is_and_its_first_write_copies_the_op_log() {
         id
     };
     // Make it the version-7 layout: no tables of version 8, version 7.
+    make_version_8(&path);
     {
         let db = redb::Database::open(path.join("catalog.redb")).unwrap();
         let txn = db.begin_write().unwrap();
@@ -179,6 +243,195 @@ fn a_version_7_store_is_read_as_it_is_and_its_first_write_copies_the_op_log() {
         assert!(store.check().unwrap().is_clean());
     }
     let (version, tables) = catalog_state(&path);
-    assert_eq!(version, 8);
+    assert_eq!(version, CURRENT);
     assert!(ADDED_IN_8.iter().all(|t| tables.contains(&t.to_string())));
+}
+
+#[test]
+fn a_version_8_store_is_read_through_its_old_indexes_and_slimmed_at_its_first_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s");
+    let (dentist, lunch) = {
+        let store = Store::create(&path, Options::default()).unwrap();
+        let mut b = store.batch();
+        b.put(note("n1", "Dentist on Tuesday"));
+        let mut lunch = note("n2", "Lunch with Ana");
+        lunch.fields.source = Source::Chat;
+        lunch.fields.time = EventTime::parse("2024-03-03T12:00:00+01:00").unwrap();
+        b.put(lunch);
+        let puts = b.commit().unwrap().puts;
+        let mut b = store.batch();
+        b.put(note("n1", "Dentist moved to Wednesday"));
+        b.commit().unwrap();
+        (puts[0].id, puts[1].id)
+    };
+    make_version_8(&path);
+    let (version, tables) = catalog_state(&path);
+    assert_eq!(version, 8);
+    assert!(tables.contains(&"by_time".to_owned()) && tables.contains(&"oplog".to_owned()));
+    assert!(!tables.contains(&"op_batches".to_owned()));
+
+    let expect_reads = |store: &Store| {
+        let snap = store.snapshot().unwrap();
+        // Time order across sources (the chat item is a day earlier).
+        let ids = snap.scan_ids(&memdb::ScanFilter::default()).unwrap();
+        assert_eq!(ids, [lunch, dentist]);
+        let (first, last) = snap.time_span().unwrap().unwrap();
+        assert!(first < last);
+        let log: Vec<(memdb::MemoryOpKind, u64)> = snap
+            .op_log(None)
+            .unwrap()
+            .iter()
+            .map(|o| (o.kind, o.memory_id))
+            .collect();
+        assert_eq!(
+            log,
+            [
+                (memdb::MemoryOpKind::Add, dentist),
+                (memdb::MemoryOpKind::Add, lunch),
+                (memdb::MemoryOpKind::Update, dentist),
+            ]
+        );
+        assert!(store.check().unwrap().is_clean());
+    };
+    // Read-only: read through `by_source` and `oplog`; nothing changes.
+    expect_reads(&Store::open_read_only(&path, Options::default()).unwrap());
+    assert_eq!(catalog_state(&path).0, 8);
+
+    // The first write moves the log and drops the old tables; everything reads the same.
+    {
+        let store = Store::open(&path, Options::default()).unwrap();
+        let mut b = store.batch();
+        b.put(note("n3", "Call the plumber"));
+        b.commit().unwrap();
+        let snap = store.snapshot().unwrap();
+        assert_eq!(snap.op_log(None).unwrap().len(), 4);
+        assert_eq!(snap.item_count().unwrap(), 3);
+        assert!(store.check().unwrap().is_clean());
+    }
+    let (version, tables) = catalog_state(&path);
+    assert_eq!(version, CURRENT);
+    assert!(!tables.contains(&"by_time".to_owned()) && !tables.contains(&"oplog".to_owned()));
+    assert!(tables.contains(&"op_batches".to_owned()));
+    // The moved log and the new op share `op_batches`, in order.
+    let db = redb::Database::open(path.join("catalog.redb")).unwrap();
+    let txn = db.begin_read().unwrap();
+    let batches = txn.open_table(OP_BATCHES).unwrap();
+    let mut seqs = Vec::new();
+    for row in redb::ReadableTable::iter(&batches).unwrap() {
+        let (first, value) = row.unwrap();
+        seqs.extend(
+            unpack_ops(first.value(), value.value().1)
+                .iter()
+                .map(|o| o.0),
+        );
+    }
+    assert_eq!(seqs, [1, 2, 3, 4]);
+}
+
+#[test]
+fn one_op_log_row_per_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s");
+    {
+        let store = Store::create(&path, Options::default()).unwrap();
+        let mut b = store.batch();
+        for i in 0..300 {
+            b.put(note(&format!("n{i}"), &format!("note {i}")));
+        }
+        b.commit().unwrap();
+        let mut b = store.batch();
+        b.put(note("n0", "note 0, changed"));
+        b.delete_external("n1");
+        b.commit().unwrap();
+    }
+    let db = redb::Database::open(path.join("catalog.redb")).unwrap();
+    let txn = db.begin_read().unwrap();
+    let batches = txn.open_table(OP_BATCHES).unwrap();
+    let rows: Vec<(u64, Vec<Op>)> = redb::ReadableTable::iter(&batches)
+        .unwrap()
+        .map(|row| {
+            let (first, value) = row.unwrap();
+            (first.value(), unpack_ops(first.value(), value.value().1))
+        })
+        .collect();
+    assert_eq!(rows.len(), 2, "one row per batch");
+    assert_eq!(rows[0].1.len(), 300);
+    assert_eq!(rows[0].1[299], (300, 1, 300), "seq 300 adds item 300");
+    assert_eq!(
+        rows[1].1,
+        [(301, 2, 1), (302, 3, 2)],
+        "an update, then a delete"
+    );
+}
+
+/// The upgrade is part of the first write's one catalog transaction: a write that fails at any
+/// file operation (every one in turn, failing from then on like a dead disk) leaves a store that
+/// reopens as version 8 with what it held, and the write that finally succeeds leaves version
+/// 10 with the new item too; either way `check` is clean (reliability R4 on the upgrade path).
+/// Needs `memdb::fault` (feature `fault-injection`, on in the workspace's test build).
+#[cfg(feature = "fault-injection")]
+#[test]
+fn an_upgrade_that_fails_at_any_operation_leaves_the_version_8_store() {
+    use memdb::fault::{FaultFs, FaultKind, Injection};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("base");
+    {
+        let store = Store::create(&base, Options::default()).unwrap();
+        let mut b = store.batch();
+        b.put(note("n1", "Dentist on Tuesday"));
+        b.put(note("n2", "Lunch with Ana"));
+        b.commit().unwrap();
+    }
+    make_version_8(&base);
+    let mut failed_at = 0;
+    for at in 1.. {
+        let path = dir.path().join(format!("try-{at}"));
+        let status = std::process::Command::new("cp")
+            .arg("-a")
+            .arg(&base)
+            .arg(&path)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let fs = Arc::new(FaultFs::new(&path));
+        let options = Options {
+            io: Arc::clone(&fs) as Arc<dyn memdb::StorageIo>,
+            ..Options::default()
+        };
+        let written = match Store::open(&path, options) {
+            Err(_) => false,
+            Ok(store) => {
+                fs.inject(Some(Injection {
+                    at,
+                    forever: true,
+                    kind: FaultKind::Eio,
+                }));
+                let mut b = store.batch();
+                b.put(note("n3", "Call the plumber"));
+                b.commit().is_ok()
+            }
+        };
+        let store = Store::open(&path, Options::default()).unwrap();
+        assert!(store.check().unwrap().is_clean(), "failing at {at}");
+        let snap = store.snapshot().unwrap();
+        let count = snap.item_count().unwrap();
+        let log = snap.op_log(None).unwrap().len();
+        drop((snap, store));
+        let version = catalog_state(&path).0;
+        if written {
+            assert_eq!((version, count, log), (CURRENT, 3, 3), "failing at {at}");
+            break;
+        }
+        // Not acknowledged: the old store, or (a commit that reached the disk before its
+        // fsync failed) the new one whole.
+        assert!(
+            [(8, 2, 2), (CURRENT, 3, 3)].contains(&(version, count, log)),
+            "failing at {at}: version {version}, {count} items, {log} ops"
+        );
+        failed_at = at;
+    }
+    eprintln!("the upgrading write failed at each of its first {failed_at} file operations");
+    assert!(failed_at >= 3, "the write failed at {failed_at} operations");
 }

@@ -1,7 +1,8 @@
 //! memdb's byte formats: bytes to typed values and back, with no I/O policy.
 //!
 //! This crate owns the byte layouts memdb writes into segments and catalog rows (segment pages,
-//! entry headers, footers, trailers, SGM item records, lists of u64 ids, scrapbook page layouts,
+//! entry headers, footers, trailers, SGM item records, lists of u64 ids, the op log's packed
+//! runs, scrapbook page layouts,
 //! HNSW graph blocks) and every parser of outside bytes it reads (JSONL items, LoCoMo
 //! conversations, e-mail, JPEG photos, and the file sniffing that names what an importer does
 //! not take). It does not own the flat vector block (SPEC.md §5.1): `memdb-vectors` reads that
@@ -22,6 +23,7 @@ pub mod hnsw;
 pub mod import;
 pub mod item;
 pub mod key_header;
+pub mod op_batch;
 pub mod page_layout;
 pub mod segment;
 

@@ -499,3 +499,21 @@ fn the_key_header_matches_the_spec() {
         assert_eq!(KeyHeader::decode(&b).unwrap(), header);
     }
 }
+
+/// SPEC.md §5 `op_batches`: per op its code byte and its item id as unsigned LEB128, built here
+/// byte by byte.
+#[test]
+fn an_op_batch_matches_the_spec() {
+    use memdb_formats::op_batch;
+    let ops = [(1u8, 1u64), (2, 300), (3, 0), (5, u64::MAX)];
+    let mut want = vec![1, 0x01];
+    want.extend([2, 0xac, 0x02]); // 300 = 0b10_0101100: low group 0x2c | 0x80, then 0x02
+    want.extend([3, 0x00]);
+    want.push(5);
+    want.extend([0xff; 9]);
+    want.push(0x01); // u64::MAX: nine full groups, then its top bit
+    let mut got = Vec::new();
+    op_batch::encode(ops, &mut got);
+    assert_eq!(got, want);
+    assert_eq!(op_batch::decode(&want).unwrap(), ops);
+}

@@ -386,7 +386,12 @@ fn unit_vector(seed: u64) -> Vec<f32> {
 fn item_vectors_are_kept_at_their_page_stage_precision() {
     use memdb::{ITEM_VECTORS, Precision, VectorScope};
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::create(dir.path().join("s"), Options::default()).unwrap();
+    // An f32 item space (an option; the default is i8, which forgetting has nothing to do to).
+    let options = Options {
+        item_vector_precision: Precision::F32,
+        ..Options::default()
+    };
+    let store = Store::create(dir.path().join("s"), options).unwrap();
     // One note a day on three days: Recent, Mid and Old as of 2024-01-01 under timed-gentle.
     let days = ["2023-12-01", "2023-03-01", "2021-01-01"];
     let mut batch = store.batch();

@@ -18,6 +18,15 @@ use memdb_it::{
     CRASH_FORGET_STEPS, Rng, crash_forget_photo_time, env_u64, import_photos_at, shared_data,
 };
 
+/// Options for the stores under test: f32 item vectors (an option; the default is i8), so that
+/// the schedule's steps re-quantize them to f16 and then i8.
+fn f32_items() -> Options {
+    Options {
+        item_vector_precision: Precision::F32,
+        ..Options::default()
+    }
+}
+
 /// (last acknowledged step, step in flight) from the child's log.
 fn read_log(text: &str) -> (Option<u32>, Option<u32>) {
     let (mut committed, mut in_flight) = (None, None);
@@ -172,7 +181,7 @@ fn killed_forgetting_leaves_every_page_old_or_new_never_a_mix() {
     let dir = tempfile::tempdir().unwrap();
     let pristine = dir.path().join("pristine");
     {
-        let store = Store::create(&pristine, Options::default()).unwrap();
+        let store = Store::create(&pristine, f32_items()).unwrap();
         photos_with_vectors_and_pages(&store, &photos, 24);
     }
     let (mut killed, mut completed, mut rounds) = (0, 0, 0);
@@ -237,7 +246,7 @@ fn power_loss_during_forgetting_leaves_every_page_old_or_new() {
     let fs = Arc::new(FaultFs::new(&root));
     let options = Options {
         io: Arc::clone(&fs) as Arc<dyn memdb::StorageIo>,
-        ..Options::default()
+        ..f32_items()
     };
     {
         let store = Store::create(&root, options).unwrap();
@@ -316,11 +325,7 @@ fn a_failing_disk_mid_forget_leaves_the_old_pages_serving() {
     let dir = tempfile::tempdir().unwrap();
     let small = smallest_photos(&photos, &dir.path().join("small"), 4);
     let pristine = dir.path().join("pristine");
-    photos_with_vectors_and_pages(
-        &Store::create(&pristine, Options::default()).unwrap(),
-        &small,
-        4,
-    );
+    photos_with_vectors_and_pages(&Store::create(&pristine, f32_items()).unwrap(), &small, 4);
     let policy = memdb_it::crash_forget_policy();
     let (mut runs, mut failed, mut old_serving) = (0, 0, 0);
     for (kind, forever) in [(FaultKind::NoSpace, true), (FaultKind::Eio, false)] {

@@ -21,7 +21,7 @@ use memdb_formats::segment::{
 };
 use memdb_vectors::{FlatIndexWriter, HnswIndex, HnswParams, Precision, VectorIndex};
 
-const TARGETS: [&str; 19] = [
+const TARGETS: [&str; 20] = [
     "atm_memory",
     "key_header",
     "atm_qa",
@@ -41,6 +41,7 @@ const TARGETS: [&str; 19] = [
     "photo_file",
     "page_layout",
     "forget_policy",
+    "op_batch",
 ];
 const MAX_CORPUS_BYTES: u64 = 50 * 1024;
 
@@ -254,7 +255,28 @@ fn generated() -> Vec<(&'static str, String, Vec<u8>)> {
     out.extend(pages_and_policies());
     out.extend(damaged_segments(&block));
     out.extend(key_headers());
+    out.extend(op_batches());
     out
+}
+
+/// The op log's packed runs (SPEC.md §5 `op_batches`): an empty run, a batch of each op, the
+/// widest id, and a run cut inside an id.
+fn op_batches() -> Vec<(&'static str, String, Vec<u8>)> {
+    use memdb_formats::op_batch;
+    let packed = |ops: &[(u8, u64)]| {
+        let mut out = Vec::new();
+        op_batch::encode(ops.iter().copied(), &mut out);
+        out
+    };
+    let ops = [(1, 1), (2, 300), (3, 2), (4, 16_384), (5, 7)];
+    let mut cut = packed(&[(1, 1), (2, u64::MAX)]);
+    cut.truncate(cut.len() - 3);
+    vec![
+        ("op_batch", "empty.bin".into(), Vec::new()),
+        ("op_batch", "every_op.bin".into(), packed(&ops)),
+        ("op_batch", "max_id.bin".into(), packed(&[(5, u64::MAX)])),
+        ("op_batch", "cut_id.bin".into(), cut),
+    ]
 }
 
 /// Key headers of both kinds (fixed bytes where a real one has random salt, nonce and wrap)

@@ -264,6 +264,11 @@ fn cases(variable: &str, default: u32) -> u32 {
 /// Runs `ops` against a store made with `options` and the model; the final check.
 fn run_against_the_model(ops: &[Op], options: Options) -> Result<(), TestCaseError> {
     let dir = tempfile::tempdir().unwrap();
+    // f32 item vectors (an option; the default is i8): the model scores them exactly.
+    let options = Options {
+        item_vector_precision: memdb::Precision::F32,
+        ..options
+    };
     let store = Store::create(dir.path().join("s"), options.clone()).unwrap();
     let mut h = Harness {
         dir,

@@ -18,6 +18,7 @@
 //! ```sh
 //! cargo build --release -p memdb-cli
 //! cargo run --release -p memdb-benches --bin footprint -- [--out DIR] [--skip-peer]
+//!     [--corpora photos,mail,locomo] [--policies no-forget,…,stress]
 //! ```
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -139,10 +140,13 @@ struct Bytes {
     items: u64,
     catalog: u64,
     total: u64,
+    /// Live items (a count).
+    count: u64,
 }
 
 impl std::ops::AddAssign for Bytes {
     fn add_assign(&mut self, o: Bytes) {
+        self.count += o.count;
         self.pages += o.pages;
         self.originals += o.originals;
         self.originals_kept += o.originals_kept;
@@ -177,6 +181,16 @@ fn bytes_of(store: &Store) -> Bytes {
         items: stats.item_bytes,
         catalog: stats.catalog_bytes,
         total: stats.total_bytes(),
+        count: stats.items,
+    }
+}
+
+/// Page bytes of each catalog table, summed over stores.
+fn add_catalog_tables(into: &mut BTreeMap<String, (u64, u64)>, store: &Store) {
+    for t in store.stats().unwrap().catalog_tables {
+        let slot = into.entry(t.name).or_default();
+        slot.0 += t.page_bytes;
+        slot.1 += t.rows;
     }
 }
 
@@ -236,33 +250,42 @@ fn main() {
     let work = tempfile::tempdir().unwrap();
     let started = Instant::now();
 
+    // `--corpora photos,mail,locomo` and `--policies no-forget,…,stress` pick a part of the
+    // run (all of each by default).
+    let picked = |flag: &str, name: &str| {
+        flag_value(&args, flag).is_none_or(|list| list.split(',').any(|x| x == name))
+    };
     let photos_dir = data.join("photos");
     let mail_dir = data.join("mail");
     let mut corpora = Vec::new();
-    let photos = vec![build(
-        work.path(),
-        "photos",
-        &["photos", photos_dir.to_str().unwrap()],
-    )];
-    corpora.push(Corpus {
-        name: "photos",
-        raw_bytes: tree_bytes(&photos_dir),
-        as_of: newest_day(&photos),
-        stores: photos,
-    });
-    eprintln!("photos built ({:.0} s)", started.elapsed().as_secs_f64());
-    let mail = vec![build(
-        work.path(),
-        "mail",
-        &["mail", mail_dir.to_str().unwrap()],
-    )];
-    corpora.push(Corpus {
-        name: "mail",
-        raw_bytes: tree_bytes(&mail_dir),
-        as_of: newest_day(&mail),
-        stores: mail,
-    });
-    eprintln!("mail built ({:.0} s)", started.elapsed().as_secs_f64());
+    if picked("--corpora", "photos") {
+        let photos = vec![build(
+            work.path(),
+            "photos",
+            &["photos", photos_dir.to_str().unwrap()],
+        )];
+        corpora.push(Corpus {
+            name: "photos",
+            raw_bytes: tree_bytes(&photos_dir),
+            as_of: newest_day(&photos),
+            stores: photos,
+        });
+        eprintln!("photos built ({:.0} s)", started.elapsed().as_secs_f64());
+    }
+    if picked("--corpora", "mail") {
+        let mail = vec![build(
+            work.path(),
+            "mail",
+            &["mail", mail_dir.to_str().unwrap()],
+        )];
+        corpora.push(Corpus {
+            name: "mail",
+            raw_bytes: tree_bytes(&mail_dir),
+            as_of: newest_day(&mail),
+            stores: mail,
+        });
+        eprintln!("mail built ({:.0} s)", started.elapsed().as_secs_f64());
+    }
     let mut locomo_files: Vec<PathBuf> = std::fs::read_dir(data.join("locomo"))
         .unwrap()
         .flatten()
@@ -270,32 +293,39 @@ fn main() {
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .collect();
     locomo_files.sort();
-    let locomo_stores: Vec<(PathBuf, PathBuf)> = locomo_files
-        .iter()
-        .map(|f| {
-            let name = format!("locomo-{}", locomo::conversation_id(f));
-            build(work.path(), &name, &["locomo", f.to_str().unwrap()])
-        })
-        .collect();
-    corpora.push(Corpus {
-        name: "locomo",
-        raw_bytes: locomo_files.iter().map(|f| tree_bytes(f)).sum(),
-        as_of: newest_day(&locomo_stores),
-        stores: locomo_stores,
-    });
-    eprintln!("locomo built ({:.0} s)", started.elapsed().as_secs_f64());
+    if picked("--corpora", "locomo") {
+        let locomo_stores: Vec<(PathBuf, PathBuf)> = locomo_files
+            .iter()
+            .map(|f| {
+                let name = format!("locomo-{}", locomo::conversation_id(f));
+                build(work.path(), &name, &["locomo", f.to_str().unwrap()])
+            })
+            .collect();
+        corpora.push(Corpus {
+            name: "locomo",
+            raw_bytes: locomo_files.iter().map(|f| tree_bytes(f)).sum(),
+            as_of: newest_day(&locomo_stores),
+            stores: locomo_stores,
+        });
+        eprintln!("locomo built ({:.0} s)", started.elapsed().as_secs_f64());
+    }
 
     let (encoder, _) = memdb_benches::minilm_two_threads();
 
     let mut rows: Vec<Value> = Vec::new();
     let mut before: BTreeMap<&str, Bytes> = BTreeMap::new();
+    let mut tables_before: BTreeMap<&str, BTreeMap<String, (u64, u64)>> = BTreeMap::new();
     for corpus in &corpora {
         let mut b = Bytes::default();
+        let tables = tables_before.entry(corpus.name).or_default();
         for (store, _) in &corpus.stores {
-            b += bytes_of(&Store::open(store, Options::default()).unwrap());
+            let store = Store::open(store, Options::default()).unwrap();
+            b += bytes_of(&store);
+            add_catalog_tables(tables, &store);
         }
         before.insert(corpus.name, b);
     }
+    print_per_item(&before, &tables_before);
     let mut text_pixels: Vec<Value> = Vec::new();
     // Every built-in policy as of each corpus's day after its newest item; then a stress run:
     // LoCoMo under timed-gentle when every page is Old (its conversations are from 2022–2023,
@@ -303,13 +333,16 @@ fn main() {
     let stress = jiff::civil::date(2030, 1, 1);
     let mut runs: Vec<(String, &str, Option<jiff::civil::Date>)> = BUILTIN_POLICIES
         .iter()
+        .filter(|p| picked("--policies", p))
         .map(|p| ((*p).to_owned(), *p, None))
         .collect();
-    runs.push((
-        format!("timed-gentle as of {stress}"),
-        "timed-gentle",
-        Some(stress),
-    ));
+    if picked("--policies", "stress") {
+        runs.push((
+            format!("timed-gentle as of {stress}"),
+            "timed-gentle",
+            Some(stress),
+        ));
+    }
     for (label, policy_name, as_of_override) in &runs {
         let policy = Policy::builtin(policy_name).unwrap();
         let policy_name = label.as_str();
@@ -400,10 +433,11 @@ fn main() {
         }
     }
 
-    let peer = if skip_peer {
-        json!({"skipped": "--skip-peer"})
-    } else {
-        reencode_vs_pillow(&corpora[0].stores[0].0, work.path())
+    let photos = corpora.iter().find(|c| c.name == "photos");
+    let peer = match photos {
+        _ if skip_peer => json!({"skipped": "--skip-peer"}),
+        None => json!({"skipped": "no photo corpus in --corpora"}),
+        Some(photos) => reencode_vs_pillow(&photos.stores[0].0, work.path()),
     };
     print_table(&rows, &before, &text_pixels, &peer);
     let report = json!({
@@ -474,6 +508,53 @@ fn reencode_vs_pillow(store: &Path, work: &Path) -> Value {
 
 fn mib(b: u64) -> String {
     format!("{:.2}", b as f64 / (1 << 20) as f64)
+}
+
+/// Bytes per item before forgetting (issue 25's footprint figure), by kind, and the catalog's
+/// share by table.
+fn print_per_item(
+    before: &BTreeMap<&str, Bytes>,
+    tables: &BTreeMap<&str, BTreeMap<String, (u64, u64)>>,
+) {
+    println!("\nbytes per item before forgetting (pages composed, originals kept):");
+    println!(
+        "| corpus | items | KiB per item | vectors B | records B | catalog B | pages B | originals B | other B |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for (name, b) in before {
+        let per = |x: u64| x as f64 / b.count.max(1) as f64;
+        let other = b
+            .total
+            .saturating_sub(b.pages + b.originals + b.vectors + b.items + b.catalog);
+        println!(
+            "| {name} | {} | {:.2} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} |",
+            b.count,
+            per(b.total) / 1024.0,
+            per(b.vectors),
+            per(b.items),
+            per(b.catalog),
+            per(b.pages),
+            per(b.originals),
+            per(other),
+        );
+    }
+    println!("\ncatalog tables, B-tree page bytes per item (rows per item):");
+    for (name, t) in tables {
+        let count = before.get(name).map_or(1, |b| b.count.max(1)) as f64;
+        let mut sorted: Vec<_> = t.iter().filter(|(_, v)| v.0 > 0).collect();
+        sorted.sort_by_key(|t| std::cmp::Reverse(t.1.0));
+        let parts: Vec<String> = sorted
+            .iter()
+            .map(|(table, (bytes, rows))| {
+                format!(
+                    "{table} {:.0} ({:.2})",
+                    *bytes as f64 / count,
+                    *rows as f64 / count
+                )
+            })
+            .collect();
+        println!("  {name:>7}: {}", parts.join(", "));
+    }
 }
 
 fn print_table(rows: &[Value], before: &BTreeMap<&str, Bytes>, pixels: &[Value], peer: &Value) {

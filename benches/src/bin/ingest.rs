@@ -286,4 +286,23 @@ fn main() {
         ms.segment_bytes,
         ms.catalog_bytes
     );
+    // What the catalog file holds per item, table by table (B-tree pages, leaves and branches).
+    let per_item: Vec<String> = ms
+        .catalog_tables
+        .iter()
+        .filter(|t| t.rows > 0)
+        .map(|t| {
+            format!(
+                "{} {:.0} B ({:.2} rows)",
+                t.name,
+                t.page_bytes as f64 / n as f64,
+                t.rows as f64 / n as f64
+            )
+        })
+        .collect();
+    println!(
+        "catalog per item: {:.0} B of file; tables: {}",
+        ms.catalog_bytes as f64 / n as f64,
+        per_item.join(", ")
+    );
 }

@@ -13,8 +13,12 @@
 //! ```sh
 //! cargo run --release -p memdb-benches --bin locomo -- [DATA_DIR] [--json OUT] [--skip-peer]
 //!     [--weights DENSE,LEXICAL,GRAPH] [--full-only] [--gate builtin|cv]
-//!     [--item-text sgm|descriptive]
+//!     [--item-text sgm|descriptive] [--item-vectors i8|f32]
 //! ```
+//!
+//! `--item-vectors` is the precision of the stores' item vectors (`Options::item_vector_precision`;
+//! default the engine's, i8), which the full-recall rows search; the same vectors go into a
+//! second space at the other precision, so the flat rows show f32 and i8 side by side.
 //!
 //! `--item-text sgm|descriptive` embeds each turn's item text in that style instead of the
 //! protocol's text, and makes it the store's style (so BM25 reads it too): ATM-Bench's
@@ -40,7 +44,8 @@ use memdb_formats::import::locomo;
 use serde_json::{Value, json};
 
 const KS: [usize; 4] = [1, 5, 10, 20];
-const I8_SPACE: &str = "items.i8";
+/// The second copy of the item vectors, at the precision the item space does not have.
+const OTHER_SPACE: &str = "items.other";
 
 /// Retriever → its ranking (external ids, best first) for each question, in question order.
 type Rankings = BTreeMap<String, Vec<Vec<String>>>;
@@ -103,6 +108,13 @@ fn main() {
         style.map_or("the protocol's turn text (DESIGN.md §6)", |s| s.name())
     );
 
+    let item_precision = match value("--item-vectors").as_deref() {
+        None => Options::default().item_vector_precision,
+        Some("i8") => memdb::Precision::I8,
+        Some("f32") => memdb::Precision::F32,
+        Some(other) => panic!("--item-vectors {other}: i8 or f32"),
+    };
+    println!("item vectors stored as {item_precision}");
     let gates = gate_stages(value("--gate").as_deref(), &files);
     let mut conversations = Vec::new();
     let mut search_us: Vec<u64> = Vec::new();
@@ -113,6 +125,7 @@ fn main() {
             file,
             gate,
             style,
+            item_precision,
             &encoder,
             weights,
             &mut search_us,
@@ -191,6 +204,7 @@ fn run_conversation(
     file: &Path,
     gate: Option<memdb::gate::GateStage>,
     style: Option<memdb::ItemTextStyle>,
+    item_precision: memdb::Precision,
     encoder: &MiniLm,
     weights: [f64; 3],
     search_us: &mut Vec<u64>,
@@ -210,7 +224,11 @@ fn run_conversation(
 
     let dir = tempfile::tempdir().unwrap();
     let started = Instant::now();
-    let store = Store::create(dir.path().join("store"), Options::default()).unwrap();
+    let options = Options {
+        item_vector_precision: item_precision,
+        ..Options::default()
+    };
+    let store = Store::create(dir.path().join("store"), options).unwrap();
     store.bind_model(&encoder.model_id().to_string()).unwrap();
     // The LoCoMo protocol embeds each turn's own text (DESIGN.md §6), so the items come with
     // their vectors; the engine's ingest commits them and builds the memory graph.
@@ -256,12 +274,17 @@ fn run_conversation(
         0,
         "every item came with its vector"
     );
-    // The same vectors again at i8, for the quantised comparison row.
+    // The same vectors again at the other precision, for the flat comparison rows.
+    let (other, f32_space, i8_space) = if item_precision == memdb::Precision::I8 {
+        (memdb::Precision::F32, OTHER_SPACE, ITEM_VECTORS)
+    } else {
+        (memdb::Precision::I8, ITEM_VECTORS, OTHER_SPACE)
+    };
     let snapshot = store.snapshot().unwrap();
     let mut items: Vec<(String, String)> = Vec::new();
     let mut ext_of: HashMap<u64, String> = HashMap::new();
     let mut batch = store.batch();
-    batch.define_vectors(I8_SPACE, memdb::Precision::I8);
+    batch.define_vectors(OTHER_SPACE, other);
     for (item, vector) in imported.items.iter().zip(vectors) {
         let ext = item.draft.fields.external_id.clone().unwrap();
         // Not stored: the gate dropped it.
@@ -272,7 +295,7 @@ fn run_conversation(
             item.draft.fields.time.unix_ms,
             item.draft.fields.source.code(),
         );
-        batch.put_vector(I8_SPACE, stored.id, time, source, vector);
+        batch.put_vector(OTHER_SPACE, stored.id, time, source, vector);
         items.push((ext.clone(), text_of[&ext].clone()));
         ext_of.insert(stored.id, ext);
     }
@@ -299,8 +322,8 @@ fn run_conversation(
         place: false,
     };
     let modes: [(&str, Signals, &str, f64); 7] = [
-        ("memdb flat f32", dense_only, ITEM_VECTORS, 0.0),
-        ("memdb flat i8", dense_only, I8_SPACE, 0.0),
+        ("memdb flat f32", dense_only, f32_space, 0.0),
+        ("memdb flat i8", dense_only, i8_space, 0.0),
         (
             "memdb lexical (BM25)",
             Signals {

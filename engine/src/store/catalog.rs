@@ -7,8 +7,8 @@
 //!
 //! Invariants: every row of `items` points at a framed record inside an item-block entry of a
 //! segment listed in `segments`; every row of `blobs` points at the payload of a blob entry;
-//! `by_time`, `by_source` and `external_ids` hold exactly one row per item (the last only for
-//! items with an external id).
+//! `by_source` and `external_ids` hold exactly one row per item (the last only for items with
+//! an external id); `op_batches` holds every op sequence number below `next_op_seq` once.
 
 use redb::{ReadableTable, ReadableTableMetadata, TableDefinition};
 
@@ -24,9 +24,11 @@ pub(crate) const ITEMS: TableDefinition<u64, (u64, u64, u32, i64, u8)> =
     TableDefinition::new("items");
 /// external id → item id.
 pub(crate) const EXTERNAL_IDS: TableDefinition<&str, u64> = TableDefinition::new("external_ids");
-/// (event time ms, item id) → ().
+/// (event time ms, item id) → (): the time index of format versions 1–9, which version 10 folded
+/// into `by_source` (a time scan over every source merges the sources' ranges). Dropped at an
+/// older store's first write.
 pub(crate) const BY_TIME: TableDefinition<(i64, u64), ()> = TableDefinition::new("by_time");
-/// (source code, event time ms, item id) → ().
+/// (source code, event time ms, item id) → (): the time index, per source.
 pub(crate) const BY_SOURCE: TableDefinition<(u8, i64, u64), ()> = TableDefinition::new("by_source");
 /// blob id → (segment id, file offset of the payload, payload length, blob kind, owner item id
 /// or 0).
@@ -83,8 +85,16 @@ pub(crate) const GRAPH_ITEMS: TableDefinition<u64, (u64, &[u8])> =
 pub(crate) const PAGES: TableDefinition<&str, PageValue<'static>> = TableDefinition::new("pages");
 /// A `PAGES` row: (stage, quality, scale ‰, parts, layout).
 pub(crate) type PageValue<'a> = (u8, u8, u16, &'a [u8], &'a [u8]);
-/// op sequence number → (op code, item id, commit time ms).
+/// op sequence number → (op code, item id, commit time ms): the op log of format versions 1–9,
+/// one row per op. Version 10 keeps it in `op_batches`; an older store's rows move there at its
+/// first write.
 pub(crate) const OPLOG: TableDefinition<u64, (u8, u64, i64)> = TableDefinition::new("oplog");
+/// First op sequence number of a run → (commit time ms, the run's ops packed: per op its code
+/// (u8) and item id (unsigned LEB128)): the op log, one row per run of consecutive ops a commit
+/// logged at the same time — one row per batch, where `oplog` had one per op. Op `i` of a run
+/// has sequence number key + i. Format version 10.
+pub(crate) const OP_BATCHES: TableDefinition<u64, (i64, &[u8])> =
+    TableDefinition::new("op_batches");
 /// (item id, op sequence of the update that replaced the version) → (segment id, file offset
 /// of the record frame, frame length, replaced at ms): the earlier versions of items, oldest
 /// first. Their frames stay live (moved by compaction, never counted dead) until the item is
@@ -150,12 +160,16 @@ pub(crate) const KEY_NEXT_PATH: &str = "next_graph_path_id";
 /// bi-temporal versions) and made a delete keep the item's versions (op 3 retires; op 5
 /// purges); a version-7 store is read as one whose ops have no reasons and whose versions have
 /// default valid times, and becomes version 8 at its first write, which copies `oplog` into
-/// `memory_ops`.
-pub(crate) const STORE_FORMAT_VERSION: u64 = 8;
-/// Format of an encrypted store (SPEC.md §3.7, §10): version 8 with its files sealed, a KEY
+/// `memory_ops`. Version 10 slimmed the per-item rows: the time index is `by_source` alone
+/// (`by_time` is gone) and the op log has one row per batch (`op_batches`, where `oplog` had one
+/// per op); an older store is read through `by_source` and its `oplog`, and becomes version 10
+/// at its first write, which moves `oplog` into `op_batches` and drops `by_time` and `oplog`.
+pub(crate) const STORE_FORMAT_VERSION: u64 = 10;
+/// Format of an encrypted store (SPEC.md §3.7, §10): version 10 with its files sealed, a KEY
 /// file and the `segment_keys` table. A store is made encrypted or not and stays so; the
-/// plain format keeps its version.
-pub(crate) const ENCRYPTED_FORMAT_VERSION: u64 = 9;
+/// plain format keeps its version. Version 9 is an encrypted store of version 8: read as it
+/// is, and upgraded at its first write like a plain version-8 store, to this version.
+pub(crate) const ENCRYPTED_FORMAT_VERSION: u64 = 11;
 /// The oldest version this build opens.
 pub(crate) const OLDEST_FORMAT_VERSION: u64 = 1;
 
@@ -391,10 +405,8 @@ pub(crate) fn initialise(txn: &redb::WriteTransaction, now_ms: i64) -> Result<()
     txn.open_table(SEGMENTS).ctx("create segments")?;
     txn.open_table(ITEMS).ctx("create items")?;
     txn.open_table(EXTERNAL_IDS).ctx("create external_ids")?;
-    txn.open_table(BY_TIME).ctx("create by_time")?;
     txn.open_table(BY_SOURCE).ctx("create by_source")?;
     txn.open_table(BLOBS).ctx("create blobs")?;
-    txn.open_table(OPLOG).ctx("create oplog")?;
     {
         let mut settings = txn.open_table(SETTINGS).ctx("create settings")?;
         for (key, value) in NEW_STORE_SETTINGS {
@@ -423,20 +435,120 @@ pub(crate) fn create_later_tables(txn: &redb::WriteTransaction) -> Result<()> {
     txn.open_table(DROPPED_BLOBS).ctx("create dropped_blobs")?;
     txn.open_table(STALE_PAGES).ctx("create stale_pages")?;
     txn.open_table(VALID_TIME).ctx("create valid_time")?;
+    let mut op_batches = txn.open_table(OP_BATCHES).ctx("create op_batches")?;
     let mut memory_ops = txn.open_table(MEMORY_OPS).ctx("create memory_ops")?;
-    if memory_ops.is_empty().ctx("read memory_ops")? {
-        // A store from before version 8: its op log becomes the memories' op index (a new
-        // store's log is empty, so this copies nothing).
+    if !has_table(txn, "oplog")? {
+        return Ok(());
+    }
+    let copy_to_memory_ops = memory_ops.is_empty().ctx("read memory_ops")?;
+    let mut log = OpLogWriter::default();
+    {
         let oplog = txn.open_table(OPLOG).ctx("open oplog")?;
         for row in oplog.iter().ctx("scan oplog")? {
             let (seq, value) = row.ctx("scan oplog")?;
             let (op, item, at) = value.value();
-            memory_ops
-                .insert((item, seq.value()), (op, at, i64::MIN, 0))
-                .ctx("copy oplog to memory_ops")?;
+            // A store from before version 8: its op log becomes the memories' op index too.
+            if copy_to_memory_ops {
+                memory_ops
+                    .insert((item, seq.value()), (op, at, i64::MIN, 0))
+                    .ctx("copy oplog to memory_ops")?;
+            }
+            log.push(seq.value(), op, item, at);
         }
     }
+    log.flush(&mut op_batches)?;
+    drop((op_batches, memory_ops));
+    // Version 10 keeps the log in `op_batches` and the time index in `by_source`.
+    txn.delete_table(OPLOG).ctx("drop oplog")?;
+    txn.delete_table(BY_TIME).ctx("drop by_time")?;
     Ok(())
+}
+
+/// One logged op: (sequence number, op code, item id, commit time ms).
+pub(crate) type LoggedOp = (u64, u8, u64, i64);
+
+/// Ops a transaction logs, written to `op_batches` as runs (one row per run of consecutive
+/// sequence numbers with one commit time) by [`flush`](OpLogWriter::flush).
+#[derive(Debug, Default)]
+pub(crate) struct OpLogWriter {
+    ops: Vec<LoggedOp>,
+}
+
+impl OpLogWriter {
+    pub(crate) fn push(&mut self, seq: u64, op: u8, item: u64, at: i64) {
+        self.ops.push((seq, op, item, at));
+    }
+
+    /// Writes the ops pushed since the last flush.
+    pub(crate) fn flush(&mut self, table: &mut redb::Table<'_, u64, (i64, &[u8])>) -> Result<()> {
+        let mut ops = std::mem::take(&mut self.ops);
+        ops.sort_unstable_by_key(|op| op.0);
+        let mut packed = Vec::new();
+        let mut start = 0;
+        while start < ops.len() {
+            let (first, _, _, at) = ops[start];
+            let mut end = start;
+            packed.clear();
+            while end < ops.len() && ops[end].3 == at && ops[end].0 == first + (end - start) as u64
+            {
+                end += 1;
+            }
+            memdb_formats::op_batch::encode(
+                ops[start..end].iter().map(|op| (op.1, op.2)),
+                &mut packed,
+            );
+            table
+                .insert(first, (at, packed.as_slice()))
+                .ctx("append op_batches")?;
+            start = end;
+        }
+        Ok(())
+    }
+}
+
+/// The ops of an `op_batches` row keyed `first`: (sequence number, op code, item id) each, in
+/// order.
+pub(crate) fn decode_op_batch(
+    first: u64,
+    packed: &[u8],
+) -> std::result::Result<Vec<(u64, u8, u64)>, memdb_formats::FormatError> {
+    let ops = memdb_formats::op_batch::decode(packed)?;
+    if first.checked_add(ops.len() as u64).is_none() {
+        return Err(memdb_formats::FormatError::Invalid {
+            what: "op batch",
+            offset: 0,
+            reason: format!("{} ops from sequence {first} overflow", ops.len()),
+        });
+    }
+    Ok(ops
+        .into_iter()
+        .enumerate()
+        .map(|(i, (op, item))| (first + i as u64, op, item))
+        .collect())
+}
+
+/// Every logged op of a read transaction's catalog, in log order: `op_batches`, and the
+/// `oplog` of a store from before version 10 that no write has upgraded yet.
+pub(crate) fn read_op_log(txn: &redb::ReadTransaction) -> Result<Vec<LoggedOp>> {
+    let mut out = Vec::new();
+    if let Some(oplog) = open_optional(txn, OPLOG)? {
+        for row in oplog.iter().ctx("scan oplog")? {
+            let (seq, value) = row.ctx("scan oplog")?;
+            let (op, item, at) = value.value();
+            out.push((seq.value(), op, item, at));
+        }
+    }
+    if let Some(batches) = open_optional(txn, OP_BATCHES)? {
+        for row in batches.iter().ctx("scan op_batches")? {
+            let (first, value) = row.ctx("scan op_batches")?;
+            let (at, packed) = value.value();
+            let ops = decode_op_batch(first.value(), packed)
+                .map_err(|e| crate::Error::bad_row("op_batches", first.value(), e))?;
+            out.extend(ops.into_iter().map(|(seq, op, item)| (seq, op, item, at)));
+        }
+    }
+    out.sort_unstable_by_key(|op| op.0);
+    Ok(out)
 }
 
 /// Opens table `def` of a read transaction, or `None` when the store predates it (a read-only

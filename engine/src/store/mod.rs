@@ -61,7 +61,7 @@ pub use compact::{
 pub use read::{Blob, BlobInfo, DroppedBlob, ItemVersion, ScanFilter, Snapshot};
 pub use rebuild::{RebuildReport, SalvagedSegment, salvage_segment};
 pub use repair::RepairReport;
-pub use stats::{SegmentStats, Stats};
+pub use stats::{CatalogTableStats, SegmentStats, Stats};
 pub use vector_space::{ITEM_VECTORS, StoredVectors, VectorHit, VectorScope};
 pub use versions::{
     AppliedOp, MemoryHistory, MemoryOp, MemoryOpKind, MemoryOpRow, MemoryVersion, OpNote,
@@ -85,6 +85,13 @@ pub struct Options {
     pub secret: Option<Arc<crate::crypto::Secret>>,
     /// Argon2id's costs when a passphrase wraps the data key (creating a store, `rekey`).
     pub kdf_cost: crate::crypto::KdfCost,
+    /// The precision the item vector space ([`ITEM_VECTORS`]) is made with, when a store
+    /// stores its first item vector; a space keeps the precision it was made with (forgetting
+    /// may coarsen old rows). i8 by default: a quarter of f32's bytes, with one scale per row,
+    /// and at the 384 dimensions of the embedded encoder the scores move by about 1e-3, which
+    /// leaves recall within bench `footprint`'s noise (its per-item table and R@10 say how
+    /// much). F32 keeps full precision and gives a large space an HNSW graph.
+    pub item_vector_precision: memdb_vectors::Precision,
 }
 
 impl Default for Options {
@@ -95,6 +102,7 @@ impl Default for Options {
             io: Arc::new(io::OsIo),
             secret: None,
             kdf_cost: crate::crypto::KdfCost::default(),
+            item_vector_precision: memdb_vectors::Precision::I8,
         }
     }
 }
@@ -801,7 +809,7 @@ fn existing_store_paths(root: &Path) -> Result<StorePaths> {
 fn committed_segment_rows(txn: &redb::ReadTransaction) -> Result<BTreeMap<u64, SegmentRow>> {
     let meta = txn.open_table(catalog::META).ctx("open meta")?;
     let version = catalog::meta_get(&meta, catalog::KEY_FORMAT_VERSION)?;
-    // An encrypted store's catalog (version 9) is only readable through its key, so reaching
+    // An encrypted store's catalog (version 9 or 11) is only readable through its key, so reaching
     // this line with it means the key opened it.
     if !(catalog::OLDEST_FORMAT_VERSION..=catalog::STORE_FORMAT_VERSION).contains(&version)
         && version != catalog::ENCRYPTED_FORMAT_VERSION

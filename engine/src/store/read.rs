@@ -206,55 +206,56 @@ impl Snapshot {
                 return Ok(true);
             }
             let raw = items.get(id).ctx("read items")?.ok_or_else(|| {
-                Error::bad_row("by_time", id, "names an item the items table lacks")
+                Error::bad_row("by_source", id, "names an item the items table lacks")
             })?;
             let record = read_record(&self.segments, &ItemLoc::decode(raw.value()))?;
             Ok(filter.time.contains(record.fields.time))
         };
-        match filter.source {
-            Some(source) => {
-                let table = self
-                    .txn
-                    .open_table(catalog::BY_SOURCE)
-                    .ctx("open by_source")?;
-                let code = source.code();
-                let end = if hi == i64::MAX {
-                    Bound::Included((code, i64::MAX, u64::MAX))
-                } else {
-                    Bound::Excluded((code, hi, 0))
-                };
-                let range = table
+        let table = self
+            .txn
+            .open_table(catalog::BY_SOURCE)
+            .ctx("open by_source")?;
+        // The time index is per source: a scan of every source merges their ranges in
+        // (time, id) order.
+        let codes: Vec<u8> = match filter.source {
+            Some(source) => vec![source.code()],
+            None => Source::ALL.iter().map(|s| s.code()).collect(),
+        };
+        let mut ranges = Vec::with_capacity(codes.len());
+        for code in codes {
+            let end = if hi == i64::MAX {
+                Bound::Included((code, i64::MAX, u64::MAX))
+            } else {
+                Bound::Excluded((code, hi, 0))
+            };
+            ranges.push(
+                table
                     .range::<(u8, i64, u64)>((Bound::Included((code, lo, 0)), end))
-                    .ctx("scan by_source")?;
-                for row in range {
-                    if out.len() >= limit {
-                        break;
+                    .ctx("scan by_source")?
+                    .peekable(),
+            );
+        }
+        while out.len() < limit {
+            // The range whose next row comes first (a failed read is taken at once).
+            let mut next: Option<(usize, (i64, u64))> = None;
+            for (i, range) in ranges.iter_mut().enumerate() {
+                let head = match range.peek() {
+                    None => continue,
+                    Some(Err(_)) => (i64::MIN, 0),
+                    Some(Ok((key, _))) => {
+                        let (_, ms, id) = key.value();
+                        (ms, id)
                     }
-                    let (_, ms, id) = row.ctx("scan by_source")?.0.value();
-                    if keep(id, ms)? {
-                        out.push(id);
-                    }
+                };
+                if next.is_none_or(|(_, best)| head < best) {
+                    next = Some((i, head));
                 }
             }
-            None => {
-                let table = self.txn.open_table(catalog::BY_TIME).ctx("open by_time")?;
-                let end = if hi == i64::MAX {
-                    Bound::Unbounded
-                } else {
-                    Bound::Excluded((hi, 0))
-                };
-                let range = table
-                    .range::<(i64, u64)>((Bound::Included((lo, 0)), end))
-                    .ctx("scan by_time")?;
-                for row in range {
-                    if out.len() >= limit {
-                        break;
-                    }
-                    let (ms, id) = row.ctx("scan by_time")?.0.value();
-                    if keep(id, ms)? {
-                        out.push(id);
-                    }
-                }
+            let Some((i, _)) = next else { break };
+            let Some(row) = ranges[i].next() else { break };
+            let (_, ms, id) = row.ctx("scan by_source")?.0.value();
+            if keep(id, ms)? {
+                out.push(id);
             }
         }
         Ok(out)
@@ -266,7 +267,7 @@ impl Snapshot {
         let mut out = Vec::new();
         for id in self.scan_ids(filter)? {
             let raw = items.get(id).ctx("read items")?.ok_or_else(|| {
-                Error::bad_row("by_time", id, "names an item the items table lacks")
+                Error::bad_row("by_source", id, "names an item the items table lacks")
             })?;
             let record = read_record(&self.segments, &ItemLoc::decode(raw.value()))?;
             check_id(id, &record)?;
@@ -284,16 +285,27 @@ impl Snapshot {
     /// Event times (UTC ms) of the oldest and the newest dated item, if any: what a query
     /// planner scales its estimates by.
     pub fn time_span(&self) -> Result<Option<(i64, i64)>> {
-        let table = self.txn.open_table(catalog::BY_TIME).ctx("open by_time")?;
-        // Undated items (filed at `i64::MIN`) have no place on the time line.
-        let dated = (memdb_formats::item::UNDATED_MS + 1, 0)..;
-        let first = table.range::<(i64, u64)>(dated).ctx("read by_time")?.next();
-        let first = first.transpose().ctx("read by_time")?;
-        let last = table.last().ctx("read by_time")?;
-        Ok(first
-            .zip(last)
-            .map(|(f, l)| (f.0.value().0, l.0.value().0))
-            .filter(|(_, last)| *last > memdb_formats::item::UNDATED_MS))
+        let table = self
+            .txn
+            .open_table(catalog::BY_SOURCE)
+            .ctx("open by_source")?;
+        let mut span: Option<(i64, i64)> = None;
+        for source in Source::ALL {
+            let code = source.code();
+            // Undated items (filed at `i64::MIN`) have no place on the time line.
+            let dated = (code, memdb_formats::item::UNDATED_MS + 1, 0)..=(code, i64::MAX, u64::MAX);
+            let mut range = table.range::<(u8, i64, u64)>(dated).ctx("read by_source")?;
+            let first = range.next().transpose().ctx("read by_source")?;
+            let last = range.next_back().transpose().ctx("read by_source")?;
+            let Some(first) = first else { continue };
+            let first_ms = first.0.value().1;
+            let last_ms = last.map_or(first_ms, |l| l.0.value().1);
+            span = Some(match span {
+                None => (first_ms, last_ms),
+                Some((lo, hi)) => (lo.min(first_ms), hi.max(last_ms)),
+            });
+        }
+        Ok(span)
     }
 
     /// All live item ids, ascending.

@@ -305,7 +305,30 @@ impl Store {
             (k.value(), ItemLoc::decode(v.value()))
         });
         let mut blobs = salvage_table(txn.as_ref(), catalog::BLOBS, |k, v| (k.value(), v.value()));
-        let oplog = salvage_table(txn.as_ref(), catalog::OPLOG, |k, v| (k.value(), v.value()));
+        // The op log: `op_batches` (format 10), or the `oplog` of an older catalog.
+        let mut oplog = salvage_table(txn.as_ref(), catalog::OPLOG, |k, v| (k.value(), v.value()));
+        let batches = salvage_table(txn.as_ref(), catalog::OP_BATCHES, |k, v| {
+            let (at, packed) = v.value();
+            (
+                k.value(),
+                catalog::decode_op_batch(k.value(), packed)
+                    .ok()
+                    .map(|ops| (at, ops)),
+            )
+        });
+        let mut batches_complete = batches.complete;
+        for decoded in batches.rows.into_values() {
+            match decoded {
+                Some((at, ops)) => {
+                    for (seq, op, item) in ops {
+                        oplog.rows.insert(seq, (op, item, at));
+                    }
+                }
+                None => batches_complete = false,
+            }
+        }
+        // A catalog has one of the two tables.
+        oplog.complete |= batches_complete;
         let pages = salvage_table(txn.as_ref(), catalog::PAGES, |k, v| {
             (k.value().to_owned(), v.value().0)
         });

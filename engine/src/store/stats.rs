@@ -20,6 +20,20 @@ pub struct SegmentStats {
     pub dead_bytes: u64,
 }
 
+/// One catalog table's share of the catalog file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CatalogTableStats {
+    /// The table's name (SPEC.md §5).
+    pub name: String,
+    /// Rows.
+    pub rows: u64,
+    /// Bytes of its keys and values.
+    pub stored_bytes: u64,
+    /// Bytes of the B-tree pages holding them (leaves and branches): stored bytes plus each
+    /// page's index and free space.
+    pub page_bytes: u64,
+}
+
 /// What a store holds.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Stats {
@@ -39,6 +53,9 @@ pub struct Stats {
     pub dead_bytes: u64,
     /// Bytes of the catalog file.
     pub catalog_bytes: u64,
+    /// Every catalog table, largest first (the rest of the file is free pages and redb's
+    /// own allocator state).
+    pub catalog_tables: Vec<CatalogTableStats>,
     /// Scrapbook pages per forgetting stage: (stage, pages, pages stored as pixels, bytes of
     /// their JPEG parts), stages in order.
     pub pages_by_stage: Vec<(u8, u64, u64, u64)>,
@@ -134,10 +151,31 @@ impl Store {
             .into_iter()
             .map(|(stage, (pages, pixels, bytes))| (stage, pages, pixels, bytes))
             .collect();
+        stats.catalog_tables = catalog_table_stats(txn)?;
         let catalog_path = &self.inner.paths.catalog;
         stats.catalog_bytes = std::fs::metadata(catalog_path)
             .map_err(Error::io("stat", catalog_path))?
             .len();
         Ok(stats)
     }
+}
+
+/// Rows and bytes of every table in the catalog, largest first.
+fn catalog_table_stats(txn: &redb::ReadTransaction) -> Result<Vec<CatalogTableStats>> {
+    // redb's page size (its default, which the store keeps).
+    const CATALOG_PAGE_BYTES: u64 = 4096;
+    let mut tables = Vec::new();
+    for handle in txn.list_tables().ctx("list catalog tables")? {
+        let name = redb::TableHandle::name(&handle).to_owned();
+        let table = txn.open_untyped_table(handle).ctx("open catalog table")?;
+        let s = table.stats().ctx("catalog table stats")?;
+        tables.push(CatalogTableStats {
+            rows: table.len().ctx("count catalog table")?,
+            stored_bytes: s.stored_bytes(),
+            page_bytes: (s.leaf_pages() + s.branch_pages()) * CATALOG_PAGE_BYTES,
+            name,
+        });
+    }
+    tables.sort_by(|a, b| b.page_bytes.cmp(&a.page_bytes).then(a.name.cmp(&b.name)));
+    Ok(tables)
 }

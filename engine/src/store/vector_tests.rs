@@ -531,3 +531,61 @@ fn a_large_space_gets_a_persisted_graph_that_respects_deletes_and_filters() {
     assert_eq!(check(&reopened), recall);
     assert!(store.check().unwrap().is_clean());
 }
+
+#[test]
+fn the_item_space_is_made_with_the_stores_item_precision_and_keeps_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let v = unit(&[0.3, -0.5, 0.2, 0.7]);
+    let dot = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>();
+    for (name, asked, want) in [
+        ("default", None, Precision::I8),
+        ("f32", Some(Precision::F32), Precision::F32),
+        ("f16", Some(Precision::F16), Precision::F16),
+    ] {
+        let path = dir.path().join(name);
+        let options = match asked {
+            Some(p) => Options {
+                item_vector_precision: p,
+                ..Options::default()
+            },
+            None => Options::default(),
+        };
+        let store = Store::create(&path, options).unwrap();
+        run(&store, |b| {
+            b.put_with_vector(draft("a", 0, Source::Note), vec![], v.clone());
+        })
+        .unwrap();
+        let stored = item_vectors(&store);
+        assert_eq!(stored.precision(), want, "{name}");
+        let hit = stored.search(&v, 1, &VectorScope::all()).unwrap()[0];
+        // i8 keeps about two decimal digits per value, f16 three, f32 all.
+        let tolerance = match want {
+            Precision::I8 => 2e-2,
+            Precision::F16 => 2e-3,
+            _ => 1e-6,
+        };
+        assert!(
+            (hit.score - dot(&v, &v)).abs() < tolerance,
+            "{name}: {}",
+            hit.score
+        );
+        drop(store);
+        // Reopened with other options, the space keeps its precision and takes more vectors.
+        let other = Options {
+            item_vector_precision: if want == Precision::F32 {
+                Precision::I8
+            } else {
+                Precision::F32
+            },
+            ..Options::default()
+        };
+        let store = Store::open(&path, other).unwrap();
+        run(&store, |b| {
+            b.put_with_vector(draft("b", 1, Source::Note), vec![], v.clone());
+        })
+        .unwrap();
+        let stored = item_vectors(&store);
+        assert_eq!((stored.precision(), stored.len()), (want, 2), "{name}");
+        assert!(store.check().unwrap().is_clean());
+    }
+}

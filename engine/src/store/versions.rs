@@ -592,12 +592,9 @@ impl Snapshot {
     /// The operation log from system time `since_ms` on (all of it without), in log order.
     pub fn op_log(&self, since_ms: Option<i64>) -> Result<Vec<MemoryOpRow>> {
         let txn = self.txn();
-        let oplog = txn.open_table(catalog::OPLOG).ctx("open oplog")?;
         let memory_ops = catalog::open_optional(txn, catalog::MEMORY_OPS)?;
         let mut out = Vec::new();
-        for row in oplog.iter().ctx("scan oplog")? {
-            let (seq, value) = row.ctx("scan oplog")?;
-            let (seq, (code, id, at)) = (seq.value(), value.value());
+        for (seq, code, id, at) in catalog::read_op_log(txn)? {
             if since_ms.is_some_and(|since| at < since) {
                 continue;
             }

@@ -405,10 +405,9 @@ pub(crate) struct Tables<'t> {
     pub(super) segments: redb::Table<'t, u64, (u8, u64, u64)>,
     pub(super) items: redb::Table<'t, u64, (u64, u64, u32, i64, u8)>,
     pub(super) external: redb::Table<'t, &'static str, u64>,
-    pub(super) by_time: redb::Table<'t, (i64, u64), ()>,
     pub(super) by_source: redb::Table<'t, (u8, i64, u64), ()>,
     pub(super) blobs: redb::Table<'t, u64, (u64, u64, u64, u8, u64)>,
-    pub(super) oplog: redb::Table<'t, u64, (u8, u64, i64)>,
+    pub(super) op_batches: redb::Table<'t, u64, (i64, &'static [u8])>,
     pub(super) vector_spaces: redb::Table<'t, &'static str, (u32, u8)>,
     pub(super) vector_blocks: redb::Table<'t, (&'static str, u64), (u32, u8, &'static [u8])>,
     pub(super) vector_keys: redb::Table<'t, (&'static str, u64), (u64, u32)>,
@@ -421,6 +420,8 @@ pub(crate) struct Tables<'t> {
     pub(super) segment_keys: Option<redb::Table<'t, u64, &'static [u8]>>,
     /// Counters read once per transaction and written back by `flush_counters`.
     counters: HashMap<&'static str, u64>,
+    /// Ops logged in this transaction, written to `op_batches` by `flush_counters`.
+    op_log: catalog::OpLogWriter,
 }
 
 impl<'t> Tables<'t> {
@@ -431,10 +432,17 @@ impl<'t> Tables<'t> {
 
     pub(super) fn open(txn: &'t redb::WriteTransaction) -> Result<Tables<'t>> {
         let mut meta = txn.open_table(catalog::META).ctx("open meta")?;
-        // Opening the vector tables creates them in a format-1 store; the graph tables are
-        // created here. Either way the store is then of the current format.
-        if catalog::meta_get(&meta, catalog::KEY_FORMAT_VERSION)? < catalog::STORE_FORMAT_VERSION {
-            meta.insert(catalog::KEY_FORMAT_VERSION, catalog::STORE_FORMAT_VERSION)
+        let encrypted = catalog::has_table(txn, redb::TableHandle::name(&catalog::SEGMENT_KEYS))?;
+        let current = if encrypted {
+            catalog::ENCRYPTED_FORMAT_VERSION
+        } else {
+            catalog::STORE_FORMAT_VERSION
+        };
+        // Opening the vector tables creates them in a format-1 store; the later tables are
+        // created (and the version-10 changes made) here. Either way the store is then of the
+        // current format.
+        if catalog::meta_get(&meta, catalog::KEY_FORMAT_VERSION)? < current {
+            meta.insert(catalog::KEY_FORMAT_VERSION, current)
                 .ctx("upgrade format version")?;
             catalog::create_later_tables(txn)?;
         }
@@ -445,10 +453,9 @@ impl<'t> Tables<'t> {
             external: txn
                 .open_table(catalog::EXTERNAL_IDS)
                 .ctx("open external_ids")?,
-            by_time: txn.open_table(catalog::BY_TIME).ctx("open by_time")?,
             by_source: txn.open_table(catalog::BY_SOURCE).ctx("open by_source")?,
             blobs: txn.open_table(catalog::BLOBS).ctx("open blobs")?,
-            oplog: txn.open_table(catalog::OPLOG).ctx("open oplog")?,
+            op_batches: txn.open_table(catalog::OP_BATCHES).ctx("open op_batches")?,
             vector_spaces: txn
                 .open_table(catalog::VECTOR_SPACES)
                 .ctx("open vector_spaces")?,
@@ -467,10 +474,7 @@ impl<'t> Tables<'t> {
                 .ctx("open stale_pages")?,
             memory_ops: txn.open_table(catalog::MEMORY_OPS).ctx("open memory_ops")?,
             valid_time: txn.open_table(catalog::VALID_TIME).ctx("open valid_time")?,
-            segment_keys: if catalog::has_table(
-                txn,
-                redb::TableHandle::name(&catalog::SEGMENT_KEYS),
-            )? {
+            segment_keys: if encrypted {
                 Some(
                     txn.open_table(catalog::SEGMENT_KEYS)
                         .ctx("open segment_keys")?,
@@ -479,6 +483,7 @@ impl<'t> Tables<'t> {
                 None
             },
             counters: HashMap::new(),
+            op_log: catalog::OpLogWriter::default(),
         })
     }
 
@@ -507,15 +512,16 @@ impl<'t> Tables<'t> {
         self.counter(catalog::KEY_NEXT_OP)
     }
 
-    /// Writes the counters taken in this transaction; call before commit.
+    /// Writes the counters taken in this transaction, and the ops it logged; call before
+    /// commit.
     pub(super) fn flush_counters(&mut self) -> Result<()> {
         for (key, value) in self.counters.drain() {
             self.meta.insert(key, value).ctx("advance counter")?;
         }
-        Ok(())
+        self.op_log.flush(&mut self.op_batches)
     }
 
-    /// Files item `id` in the time and source indexes (and its external id, when it has one).
+    /// Files item `id` in the time index (and its external id, when it has one).
     pub(super) fn index_item(&mut self, id: u64, fields: &ItemFields) -> Result<()> {
         let time_ms = fields.time.unix_ms;
         if let Some(ext) = &fields.external_id {
@@ -523,19 +529,15 @@ impl<'t> Tables<'t> {
                 .insert(ext.as_str(), id)
                 .ctx("write external_ids")?;
         }
-        self.by_time
-            .insert((time_ms, id), ())
-            .ctx("write by_time")?;
         self.by_source
             .insert((fields.source.code(), time_ms, id), ())
             .ctx("write by_source")?;
         Ok(())
     }
 
-    /// Takes item `id` out of the time and source indexes it was filed in under `time_ms` and
-    /// `source` (its external id stays).
+    /// Takes item `id` out of the time index it was filed in under `time_ms` and `source` (its
+    /// external id stays).
     pub(super) fn unindex_time(&mut self, id: u64, time_ms: i64, source: u8) -> Result<()> {
-        self.by_time.remove((time_ms, id)).ctx("remove by_time")?;
         self.by_source
             .remove((source, time_ms, id))
             .ctx("remove by_source")?;
@@ -546,9 +548,7 @@ impl<'t> Tables<'t> {
     /// annotates it); returns its sequence number.
     pub(super) fn log(&mut self, op: OpCode, item: u64, now: i64) -> Result<u64> {
         let seq = self.take(catalog::KEY_NEXT_OP, 1)?;
-        self.oplog
-            .insert(seq, (op as u8, item, now))
-            .ctx("append oplog")?;
+        self.op_log.push(seq, op as u8, item, now);
         self.memory_ops
             .insert((item, seq), (op as u8, now, i64::MIN, 0))
             .ctx("append memory_ops")?;
@@ -724,9 +724,6 @@ impl<'t> Tables<'t> {
             return Ok(None);
         };
         let loc = ItemLoc::decode(raw);
-        self.by_time
-            .remove((loc.time_ms, id))
-            .ctx("remove by_time")?;
         self.by_source
             .remove((loc.source, loc.time_ms, id))
             .ctx("remove by_source")?;
@@ -1009,7 +1006,7 @@ fn stage_purge(t: &mut Tables<'_>, batch: &mut BatchState<'_>, id: u64) -> Resul
     if !found {
         return Ok(false);
     }
-    // Only `oplog` says it was purged: nothing of the memory is left to list by memory.
+    // Only the op log says it was purged: nothing of the memory is left to list by memory.
     let seq = t.log(OpCode::Purge, id, batch.now)?;
     t.memory_ops.remove((id, seq)).ctx("remove memory_ops")?;
     batch.deleted_items.push(id);
@@ -1326,12 +1323,19 @@ fn stage_vector_blocks(
     batch: &mut BatchState<'_>,
 ) -> Result<Vec<(u64, std::sync::Arc<memdb_vectors::HnswIndex>)>> {
     let mut new_graphs = Vec::new();
-    for block in vector_space::stage(
-        t,
-        batch.segments,
-        &store.inner.graphs,
-        std::mem::take(&mut batch.staged.vectors),
-    )? {
+    let mut changes = std::mem::take(&mut batch.staged.vectors);
+    // The item space is made with the store's item precision (a put into an existing space
+    // takes the space's own).
+    if let Some(items) = changes.get_mut(ITEM_VECTORS)
+        && items.precision.is_none()
+        && t.vector_spaces
+            .get(ITEM_VECTORS)
+            .ctx("read vector_spaces")?
+            .is_none()
+    {
+        items.precision = Some(store.inner.options.item_vector_precision);
+    }
+    for block in vector_space::stage(t, batch.segments, &store.inner.graphs, changes)? {
         if let Some(graph) = block.graph {
             new_graphs.push((block.blob_id, graph));
         }
