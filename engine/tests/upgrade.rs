@@ -251,19 +251,27 @@ fn a_version_7_store_is_read_as_it_is_and_its_first_write_copies_the_op_log() {
 fn a_version_8_store_is_read_through_its_old_indexes_and_slimmed_at_its_first_write() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s");
-    let (dentist, lunch) = {
+    // The later item is in the source with the lower code (chat before note), so only a
+    // merge of the sources' ranges puts the note first; a third item, purged, leaves no ops
+    // by memory, which the upgrade must not bring back from `oplog`.
+    let chat = |ext: &str, body: &str| {
+        let mut d = note(ext, body);
+        d.fields.source = Source::Chat;
+        d.fields.time = EventTime::parse("2024-03-05T12:00:00+01:00").unwrap();
+        d
+    };
+    let (dentist, lunch, purged) = {
         let store = Store::create(&path, Options::default()).unwrap();
         let mut b = store.batch();
-        b.put(note("n1", "Dentist on Tuesday"));
-        let mut lunch = note("n2", "Lunch with Ana");
-        lunch.fields.source = Source::Chat;
-        lunch.fields.time = EventTime::parse("2024-03-03T12:00:00+01:00").unwrap();
-        b.put(lunch);
+        b.put(chat("n1", "Dentist on Tuesday"));
+        b.put(note("n2", "Lunch with Ana"));
+        b.put(note("n9", "A note to purge"));
         let puts = b.commit().unwrap().puts;
         let mut b = store.batch();
-        b.put(note("n1", "Dentist moved to Wednesday"));
+        b.put(chat("n1", "Dentist moved to Wednesday"));
+        b.purge(puts[2].id);
         b.commit().unwrap();
-        (puts[0].id, puts[1].id)
+        (puts[0].id, puts[1].id, puts[2].id)
     };
     make_version_8(&path);
     let (version, tables) = catalog_state(&path);
@@ -276,6 +284,12 @@ fn a_version_8_store_is_read_through_its_old_indexes_and_slimmed_at_its_first_wr
         // Time order across sources (the chat item is a day earlier).
         let ids = snap.scan_ids(&memdb::ScanFilter::default()).unwrap();
         assert_eq!(ids, [lunch, dentist]);
+        let first = memdb::ScanFilter {
+            limit: Some(1),
+            ..memdb::ScanFilter::default()
+        };
+        assert_eq!(snap.scan_ids(&first).unwrap(), [lunch]);
+        assert!(snap.history(purged).unwrap().ops.is_empty());
         let (first, last) = snap.time_span().unwrap().unwrap();
         assert!(first < last);
         let log: Vec<(memdb::MemoryOpKind, u64)> = snap
@@ -289,7 +303,9 @@ fn a_version_8_store_is_read_through_its_old_indexes_and_slimmed_at_its_first_wr
             [
                 (memdb::MemoryOpKind::Add, dentist),
                 (memdb::MemoryOpKind::Add, lunch),
+                (memdb::MemoryOpKind::Add, purged),
                 (memdb::MemoryOpKind::Update, dentist),
+                (memdb::MemoryOpKind::Purge, purged),
             ]
         );
         assert!(store.check().unwrap().is_clean());
@@ -303,10 +319,16 @@ fn a_version_8_store_is_read_through_its_old_indexes_and_slimmed_at_its_first_wr
         let store = Store::open(&path, Options::default()).unwrap();
         let mut b = store.batch();
         b.put(note("n3", "Call the plumber"));
-        b.commit().unwrap();
+        let plumber = b.commit().unwrap().puts[0].id;
+        drop(store);
+        let store = Store::open(&path, Options::default()).unwrap();
         let snap = store.snapshot().unwrap();
-        assert_eq!(snap.op_log(None).unwrap().len(), 4);
+        let ids = snap.scan_ids(&memdb::ScanFilter::default()).unwrap();
+        assert_eq!(ids, [lunch, plumber, dentist]);
+        assert_eq!(snap.op_log(None).unwrap().len(), 6);
         assert_eq!(snap.item_count().unwrap(), 3);
+        // Purged before the upgrade: still no ops by memory after it.
+        assert!(snap.history(purged).unwrap().ops.is_empty());
         assert!(store.check().unwrap().is_clean());
     }
     let (version, tables) = catalog_state(&path);
@@ -326,7 +348,7 @@ fn a_version_8_store_is_read_through_its_old_indexes_and_slimmed_at_its_first_wr
                 .map(|o| o.0),
         );
     }
-    assert_eq!(seqs, [1, 2, 3, 4]);
+    assert_eq!(seqs, [1, 2, 3, 4, 5, 6]);
 }
 
 #[test]

@@ -180,7 +180,7 @@ impl Rows {
 /// One stage of a plan.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Stage {
-    /// What it is (`scan by_time`, `dense`, …).
+    /// What it is (`scan by_source`, `dense`, …).
     pub name: String,
     /// Which index and which pushed-down conditions.
     pub detail: String,
@@ -391,7 +391,7 @@ impl Run<'_> {
         }
         let mut detail = match source {
             Some(s) => format!("index by_source, source = {s}"),
-            None => "index by_time".to_owned(),
+            None => "index by_source, every source merged in time order".to_owned(),
         };
         if let Some((from, to)) = window.candidate_ms().filter(|_| !window.is_all()) {
             detail.push_str(&format!(", time in [{}, {})", show_ms(from), show_ms(to)));

@@ -10,7 +10,7 @@
 //! `by_source` and `external_ids` hold exactly one row per item (the last only for items with
 //! an external id); `op_batches` holds every op sequence number below `next_op_seq` once.
 
-use redb::{ReadableTable, ReadableTableMetadata, TableDefinition};
+use redb::{ReadableTable, TableDefinition};
 
 use crate::error::{CatalogResult, Result};
 
@@ -364,7 +364,7 @@ impl BlobLoc {
     }
 }
 
-/// Op codes of `OPLOG`.
+/// Op codes of the op log (`op_batches`, and an older store's `oplog`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum OpCode {
     Add = 1,
@@ -420,7 +420,10 @@ pub(crate) fn initialise(txn: &redb::WriteTransaction, now_ms: i64) -> Result<()
 }
 
 /// Creates the tables added after version 2, the `graph_*` tables, `pages`, `history`,
-/// `dropped_blobs` and `stale_pages` (a no-op where they exist): at creation, and at the first write to an older store.
+/// `dropped_blobs`, `stale_pages`, `memory_ops`, `valid_time` and `op_batches` (a no-op where
+/// they exist): at creation, and at the first write to an older store, where it also makes the
+/// version-10 changes (the `oplog` rows move to `op_batches`, and to `memory_ops` in a store
+/// from before version 8; `oplog` and `by_time` are dropped).
 pub(crate) fn create_later_tables(txn: &redb::WriteTransaction) -> Result<()> {
     txn.open_table(PAGES).ctx("create pages")?;
     txn.open_table(GRAPH_NODES).ctx("create graph_nodes")?;
@@ -435,19 +438,21 @@ pub(crate) fn create_later_tables(txn: &redb::WriteTransaction) -> Result<()> {
     txn.open_table(DROPPED_BLOBS).ctx("create dropped_blobs")?;
     txn.open_table(STALE_PAGES).ctx("create stale_pages")?;
     txn.open_table(VALID_TIME).ctx("create valid_time")?;
+    // A store from before version 8 has no `memory_ops`: its op log becomes the memories' op
+    // index too. (An empty `memory_ops` in a later store is one whose memories were all
+    // purged, whose ops must stay gone.)
+    let copy_to_memory_ops = !has_table(txn, "memory_ops")?;
     let mut op_batches = txn.open_table(OP_BATCHES).ctx("create op_batches")?;
     let mut memory_ops = txn.open_table(MEMORY_OPS).ctx("create memory_ops")?;
     if !has_table(txn, "oplog")? {
         return Ok(());
     }
-    let copy_to_memory_ops = memory_ops.is_empty().ctx("read memory_ops")?;
     let mut log = OpLogWriter::default();
     {
         let oplog = txn.open_table(OPLOG).ctx("open oplog")?;
         for row in oplog.iter().ctx("scan oplog")? {
             let (seq, value) = row.ctx("scan oplog")?;
             let (op, item, at) = value.value();
-            // A store from before version 8: its op log becomes the memories' op index too.
             if copy_to_memory_ops {
                 memory_ops
                     .insert((item, seq.value()), (op, at, i64::MIN, 0))

@@ -616,7 +616,7 @@ fn copy_items(
                         // bytes count as dead where they stay).
                         t.remove_item(id, pass.segments)?;
                         super::versions::remove_memory_rows(t, id)?;
-                        let seq = t.log(catalog::OpCode::Purge, id, now_ms())?;
+                        let seq = t.log(catalog::OpCode::Purge, id, output.now)?;
                         t.memory_ops.remove((id, seq)).ctx("remove memory_ops")?;
                         report.items_dropped += 1;
                         continue;

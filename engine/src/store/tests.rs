@@ -485,3 +485,99 @@ fn shrink_catalog_returns_freed_pages_and_refuses_while_shared() {
     assert_eq!(store.snapshot().unwrap().item_count().unwrap(), 200);
     assert!(store.check().unwrap().is_clean());
 }
+
+/// An encrypted store of format 9 (version 8 sealed: `by_time` beside `by_source`, the op log
+/// one row per op in `oplog`) is read through its old tables and becomes version 11 (version
+/// 10 sealed) at its first write, which moves the log and drops the old tables.
+#[test]
+fn an_encrypted_version_9_store_becomes_version_11_at_its_first_write() {
+    use redb::{ReadableTable, TableHandle};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s");
+    let options = || Options {
+        secret: Some(std::sync::Arc::new(
+            crate::crypto::Secret::passphrase("pw").unwrap(),
+        )),
+        kdf_cost: crate::crypto::KdfCost {
+            memory_kib: 64,
+            iterations: 1,
+            parallelism: 1,
+        },
+        ..Options::default()
+    };
+    let version = |store: &Store| {
+        let txn = store.inner.db.begin_read().unwrap();
+        let meta = txn.open_table(catalog::META).unwrap();
+        catalog::meta_get(&meta, catalog::KEY_FORMAT_VERSION).unwrap()
+    };
+    let tables = |store: &Store| -> Vec<String> {
+        let txn = store.inner.db.begin_read().unwrap();
+        let names = txn.list_tables().unwrap();
+        names.map(|t| t.name().to_owned()).collect()
+    };
+    {
+        let store = Store::create(&path, options()).unwrap();
+        let mut b = store.batch();
+        b.put(draft("a", 2, "later"));
+        b.put(draft("b", 1, "earlier"));
+        b.commit().unwrap();
+        assert_eq!(version(&store), catalog::ENCRYPTED_FORMAT_VERSION);
+        // Rewrite its catalog in the version-9 layout, through the store's own (sealed) file.
+        let txn = store.inner.db.begin_write(&store.inner.paths).unwrap();
+        {
+            let batches = txn.open_table(catalog::OP_BATCHES).unwrap();
+            let mut oplog = txn.open_table(catalog::OPLOG).unwrap();
+            for row in batches.iter().unwrap() {
+                let (first, value) = row.unwrap();
+                let (at, packed) = value.value();
+                for (seq, op, item) in catalog::decode_op_batch(first.value(), packed).unwrap() {
+                    oplog.insert(seq, (op, item, at)).unwrap();
+                }
+            }
+            let by_source = txn.open_table(catalog::BY_SOURCE).unwrap();
+            let mut by_time = txn.open_table(catalog::BY_TIME).unwrap();
+            for row in by_source.iter().unwrap() {
+                let (_, ms, id) = row.unwrap().0.value();
+                by_time.insert((ms, id), ()).unwrap();
+            }
+            txn.open_table(catalog::META)
+                .unwrap()
+                .insert(catalog::KEY_FORMAT_VERSION, 9)
+                .unwrap();
+        }
+        assert!(txn.delete_table(catalog::OP_BATCHES).unwrap());
+        txn.commit().unwrap();
+    }
+    let store = Store::open(&path, options()).unwrap();
+    assert_eq!(version(&store), 9);
+    let read = |store: &Store| {
+        let snap = store.snapshot().unwrap();
+        let bodies: Vec<String> = snap
+            .scan(&ScanFilter::default())
+            .unwrap()
+            .into_iter()
+            .map(|i| i.fields.body.unwrap())
+            .collect();
+        (bodies, snap.op_log(None).unwrap().len())
+    };
+    assert_eq!(read(&store), (vec!["earlier".into(), "later".into()], 2));
+    assert!(store.check().unwrap().is_clean());
+    let mut b = store.batch();
+    b.put(draft("c", 3, "latest"));
+    b.commit().unwrap();
+    drop(store);
+    let store = Store::open(&path, options()).unwrap();
+    assert_eq!(version(&store), catalog::ENCRYPTED_FORMAT_VERSION);
+    let names = tables(&store);
+    assert!(
+        !names.iter().any(|t| t == "by_time" || t == "oplog"),
+        "{names:?}"
+    );
+    assert!(names.iter().any(|t| t == "op_batches"), "{names:?}");
+    assert!(names.iter().any(|t| t == "segment_keys"), "{names:?}");
+    assert_eq!(
+        read(&store),
+        (vec!["earlier".into(), "later".into(), "latest".into()], 3)
+    );
+    assert!(store.check().unwrap().is_clean());
+}
