@@ -301,6 +301,11 @@ enum Command {
         /// --key-file unwraps.
         #[arg(long)]
         encrypt: bool,
+        /// Precision of the item vectors `memdb embed` will store: i8 (a quarter of f32's
+        /// bytes; recall on LoCoMo the same as f32's), f16 or f32 (exact, and the one that gets
+        /// an HNSW graph when large). Recorded in the store.
+        #[arg(long, value_name = "PRECISION", default_value = "i8", value_parser = parse_precision)]
+        item_vectors: memdb::Precision,
         #[command(flatten)]
         kdf: KdfArgs,
     },
@@ -721,6 +726,11 @@ fn parse_item_text_style(name: &str) -> std::result::Result<memdb::ItemTextStyle
     })
 }
 
+/// A vector precision named on the command line (`f32`, `f16`, `i8`).
+fn parse_precision(name: &str) -> std::result::Result<memdb::Precision, String> {
+    memdb::Precision::from_name(name).ok_or_else(|| format!("`{name}`: f32, f16 or i8"))
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     keys::set_flags(keys::SecretFlags {
@@ -948,9 +958,15 @@ fn run(command: Command, out: &Out) -> Result<ExitCode> {
         }
         Command::Shell { dir } => shell::shell(&dir, out.json)?,
         Command::Mcp { dir, allow_writes } => mcp::serve(&dir, allow_writes)?,
-        Command::Init { dir, encrypt, kdf } => {
+        Command::Init {
+            dir,
+            encrypt,
+            item_vectors,
+            kdf,
+        } => {
             let mut options = Options {
                 kdf_cost: kdf.cost(),
+                item_vector_precision: item_vectors,
                 ..Options::default()
             };
             if encrypt {

@@ -738,3 +738,45 @@ fn errors_name_the_flag_key_or_path_they_concern() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
 }
+
+/// `memdb init --item-vectors` records the precision the first embed makes the item space
+/// with; a name it does not know is a usage error.
+#[test]
+fn init_records_the_item_vector_precision() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let out = memdb(&["init", "--item-vectors", "f32", store.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let opened = memdb::Store::open(&store, memdb::Options::default()).unwrap();
+    let mut fields = memdb::ItemFields::new(
+        memdb::Source::Note,
+        memdb::EventTime::parse("2024-03-04T09:00:00Z").unwrap(),
+    );
+    fields.body = Some("a note".into());
+    let mut batch = opened.batch();
+    batch.put_with_vector(
+        memdb::ItemDraft {
+            fields,
+            supersedes: None,
+        },
+        vec![],
+        vec![0.6, 0.8],
+    );
+    batch.commit().unwrap();
+    let snap = opened.snapshot().unwrap();
+    let space = snap.vectors(memdb::ITEM_VECTORS).unwrap().unwrap();
+    assert_eq!(space.precision(), memdb::Precision::F32);
+
+    let out = memdb(&[
+        "init",
+        "--item-vectors",
+        "f12",
+        dir.path().join("t").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("f32, f16 or i8"));
+}

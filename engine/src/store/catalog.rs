@@ -45,6 +45,11 @@ pub(crate) const KEY_ENCODER_MODEL: &str = "encoder_model";
 /// current recipe, so none is stale (absent, in a store made before version 7, means 1). The
 /// recall module's tests pin it to its `ITEM_TEXT_VERSION`.
 pub(crate) const NEW_STORE_SETTINGS: [(&str, &str); 1] = [("item_text", "3")];
+/// Setting: the precision (`f32`, `f16`, `i8`) the item vector space is made with when the
+/// store stores its first item vector, chosen when the store was created
+/// (`Options::item_vector_precision`). Absent in a store created before it: the options the
+/// store is opened with choose.
+pub(crate) const KEY_ITEM_VECTORS: &str = "item_vectors";
 /// vector space name → (dimension, precision code): the spaces of the store's vectors (SPEC.md
 /// §5.1). Format version 2.
 pub(crate) const VECTOR_SPACES: TableDefinition<&str, (u32, u8)> =
@@ -391,7 +396,11 @@ impl OpCode {
 }
 
 /// Creates every table so readers never see a missing one, and writes the initial counters.
-pub(crate) fn initialise(txn: &redb::WriteTransaction, now_ms: i64) -> Result<()> {
+pub(crate) fn initialise(
+    txn: &redb::WriteTransaction,
+    now_ms: i64,
+    item_vectors: memdb_vectors::Precision,
+) -> Result<()> {
     {
         let mut meta = txn.open_table(META).ctx("open meta")?;
         meta.insert(KEY_FORMAT_VERSION, STORE_FORMAT_VERSION)
@@ -412,6 +421,9 @@ pub(crate) fn initialise(txn: &redb::WriteTransaction, now_ms: i64) -> Result<()
         for (key, value) in NEW_STORE_SETTINGS {
             settings.insert(key, value).ctx("init settings")?;
         }
+        settings
+            .insert(KEY_ITEM_VECTORS, item_vectors.to_string().as_str())
+            .ctx("init settings")?;
     }
     txn.open_table(VECTOR_SPACES).ctx("create vector_spaces")?;
     txn.open_table(VECTOR_BLOCKS).ctx("create vector_blocks")?;

@@ -86,8 +86,10 @@ pub struct Options {
     /// Argon2id's costs when a passphrase wraps the data key (creating a store, `rekey`).
     pub kdf_cost: crate::crypto::KdfCost,
     /// The precision the item vector space ([`ITEM_VECTORS`]) is made with, when a store
-    /// stores its first item vector; a space keeps the precision it was made with (forgetting
-    /// may coarsen old rows). i8 by default: a quarter of f32's bytes, with one scale per row,
+    /// stores its first item vector. Creating a store records it (setting `item_vectors`), so
+    /// the store keeps the choice whatever options it is opened with later; a store created
+    /// before that setting takes it from the options it is opened with. A space keeps the
+    /// precision it was made with (forgetting may coarsen old rows). i8 by default: a quarter of f32's bytes, with one scale per row,
     /// and at the 384 dimensions of the embedded encoder the scores move by about 1e-3, which
     /// leaves recall within bench `footprint`'s noise (its per-item table and R@10 say how
     /// much). F32 keeps full precision and gives a large space an HNSW graph.
@@ -329,7 +331,7 @@ impl Store {
             .create_with_backend(backend)
             .ctx("create catalog")?;
         let txn = db.begin_write().ctx("begin write")?;
-        catalog::initialise(&txn, now_ms())?;
+        catalog::initialise(&txn, now_ms(), options.item_vector_precision)?;
         if encrypted {
             txn.open_table(catalog::SEGMENT_KEYS)
                 .ctx("create segment_keys")?;

@@ -589,3 +589,53 @@ fn the_item_space_is_made_with_the_stores_item_precision_and_keeps_it() {
         assert!(store.check().unwrap().is_clean());
     }
 }
+
+#[test]
+fn the_item_precision_chosen_at_creation_holds_until_the_first_vector() {
+    let dir = tempfile::tempdir().unwrap();
+    let v = unit(&[0.3, -0.5, 0.2, 0.7]);
+    let f32_options = || Options {
+        item_vector_precision: Precision::F32,
+        ..Options::default()
+    };
+    // Created for f32 items, the first vector put through a handle with the default options.
+    let path = dir.path().join("recorded");
+    drop(Store::create(&path, f32_options()).unwrap());
+    let store = Store::open(&path, Options::default()).unwrap();
+    run(&store, |b| {
+        b.put_with_vector(draft("a", 0, Source::Note), vec![], v.clone());
+    })
+    .unwrap();
+    assert_eq!(item_vectors(&store).precision(), Precision::F32);
+
+    // A store created before the setting existed: the options it is opened with choose.
+    let path = dir.path().join("older");
+    {
+        let store = Store::create(&path, Options::default()).unwrap();
+        let txn = store.inner.db.begin_write(&store.inner.paths).unwrap();
+        txn.open_table(catalog::SETTINGS)
+            .unwrap()
+            .remove(catalog::KEY_ITEM_VECTORS)
+            .unwrap();
+        txn.commit().unwrap();
+    }
+    let store = Store::open(&path, f32_options()).unwrap();
+    run(&store, |b| {
+        b.put_with_vector(draft("a", 0, Source::Note), vec![], v.clone());
+    })
+    .unwrap();
+    assert_eq!(item_vectors(&store).precision(), Precision::F32);
+
+    // A setting this build cannot read is an error, not a guess.
+    let path = dir.path().join("unknown");
+    let store = Store::create(&path, Options::default()).unwrap();
+    run(&store, |b| {
+        b.set_setting(catalog::KEY_ITEM_VECTORS, "f12".into());
+    })
+    .unwrap();
+    let err = run(&store, |b| {
+        b.put_with_vector(draft("a", 0, Source::Note), vec![], v.clone());
+    })
+    .unwrap_err();
+    assert!(err.to_string().contains("unknown precision `f12`"), "{err}");
+}

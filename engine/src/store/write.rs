@@ -798,7 +798,7 @@ fn commit_locked(store: &Store, writer: &mut Writer, ops: Vec<BatchOp>) -> Resul
             stage_op(&txn, &mut t, &mut batch, index, op)?;
         }
         forget_derived(store, &txn, &mut batch)?;
-        let new_graphs = stage_vector_blocks(store, &mut t, &mut batch)?;
+        let new_graphs = stage_vector_blocks(store, &txn, &mut t, &mut batch)?;
         append_staged(store, writer, &mut t, &batch, &mut new_segments)?;
         t.flush_counters()?;
         new_graphs
@@ -1319,13 +1319,14 @@ fn forget_derived(
 /// graphs they carry, by blob id, to cache once the batch commits.
 fn stage_vector_blocks(
     store: &Store,
+    txn: &redb::WriteTransaction,
     t: &mut Tables<'_>,
     batch: &mut BatchState<'_>,
 ) -> Result<Vec<(u64, std::sync::Arc<memdb_vectors::HnswIndex>)>> {
     let mut new_graphs = Vec::new();
     let mut changes = std::mem::take(&mut batch.staged.vectors);
-    // The item space is made with the store's item precision (a put into an existing space
-    // takes the space's own).
+    // The item space is made with the store's item precision: the one recorded at its
+    // creation, else the options' (a put into an existing space takes the space's own).
     if let Some(items) = changes.get_mut(ITEM_VECTORS)
         && items.precision.is_none()
         && t.vector_spaces
@@ -1333,7 +1334,21 @@ fn stage_vector_blocks(
             .ctx("read vector_spaces")?
             .is_none()
     {
-        items.precision = Some(store.inner.options.item_vector_precision);
+        let settings = txn.open_table(catalog::SETTINGS).ctx("open settings")?;
+        let recorded = settings
+            .get(catalog::KEY_ITEM_VECTORS)
+            .ctx("read settings")?
+            .map(|v| v.value().to_owned());
+        items.precision = Some(match recorded {
+            None => store.inner.options.item_vector_precision,
+            Some(name) => memdb_vectors::Precision::from_name(&name).ok_or_else(|| {
+                Error::bad_row(
+                    "settings",
+                    catalog::KEY_ITEM_VECTORS,
+                    format!("unknown precision `{name}`"),
+                )
+            })?,
+        });
     }
     for block in vector_space::stage(t, batch.segments, &store.inner.graphs, changes)? {
         if let Some(graph) = block.graph {
