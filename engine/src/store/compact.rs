@@ -643,7 +643,7 @@ fn copy_items(
                 report.items_replaced += 1;
             }
             ItemRewrite::Drop => {
-                drop_item(t, id, &record)?;
+                drop_item(t, id, &record, output.now)?;
                 report.items_dropped += 1;
                 continue;
             }
@@ -812,7 +812,9 @@ fn reindex(t: &mut Tables<'_>, id: u64, old: &ItemFields, new: &ItemFields) -> R
     Ok(())
 }
 
-fn drop_item(t: &mut Tables<'_>, id: u64, record: &ItemRecord) -> Result<()> {
+/// Purges item `id`, which a compaction hook dropped; logged at the compaction's time `now`, so
+/// that a compaction's purges share one op-log row.
+fn drop_item(t: &mut Tables<'_>, id: u64, record: &ItemRecord, now: i64) -> Result<()> {
     t.items.remove(id).ctx("remove item")?;
     vector_space::remove_key(t, ITEM_VECTORS, id)?;
     let f = &record.fields;
@@ -825,7 +827,7 @@ fn drop_item(t: &mut Tables<'_>, id: u64, record: &ItemRecord) -> Result<()> {
     }
     t.remove_history(id)?;
     super::versions::remove_memory_rows(t, id)?;
-    let seq = t.log(catalog::OpCode::Purge, id, now_ms())?;
+    let seq = t.log(catalog::OpCode::Purge, id, now)?;
     t.memory_ops.remove((id, seq)).ctx("remove memory_ops")?;
     Ok(())
 }
