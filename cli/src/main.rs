@@ -302,8 +302,9 @@ enum Command {
         #[arg(long)]
         encrypt: bool,
         /// Precision of the item vectors `memdb embed` will store: i8 (a quarter of f32's
-        /// bytes; recall on LoCoMo the same as f32's), f16 or f32 (exact, and the one that gets
-        /// an HNSW graph when large). Recorded in the store.
+        /// bytes; recall on LoCoMo the same as f32's), i4 (half of i8's bytes, coarser scores),
+        /// f16 or f32 (exact, and the one that gets an HNSW graph when large). Recorded in the
+        /// store.
         #[arg(long, value_name = "PRECISION", default_value = "i8", value_parser = parse_precision)]
         item_vectors: memdb::Precision,
         #[command(flatten)]
@@ -728,7 +729,7 @@ fn parse_item_text_style(name: &str) -> std::result::Result<memdb::ItemTextStyle
 
 /// A vector precision named on the command line (`f32`, `f16`, `i8`).
 fn parse_precision(name: &str) -> std::result::Result<memdb::Precision, String> {
-    memdb::Precision::from_name(name).ok_or_else(|| format!("`{name}`: f32, f16 or i8"))
+    memdb::Precision::from_name(name).ok_or_else(|| format!("`{name}`: f32, f16, i8 or i4"))
 }
 
 fn main() -> ExitCode {

@@ -778,5 +778,5 @@ fn init_records_the_item_vector_precision() {
         dir.path().join("t").to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("f32, f16 or i8"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("f32, f16, i8 or i4"));
 }

@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 /// The format version this build writes (`STORE_FORMAT_VERSION`).
-const CURRENT_FORMAT_VERSION: u64 = 10;
+const CURRENT_FORMAT_VERSION: u64 = 12;
 
 fn golden(version: u64) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -243,6 +243,14 @@ fn read_checks(version: u64, stage: &str, store: &Store, want: &Value) {
     }
 }
 
+/// The body of the note each golden store gets after its upgrade: written by the current
+/// version, long enough that it is stored compressed.
+fn upgrade_note_body() -> String {
+    (1..=20)
+        .map(|i| format!("Written by the current version, line {i} of 20.\n"))
+        .collect()
+}
+
 fn open_and_upgrade(version: u64) {
     let golden = golden(version);
     let expected: Value =
@@ -310,10 +318,12 @@ fn open_and_upgrade(version: u64) {
     {
         let store = Store::open(&path, Options::default()).unwrap();
         let mut b = store.batch();
+        // Long enough to be written compressed (record version 3, format 12), beside the old
+        // store's uncompressed records.
         b.put(note(
             "compat-upgrade-note",
             "2024-08-01T10:00:00+02:00",
-            "Written by the current version",
+            &upgrade_note_body(),
         ));
         let mut update = note(
             first_ext,
@@ -337,6 +347,16 @@ fn open_and_upgrade(version: u64) {
         "v{version} upgraded: {tables:?}"
     );
     assert!(tables.contains(&"op_batches".to_owned()));
+    // Format 12 keeps each space's vector keys in a table of its own.
+    assert!(
+        !tables.contains(&"vector_keys".to_owned()),
+        "v{version} upgraded: {tables:?}"
+    );
+    assert_eq!(
+        tables.contains(&"vector_keys.items".to_owned()),
+        version >= 2,
+        "v{version} upgraded: {tables:?}"
+    );
 
     // Reopened: clean, the new note and the update there, every other item as it was.
     for read_only in [false, true] {
@@ -399,7 +419,7 @@ fn open_and_upgrade(version: u64) {
             .unwrap();
         assert_eq!(
             added.fields.body.as_deref(),
-            Some("Written by the current version")
+            Some(upgrade_note_body().as_str())
         );
         // The indexes the old version built are still there.
         if let Some(v) = want.get("item_vectors") {
@@ -479,6 +499,11 @@ fn a_version_7_store_opens_and_upgrades() {
 #[test]
 fn a_version_8_store_opens_and_upgrades() {
     open_and_upgrade(8);
+}
+
+#[test]
+fn a_version_10_store_opens_and_upgrades() {
+    open_and_upgrade(10);
 }
 
 /// The version-7 store after its upgrade takes memory operations: its op log (copied into

@@ -94,7 +94,7 @@ fn graph_tables_match_the_spec_and_the_golden_dump() {
     let db = redb::Database::open(path.join("catalog.redb")).unwrap();
     let txn = db.begin_read().unwrap();
     let meta = txn.open_table(META).unwrap();
-    assert_eq!(meta.get("format_version").unwrap().unwrap().value(), 10);
+    assert_eq!(meta.get("format_version").unwrap().unwrap().value(), 12);
     let next_node = meta.get("next_graph_node_id").unwrap().unwrap().value();
     let next_path = meta.get("next_graph_path_id").unwrap().unwrap().value();
 

@@ -4,7 +4,8 @@
 //! one with no history, nothing dropped and no stale page, changes nothing while only read,
 //! and becomes current at its first write, after which updates keep their old versions.
 //! Version 8 added `memory_ops`; version 10 dropped `by_time` and moved the one-row-per-op
-//! `oplog` into `op_batches` (one row per batch).
+//! `oplog` into `op_batches` (one row per batch); version 12 writes compressed item records
+//! (version 3) beside version 2.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use memdb::{EventTime, ItemDraft, ItemFields, Options, Source, Store};
@@ -31,7 +32,7 @@ const OP_BATCHES: TableDefinition<u64, (i64, &[u8])> = TableDefinition::new("op_
 const BY_TIME: TableDefinition<(i64, u64), ()> = TableDefinition::new("by_time");
 const BY_SOURCE: TableDefinition<(u8, i64, u64), ()> = TableDefinition::new("by_source");
 /// The format version this build writes.
-const CURRENT: u64 = 10;
+const CURRENT: u64 = 12;
 
 /// One logged op: (sequence, op code, item id).
 type Op = (u64, u8, u64);
@@ -351,6 +352,164 @@ fn a_version_8_store_is_read_through_its_old_indexes_and_slimmed_at_its_first_wr
     assert_eq!(seqs, [1, 2, 3, 4, 5, 6]);
 }
 
+const VECTOR_KEYS: TableDefinition<(&str, u64), (u64, u32)> = TableDefinition::new("vector_keys");
+
+/// Rewrites a current store as version 10: every space's key table (`vector_keys.<space>`)
+/// back into the one shared `vector_keys`, keyed by (space, key), and `format_version` 10.
+fn make_version_10(path: &std::path::Path) {
+    let db = redb::Database::open(path.join("catalog.redb")).unwrap();
+    let txn = db.begin_write().unwrap();
+    let names: Vec<String> = txn
+        .list_tables()
+        .unwrap()
+        .map(|t| t.name().to_owned())
+        .filter(|n| n.starts_with("vector_keys."))
+        .collect();
+    {
+        let mut shared = txn.open_table(VECTOR_KEYS).unwrap();
+        for name in &names {
+            let space = &name["vector_keys.".len()..];
+            let table = txn
+                .open_table(TableDefinition::<u64, (u64, u32)>::new(name))
+                .unwrap();
+            for row in redb::ReadableTable::iter(&table).unwrap() {
+                let (key, at) = row.unwrap();
+                shared.insert((space, key.value()), at.value()).unwrap();
+            }
+        }
+    }
+    for name in &names {
+        assert!(
+            txn.delete_table(TableDefinition::<u64, (u64, u32)>::new(name))
+                .unwrap()
+        );
+    }
+    txn.open_table(META)
+        .unwrap()
+        .insert("format_version", 10)
+        .unwrap();
+    txn.commit().unwrap();
+}
+
+/// Version 12 writes item records of version 3 (version 2's fields in a zstd frame) where that
+/// saves, and keeps each vector space's keys in a table of its own. A version-10 store (every
+/// record of version 2, the keys of both spaces in the shared `vector_keys`) is read as it is
+/// and left at 10 while only read; its first write sets 12 and moves the keys, after which a
+/// long record takes far fewer bytes than its text, every record reads back whole, and the
+/// vectors are found by key and by search.
+#[test]
+fn a_version_10_store_is_read_as_it_is_and_compresses_long_records_after_its_first_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s");
+    let unit = |i: usize| -> Vec<f32> {
+        let mut v = vec![0.0f32; 4];
+        v[i % 4] = 1.0;
+        v
+    };
+    let short = {
+        let store = Store::create(&path, Options::default()).unwrap();
+        let mut b = store.batch();
+        b.put(note("n1", "Dentist on Tuesday"));
+        b.put(note("n4", "Lunch with Ana"));
+        let ids: Vec<u64> = b.commit().unwrap().puts.iter().map(|p| p.id).collect();
+        let mut b = store.batch();
+        b.define_vectors("items", memdb::Precision::I8);
+        b.define_vectors("graph.nodes", memdb::Precision::I4);
+        for (i, &id) in ids.iter().enumerate() {
+            b.put_vector("items", id, 0, 5, unit(i));
+        }
+        for node in 1..=3u64 {
+            b.put_vector("graph.nodes", node, 0, 0, unit(node as usize));
+        }
+        b.commit().unwrap();
+        ids[0]
+    };
+    make_version_10(&path);
+    let (version, tables) = catalog_state(&path);
+    assert_eq!(version, 10);
+    assert!(tables.contains(&"vector_keys".to_owned()));
+    assert!(!tables.iter().any(|t| t.starts_with("vector_keys.")));
+    let expect_vectors = |store: &Store| {
+        let snap = store.snapshot().unwrap();
+        assert_eq!(snap.vector_keys("items").unwrap().len(), 2);
+        assert_eq!(
+            snap.vector_keys("graph.nodes")
+                .unwrap()
+                .iter()
+                .collect::<Vec<_>>(),
+            [1, 2, 3]
+        );
+        let nodes = snap.vectors("graph.nodes").unwrap().unwrap();
+        let hits = nodes
+            .search(&unit(2), 1, &memdb::VectorScope::all())
+            .unwrap();
+        assert_eq!(hits[0].key, 2);
+        assert!(store.check().unwrap().is_clean());
+    };
+    {
+        let store = Store::open_read_only(&path, Options::default()).unwrap();
+        expect_vectors(&store);
+    }
+    let long_text: String = (0..60)
+        .map(|i| format!("Item {i}: send the quarterly figures to Ana before the Friday call.\n"))
+        .collect();
+    let before = {
+        let store = Store::open(&path, Options::default()).unwrap();
+        let snap = store.snapshot().unwrap();
+        assert_eq!(
+            snap.get(short).unwrap().unwrap().fields.body.as_deref(),
+            Some("Dentist on Tuesday")
+        );
+        store.stats().unwrap().item_bytes
+    };
+    assert_eq!(catalog_state(&path).0, 10, "a read changes nothing");
+    let (long, grown) = {
+        let store = Store::open(&path, Options::default()).unwrap();
+        let mut b = store.batch();
+        b.put(note("n2", &long_text));
+        let long = b.commit().unwrap().puts[0].id;
+        (long, store.stats().unwrap().item_bytes - before)
+    };
+    assert_eq!(catalog_state(&path).0, CURRENT);
+    assert!(
+        grown * 4 < long_text.len() as u64,
+        "a {}-byte text took {grown} bytes",
+        long_text.len()
+    );
+    let (_, tables) = catalog_state(&path);
+    assert!(!tables.contains(&"vector_keys".to_owned()), "{tables:?}");
+    assert!(
+        tables.contains(&"vector_keys.items".to_owned()),
+        "{tables:?}"
+    );
+    assert!(
+        tables.contains(&"vector_keys.graph.nodes".to_owned()),
+        "{tables:?}"
+    );
+    let store = Store::open(&path, Options::default()).unwrap();
+    let snap = store.snapshot().unwrap();
+    assert_eq!(
+        snap.get(long).unwrap().unwrap().fields.body.as_deref(),
+        Some(long_text.as_str())
+    );
+    assert_eq!(
+        snap.get(short).unwrap().unwrap().fields.body.as_deref(),
+        Some("Dentist on Tuesday")
+    );
+    expect_vectors(&store);
+    // A key moved by the upgrade is replaced and deleted like any other.
+    let mut b = store.batch();
+    b.put_vector("graph.nodes", 2, 0, 0, unit(3));
+    b.commit().unwrap();
+    let snap = store.snapshot().unwrap();
+    let nodes = snap.vectors("graph.nodes").unwrap().unwrap();
+    let hits = nodes
+        .search(&unit(2), 3, &memdb::VectorScope::all())
+        .unwrap();
+    assert!(hits.iter().all(|h| h.key != 2 || h.score < 0.5), "{hits:?}");
+    assert!(store.check().unwrap().is_clean());
+}
+
 #[test]
 fn one_op_log_row_per_batch() {
     let dir = tempfile::tempdir().unwrap();
@@ -389,8 +548,8 @@ fn one_op_log_row_per_batch() {
 
 /// The upgrade is part of the first write's one catalog transaction: a write that fails at any
 /// file operation (every one in turn, failing from then on like a dead disk) leaves a store that
-/// reopens as version 8 with what it held, and the write that finally succeeds leaves version
-/// 10 with the new item too; either way `check` is clean (reliability R4 on the upgrade path).
+/// reopens as version 8 with what it held, and the write that finally succeeds leaves the
+/// current version with the new item too; either way `check` is clean (reliability R4 on the upgrade path).
 /// Needs `memdb::fault` (feature `fault-injection`, on in the workspace's test build).
 #[cfg(feature = "fault-injection")]
 #[test]

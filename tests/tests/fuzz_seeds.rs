@@ -104,6 +104,14 @@ fn records() -> Vec<ItemRecord> {
         geo: None,
         place: None,
     });
+    let mut mail = ItemFields::new(Source::Email, time);
+    mail.from = Some("ana@example.org".into());
+    mail.summary = Some("Re: the Lisbon trip".into());
+    mail.body = Some(
+        (1..=12)
+            .map(|day| format!("Day {day}: breakfast at 8, the tram to Belém, dinner in Alfama.\n"))
+            .collect(),
+    );
     vec![
         ItemRecord {
             id: 7,
@@ -125,6 +133,15 @@ fn records() -> Vec<ItemRecord> {
             fields: named_only,
             supersedes: None,
             blobs: vec![u64::MAX],
+        },
+        // Long enough to be written as record version 3 (its fields in a zstd frame), so the
+        // fuzzer starts from the decompressing path too.
+        ItemRecord {
+            id: 12,
+            ingest_time_ms: 1_700_000_000_000,
+            fields: mail,
+            supersedes: None,
+            blobs: vec![],
         },
     ]
 }
@@ -174,6 +191,11 @@ fn generated() -> Vec<(&'static str, String, Vec<u8>)> {
         .iter()
         .map(|r| encode_record(r).unwrap())
         .collect();
+    assert_eq!(
+        encoded.last().map(|r| r[0]),
+        Some(memdb_formats::item::RECORD_VERSION_ZSTD),
+        "the long mail is a compressed record"
+    );
     let mut out = Vec::new();
     for (i, record) in encoded.iter().enumerate() {
         out.push(("item_record", format!("raw_{i}.bin"), record.clone()));
@@ -395,6 +417,7 @@ fn vector_blocks() -> Vec<(&'static str, String, Vec<u8>)> {
         (Precision::F32, "flat_f32.bin"),
         (Precision::F16, "flat_f16.bin"),
         (Precision::I8, "flat_i8.bin"),
+        (Precision::I4, "flat_i4.bin"),
     ] {
         out.push((
             "vector_block",

@@ -341,28 +341,36 @@ fn a_catalog_with_damaged_pages_is_rebuilt_keeping_every_readable_item() {
     let path = dir.path().join("s");
     let (live, deleted) = build_with_deletes(&path);
     // Find a catalog page holding live rows: flipped, the store still opens but reading its
-    // tables fails (a page nothing reads, an old copy-on-write page, goes unnoticed).
+    // tables fails (a page nothing reads, an old copy-on-write page, goes unnoticed). redb
+    // walks every page's structure at open, so a broken header fails the open (the test
+    // above), and a bit in a row's bytes may read as a wrong row instead (check reports it,
+    // the catalog is not damaged). Each page is tried at a byte of its data and at byte 6, in
+    // the first key's end offset where a leaf's keys have variable width (a redb leaf: type,
+    // reserved, entry count u16, then the end offsets), which sends a read past the page.
+    // Which pages and bytes fail depends on the catalog's layout.
     let catalog = path.join("catalog.redb");
     let pristine = std::fs::read(&catalog).unwrap();
     let mut why = None;
     // (Some pages make the catalog refuse to open at all — that case is the test above;
     // redb panics on some of those, which the open must turn into an error, not a crash.)
-    for page in 2..pristine.len() / 4096 {
-        let mut bytes = pristine.clone();
-        bytes[page * 4096 + 100] ^= 0x04;
-        std::fs::write(&catalog, &bytes).unwrap();
-        if let Ok(store) = Store::open(&path, Options::default()) {
-            let report = store
-                .check()
-                .expect("check reports a damaged catalog, never fails");
-            if report.catalog_damaged {
-                why = Some(report.problems[0].what.clone());
-                // `repair` says the catalog is beyond it: the store must be rebuilt.
-                assert!(matches!(
-                    store.repair(&mut |_, _| {}),
-                    Err(memdb::Error::CatalogDamaged { .. })
-                ));
-                break;
+    'pages: for page in 2..pristine.len() / 4096 {
+        for at in [100, 6] {
+            let mut bytes = pristine.clone();
+            bytes[page * 4096 + at] ^= 0x04;
+            std::fs::write(&catalog, &bytes).unwrap();
+            if let Ok(store) = Store::open(&path, Options::default()) {
+                let report = store
+                    .check()
+                    .expect("check reports a damaged catalog, never fails");
+                if report.catalog_damaged {
+                    why = Some(report.problems[0].what.clone());
+                    // `repair` says the catalog is beyond it: the store must be rebuilt.
+                    assert!(matches!(
+                        store.repair(&mut |_, _| {}),
+                        Err(memdb::Error::CatalogDamaged { .. })
+                    ));
+                    break 'pages;
+                }
             }
         }
     }

@@ -13,12 +13,16 @@
 //! ```sh
 //! cargo run --release -p memdb-benches --bin locomo -- [DATA_DIR] [--json OUT] [--skip-peer]
 //!     [--weights DENSE,LEXICAL,GRAPH] [--full-only] [--gate builtin|cv]
-//!     [--item-text sgm|descriptive] [--item-vectors i8|f32]
+//!     [--item-text sgm|descriptive] [--item-vectors i8|f32|i4] [--node-vectors i4|i8]
 //! ```
 //!
+//! `--node-vectors` is the precision of the graph's node space (`GraphOptions::node_vectors`;
+//! default the engine's, i4), which decides node merges at ingest and matches query phrases.
+//!
 //! `--item-vectors` is the precision of the stores' item vectors (`Options::item_vector_precision`;
-//! default the engine's, i8), which the full-recall rows search; the same vectors go into a
-//! second space at the other precision, so the flat rows show f32 and i8 side by side.
+//! default the engine's, i8), which the full-recall rows search; the same vectors go into
+//! spaces at f32 and i8 where the item space is not, so the flat rows show f32 and i8 side by
+//! side (and i4 beside them when the items are i4).
 //!
 //! `--item-text sgm|descriptive` embeds each turn's item text in that style instead of the
 //! protocol's text, and makes it the store's style (so BM25 reads it too): ATM-Bench's
@@ -45,7 +49,11 @@ use serde_json::{Value, json};
 
 const KS: [usize; 4] = [1, 5, 10, 20];
 /// The second copy of the item vectors, at the precision the item space does not have.
-const OTHER_SPACE: &str = "items.other";
+/// The item vectors again at f32 and at i8 where the item space is not, for the flat rows.
+const COPY_SPACES: [(memdb::Precision, &str); 2] = [
+    (memdb::Precision::F32, "items.f32"),
+    (memdb::Precision::I8, "items.i8"),
+];
 
 /// Retriever → its ranking (external ids, best first) for each question, in question order.
 type Rankings = BTreeMap<String, Vec<Vec<String>>>;
@@ -112,9 +120,17 @@ fn main() {
         None => Options::default().item_vector_precision,
         Some("i8") => memdb::Precision::I8,
         Some("f32") => memdb::Precision::F32,
-        Some(other) => panic!("--item-vectors {other}: i8 or f32"),
+        Some("i4") => memdb::Precision::I4,
+        Some(other) => panic!("--item-vectors {other}: i8, f32 or i4"),
     };
     println!("item vectors stored as {item_precision}");
+    let node_precision = match value("--node-vectors").as_deref() {
+        None => memdb::GraphOptions::default().node_vectors,
+        Some("i4") => memdb::Precision::I4,
+        Some("i8") => memdb::Precision::I8,
+        Some(other) => panic!("--node-vectors {other}: i4 or i8"),
+    };
+    println!("node vectors stored as {node_precision}");
     let gates = gate_stages(value("--gate").as_deref(), &files);
     let mut conversations = Vec::new();
     let mut search_us: Vec<u64> = Vec::new();
@@ -125,7 +141,7 @@ fn main() {
             file,
             gate,
             style,
-            item_precision,
+            [item_precision, node_precision],
             &encoder,
             weights,
             &mut search_us,
@@ -204,7 +220,7 @@ fn run_conversation(
     file: &Path,
     gate: Option<memdb::gate::GateStage>,
     style: Option<memdb::ItemTextStyle>,
-    item_precision: memdb::Precision,
+    [item_precision, node_precision]: [memdb::Precision; 2],
     encoder: &MiniLm,
     weights: [f64; 3],
     search_us: &mut Vec<u64>,
@@ -257,6 +273,10 @@ fn run_conversation(
     let ingest = memdb::IngestOptions {
         pages: memdb::PageStage::Skip,
         gate,
+        graph: Some(memdb::GraphOptions {
+            node_vectors: node_precision,
+            ..memdb::GraphOptions::default()
+        }),
         ..memdb::IngestOptions::default()
     };
     let items_in = imported.items.iter().zip(&vectors).map(|(item, vector)| {
@@ -274,17 +294,29 @@ fn run_conversation(
         0,
         "every item came with its vector"
     );
-    // The same vectors again at the other precision, for the flat comparison rows.
-    let (other, f32_space, i8_space) = if item_precision == memdb::Precision::I8 {
-        (memdb::Precision::F32, OTHER_SPACE, ITEM_VECTORS)
-    } else {
-        (memdb::Precision::I8, ITEM_VECTORS, OTHER_SPACE)
+    // The same vectors again at f32 and i8 where the item space has another precision, for
+    // the flat comparison rows.
+    let copies: Vec<(memdb::Precision, &str)> = COPY_SPACES
+        .into_iter()
+        .filter(|(p, _)| *p != item_precision)
+        .collect();
+    let space_at = |precision: memdb::Precision| {
+        copies
+            .iter()
+            .find(|(p, _)| *p == precision)
+            .map_or(ITEM_VECTORS, |(_, space)| *space)
     };
+    let (f32_space, i8_space) = (
+        space_at(memdb::Precision::F32),
+        space_at(memdb::Precision::I8),
+    );
     let snapshot = store.snapshot().unwrap();
     let mut items: Vec<(String, String)> = Vec::new();
     let mut ext_of: HashMap<u64, String> = HashMap::new();
     let mut batch = store.batch();
-    batch.define_vectors(OTHER_SPACE, other);
+    for (precision, space) in &copies {
+        batch.define_vectors(space, *precision);
+    }
     for (item, vector) in imported.items.iter().zip(vectors) {
         let ext = item.draft.fields.external_id.clone().unwrap();
         // Not stored: the gate dropped it.
@@ -295,7 +327,9 @@ fn run_conversation(
             item.draft.fields.time.unix_ms,
             item.draft.fields.source.code(),
         );
-        batch.put_vector(OTHER_SPACE, stored.id, time, source, vector);
+        for (_, space) in &copies {
+            batch.put_vector(space, stored.id, time, source, vector.clone());
+        }
         items.push((ext.clone(), text_of[&ext].clone()));
         ext_of.insert(stored.id, ext);
     }
@@ -321,7 +355,7 @@ fn run_conversation(
         graph: false,
         place: false,
     };
-    let modes: [(&str, Signals, &str, f64); 7] = [
+    let mut modes: Vec<(&str, Signals, &str, f64)> = vec![
         ("memdb flat f32", dense_only, f32_space, 0.0),
         ("memdb flat i8", dense_only, i8_space, 0.0),
         (
@@ -370,6 +404,9 @@ fn run_conversation(
             RecallOptions::default().context_share,
         ),
     ];
+    if item_precision == memdb::Precision::I4 {
+        modes.push(("memdb flat i4", dense_only, ITEM_VECTORS, 0.0));
+    }
     let full_only = std::env::args().any(|a| a == "--full-only");
     let mut rankings = BTreeMap::new();
     for (label, signals, space, context_share) in modes {

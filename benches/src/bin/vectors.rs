@@ -819,7 +819,7 @@ fn main() {
             .iter()
             .zip([Precision::F32, Precision::F16, Precision::I8])
     {
-        let bytes_per_query = (n * DIM * precision.bytes_per_value()) as f64;
+        let bytes_per_query = (n * precision.row_bytes(DIM)) as f64;
         let scanned = single * bytes_per_query / 1e9;
         let gflops = batch * (n * DIM * 2) as f64 / 1e9;
         println!(

@@ -253,12 +253,12 @@ impl Store {
             }
             for item in layout.items() {
                 if let Some(&now) = precisions.get(&item)
-                    && rule.vectors.bytes_per_value() < now.bytes_per_value()
+                    && rule.vectors.bits_per_value() < now.bits_per_value()
                     && quantize.insert(item, rule.vectors).is_none()
                 {
                     stage.vectors_quantized += 1;
                     stage.vector_bytes_saved +=
-                        dim * (now.bytes_per_value() - rule.vectors.bytes_per_value()) as u64;
+                        (now.row_bytes(dim as usize) - rule.vectors.row_bytes(dim as usize)) as u64;
                 }
             }
             if new == *row {

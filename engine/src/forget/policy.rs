@@ -166,7 +166,7 @@ impl Policy {
                         "{at}: quality and scale may not rise from one stage to the next"
                     )));
                 }
-                if stage.vectors.bytes_per_value() > prev.vectors.bytes_per_value() {
+                if stage.vectors.bits_per_value() > prev.vectors.bits_per_value() {
                     return Err(fail(format!(
                         "{at}: vectors at {} after {}: precision may not rise",
                         stage.vectors, prev.vectors

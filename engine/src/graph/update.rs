@@ -25,6 +25,11 @@ pub struct GraphOptions {
     pub chunk_items: usize,
     /// Where nodes come from (default: the rule extractor).
     pub extractor: std::sync::Arc<dyn NodeExtractor>,
+    /// The precision the node space ([`NODE_VECTORS`]) is made with, at a store's first node
+    /// (default i4: a node vector only decides merges and matches query phrases against a
+    /// threshold, and nodes outnumber items several times over; a space keeps the precision it
+    /// was made with).
+    pub node_vectors: memdb_vectors::Precision,
 }
 
 impl Default for GraphOptions {
@@ -33,6 +38,7 @@ impl Default for GraphOptions {
             merge_threshold: DEFAULT_MERGE_THRESHOLD,
             chunk_items: 2_000,
             extractor: std::sync::Arc::new(RuleExtractor),
+            node_vectors: memdb_vectors::Precision::I4,
         }
     }
 }
@@ -164,9 +170,7 @@ impl Store {
         let mut fresh: Vec<Fresh> = Vec::new();
         let mut batch = self.batch();
         if stored.is_none() {
-            // Node vectors only decide merges and match query phrases: i8 (a quarter of f32's
-            // bytes) is enough there, and they outnumber item vectors several times over.
-            batch.define_vectors(NODE_VECTORS, memdb_vectors::Precision::I8);
+            batch.define_vectors(NODE_VECTORS, options.node_vectors);
         }
         let mut aliases_added: HashMap<u64, Vec<String>> = HashMap::new();
         let mut new_nodes: BTreeMap<u64, GraphNode> = BTreeMap::new();

@@ -59,10 +59,26 @@ pub(crate) const VECTOR_SPACES: TableDefinition<&str, (u32, u8)> =
 /// block inside. Format version 2.
 pub(crate) const VECTOR_BLOCKS: TableDefinition<(&str, u64), (u32, u8, &[u8])> =
     TableDefinition::new("vector_blocks");
-/// (space, key) → (blob id of the vector block, row): where the live vector of a key is.
-/// Format version 2.
+/// (space, key) → (blob id of the vector block, row): where the live vector of a key was, in
+/// formats 2 to 11. Format 12 keeps one table per space instead ([`vector_key_table`]); an
+/// older store is read through this one until its first write moves its rows.
 pub(crate) const VECTOR_KEYS: TableDefinition<(&str, u64), (u64, u32)> =
     TableDefinition::new("vector_keys");
+
+/// The name of `space`'s key table (format 12): `vector_keys.<space>`.
+pub(crate) fn vector_key_table_name(space: &str) -> String {
+    format!("vector_keys.{space}")
+}
+
+/// A space's key table open in a write transaction: key → (block, row).
+pub(crate) type KeyTable<'t> = redb::Table<'t, u64, (u64, u32)>;
+
+/// `space`'s key table, named `name` ([`vector_key_table_name`]): key → (blob id of the vector
+/// block, row), where the live vector of a key is. Fixed-width rows (20 bytes, no per-row
+/// offsets, no space name) where the shared `vector_keys` of format 2 to 11 took about 40.
+pub(crate) fn vector_key_table(name: &str) -> TableDefinition<'_, u64, (u64, u32)> {
+    TableDefinition::new(name)
+}
 /// EM-Graph nodes (SPEC.md §5.3): node id → (canonical phrase, kind code, aliases joined by
 /// U+001F). Format version 3, like every `graph_*` table.
 pub(crate) const GRAPH_NODES: TableDefinition<u64, (&str, u8, &str)> =
@@ -169,12 +185,19 @@ pub(crate) const KEY_NEXT_PATH: &str = "next_graph_path_id";
 /// (`by_time` is gone) and the op log has one row per batch (`op_batches`, where `oplog` had one
 /// per op); an older store is read through `by_source` and its `oplog`, and becomes version 10
 /// at its first write, which moves `oplog` into `op_batches` and drops `by_time` and `oplog`.
-pub(crate) const STORE_FORMAT_VERSION: u64 = 10;
-/// Format of an encrypted store (SPEC.md §3.7, §10): version 10 with its files sealed, a KEY
+/// Version 12 writes item records of version 3 (SPEC.md §4.3: a record's fields in a zstd frame,
+/// where that saves) beside version 2 and vector blocks of precision i4, and keeps each vector
+/// space's keys in a table of its own (`vector_keys.<space>`); a version-10 store is read as it
+/// is (its keys through the shared `vector_keys`) and becomes version 12 at its first write,
+/// which moves its keys, so a build that cannot read compressed records or i4 blocks refuses
+/// the store.
+pub(crate) const STORE_FORMAT_VERSION: u64 = 12;
+/// Format of an encrypted store (SPEC.md §3.7, §10): version 12 with its files sealed, a KEY
 /// file and the `segment_keys` table. A store is made encrypted or not and stays so; the
-/// plain format keeps its version. Version 9 is an encrypted store of version 8: read as it
-/// is, and upgraded at its first write like a plain version-8 store, to this version.
-pub(crate) const ENCRYPTED_FORMAT_VERSION: u64 = 11;
+/// plain format keeps its version. Versions 9 and 11 are encrypted stores of versions 8 and
+/// 10: read as they are, and upgraded at their first write like a plain store of their
+/// version, to this version.
+pub(crate) const ENCRYPTED_FORMAT_VERSION: u64 = 13;
 /// The oldest version this build opens.
 pub(crate) const OLDEST_FORMAT_VERSION: u64 = 1;
 
@@ -427,7 +450,6 @@ pub(crate) fn initialise(
     }
     txn.open_table(VECTOR_SPACES).ctx("create vector_spaces")?;
     txn.open_table(VECTOR_BLOCKS).ctx("create vector_blocks")?;
-    txn.open_table(VECTOR_KEYS).ctx("create vector_keys")?;
     create_later_tables(txn)
 }
 
@@ -435,8 +457,10 @@ pub(crate) fn initialise(
 /// `dropped_blobs`, `stale_pages`, `memory_ops`, `valid_time` and `op_batches` (a no-op where
 /// they exist): at creation, and at the first write to an older store, where it also makes the
 /// version-10 changes (the `oplog` rows move to `op_batches`, and to `memory_ops` in a store
-/// from before version 8; `oplog` and `by_time` are dropped).
+/// from before version 8; `oplog` and `by_time` are dropped) and the version-12 one (the shared
+/// `vector_keys` rows move to one table per space).
 pub(crate) fn create_later_tables(txn: &redb::WriteTransaction) -> Result<()> {
+    split_vector_keys(txn)?;
     txn.open_table(PAGES).ctx("create pages")?;
     txn.open_table(GRAPH_NODES).ctx("create graph_nodes")?;
     txn.open_table(GRAPH_ALIASES).ctx("create graph_aliases")?;
@@ -478,6 +502,38 @@ pub(crate) fn create_later_tables(txn: &redb::WriteTransaction) -> Result<()> {
     // Version 10 keeps the log in `op_batches` and the time index in `by_source`.
     txn.delete_table(OPLOG).ctx("drop oplog")?;
     txn.delete_table(BY_TIME).ctx("drop by_time")?;
+    Ok(())
+}
+
+/// Moves the rows of a format-2-to-11 `vector_keys` into one table per space and drops it (a
+/// no-op where it does not exist). The rows are in (space, key) order, so each space's table is
+/// opened once and filled in key order.
+fn split_vector_keys(txn: &redb::WriteTransaction) -> Result<()> {
+    if !has_table(txn, "vector_keys")? {
+        return Ok(());
+    }
+    {
+        let old = txn.open_table(VECTOR_KEYS).ctx("open vector_keys")?;
+        let mut current: Option<(String, KeyTable<'_>)> = None;
+        for row in old.iter().ctx("scan vector_keys")? {
+            let (key, at) = row.ctx("scan vector_keys")?;
+            let (space, key) = key.value();
+            let table = match &mut current {
+                Some((open, table)) if open == space => table,
+                _ => {
+                    // The previous space's table is closed before the next one opens.
+                    current = None;
+                    let name = vector_key_table_name(space);
+                    let table = txn
+                        .open_table(vector_key_table(&name))
+                        .ctx("create a space's vector keys")?;
+                    &mut current.insert((space.to_owned(), table)).1
+                }
+            };
+            table.insert(key, at.value()).ctx("move vector_keys")?;
+        }
+    }
+    txn.delete_table(VECTOR_KEYS).ctx("drop vector_keys")?;
     Ok(())
 }
 

@@ -589,14 +589,12 @@ fn damage_of_lost_blobs(damage: &mut Damage, snapshot: &super::Snapshot) -> Resu
         return Ok(());
     }
     let lost: BTreeSet<u64> = damage.blobs.iter().map(|b| b.id).collect();
-    if let Some(keys) = catalog::open_optional(snapshot.txn(), catalog::VECTOR_KEYS)? {
-        for row in keys.iter().ctx("scan vector_keys")? {
-            let (key, value) = row.ctx("scan vector_keys")?;
-            let (space, key) = key.value();
-            if lost.contains(&value.value().0) {
-                damage.vectors.push((space.to_owned(), key));
+    for space in snapshot.vector_spaces()? {
+        super::vector_space::for_each_key(snapshot.txn(), &space, |key, (block, _)| {
+            if lost.contains(&block) {
+                damage.vectors.push((space.clone(), key));
             }
-        }
+        })?;
     }
     for (day, row) in snapshot.page_rows()? {
         if row.parts.iter().any(|p| lost.contains(p)) {

@@ -284,22 +284,9 @@ fn drop_vector_block(t: &mut super::write::Tables<'_>, block: u64) -> Result<()>
         }
     }
     for space in spaces {
-        let mut keys = Vec::new();
-        for row in t
-            .vector_keys
-            .range((space.as_str(), 0)..=(space.as_str(), u64::MAX))
-            .ctx("scan vector_keys")?
-        {
-            let (key, value) = row.ctx("scan vector_keys")?;
-            if value.value().0 == block {
-                keys.push(key.value().1);
-            }
-        }
-        for key in keys {
-            t.vector_keys
-                .remove((space.as_str(), key))
-                .ctx("remove vector_keys")?;
-        }
+        t.vector_keys(&space)?
+            .retain(|_, (at_block, _)| at_block != block)
+            .ctx("remove vector keys")?;
         t.vector_blocks
             .remove((space.as_str(), block))
             .ctx("remove vector_blocks")?;

@@ -216,14 +216,23 @@ fn segments_roll_and_seal_and_reopen() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s");
     let store = Store::create(&path, small()).unwrap();
+    // Letters that do not repeat: a repeated phrase would be stored compressed (record version
+    // 3) to a few dozen bytes, and the segments would not fill.
+    let mut x = 0x9E37_79B9_7F4A_7C15_u64;
+    let mut letters = |n: usize| -> String {
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                char::from(b'a' + (x % 26) as u8)
+            })
+            .collect()
+    };
     for b in 0..30 {
         let mut batch = store.batch();
         for i in 0..20 {
-            batch.put(draft(
-                &format!("{b}-{i}"),
-                b * 20 + i,
-                &"lorem ipsum ".repeat(30),
-            ));
+            batch.put(draft(&format!("{b}-{i}"), b * 20 + i, &letters(600)));
         }
         batch.commit().unwrap();
     }

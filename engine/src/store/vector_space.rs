@@ -4,13 +4,15 @@
 //!
 //! Catalog (SPEC.md §5): `vector_spaces` gives each space's dimension and precision,
 //! `vector_blocks` lists its blocks with their row count and deleted rows (a roaring bitmap),
-//! `vector_keys` says where each key's live vector is. A batch that puts vectors writes one new
+//! `vector_keys.<space>` (one table per space, format 12; the shared `vector_keys` of an older
+//! store is read until its first write, [`for_each_key`]) says where each key's live vector
+//! is. A batch that puts vectors writes one new
 //! block per space it touches, in the same append and the same redb commit as its items, so a
 //! vector is durable and visible exactly when the batch is. Replacing or deleting a key marks
 //! its old row deleted; [`Store::compact_vectors`] rewrites a space's live rows into one block
 //! and drops the old ones (their bytes are then reclaimed by segment compaction).
 //!
-//! Invariants: every `vector_keys` row points at a row of a listed block whose id column holds
+//! Invariants: every key row points at a row of a listed block whose id column holds
 //! that key and which is not marked deleted; a block whose rows are all deleted is dropped in
 //! the commit that deletes the last one; every block of a space has the space's dimension, and
 //! its precision or a coarser one (rows that forgetting re-quantized; a rebuild keeps each
@@ -273,9 +275,17 @@ fn encode_bitmap(bitmap: &RoaringBitmap) -> Vec<u8> {
 /// Deletes the live vector of `key` in `space`, if any: marks its row deleted, and drops the
 /// block when that was its last live row.
 pub(crate) fn remove_key(t: &mut Tables<'_>, space: &str, key: u64) -> Result<bool> {
+    // A space that was never made has no keys (and gets no empty key table).
+    if t.vector_spaces
+        .get(space)
+        .ctx("read vector_spaces")?
+        .is_none()
+    {
+        return Ok(false);
+    }
     let Some((block, row)) = t
-        .vector_keys
-        .remove((space, key))
+        .vector_keys(space)?
+        .remove(key)
         .ctx("remove vector key")?
         .map(|v| v.value())
     else {
@@ -519,18 +529,9 @@ pub(crate) fn stage(
                 graphs.remove(listed.id);
             }
             // Every key is rewritten below; the old rows are gone with their blocks.
-            let stale: Vec<u64> = t
-                .vector_keys
-                .range((space.as_str(), 0u64)..=(space.as_str(), u64::MAX))
-                .ctx("scan vector_keys")?
-                .map(|row| row.map(|(k, _)| k.value().1))
-                .collect::<std::result::Result<_, _>>()
-                .ctx("scan vector_keys")?;
-            for key in stale {
-                t.vector_keys
-                    .remove((space.as_str(), key))
-                    .ctx("remove vector key")?;
-            }
+            t.vector_keys(&space)?
+                .retain(|_, _| false)
+                .ctx("clear vector keys")?;
         } else {
             for key in ch.removes.iter().chain(ch.puts.keys()) {
                 remove_key(t, &space, *key)?;
@@ -570,13 +571,12 @@ fn write_block(
     let mut writer = FlatIndexWriter::new(precision, dim).map_err(|e| invalid(e.to_string()))?;
     writer.reserve(rows.len());
     let blob_id = t.take(catalog::KEY_NEXT_BLOB, 1)?;
+    let keys = t.vector_keys(space)?;
     for (key, staged) in rows {
         let row = writer
             .push(*key, staged.time_ms, staged.source, &staged.vector)
             .map_err(|e| invalid(format!("key {key}: {e}")))?;
-        t.vector_keys
-            .insert((space, *key), (blob_id, row))
-            .ctx("write vector_keys")?;
+        keys.insert(*key, (blob_id, row)).ctx("write vector_keys")?;
     }
     let count = u32::try_from(writer.len())
         .map_err(|_| invalid("more than u32::MAX vectors in one block".into()))?;
@@ -799,7 +799,7 @@ impl Snapshot {
             let loaded = load_block(&blobs, self.segments(), self.graphs(), space, &listed)?;
             let view = loaded.view().map_err(block_error(space, id))?;
             if view.dim() != dim as usize
-                || view.precision().bytes_per_value() > precision.bytes_per_value()
+                || view.precision().bits_per_value() > precision.bits_per_value()
             {
                 return Err(Error::bad_row(
                     "vector_blocks",
@@ -827,18 +827,10 @@ impl Snapshot {
 
     /// Keys with a live vector in `space` (empty if the space does not exist).
     pub fn vector_keys(&self, space: &str) -> Result<RoaringTreemap> {
-        let keys = match self.txn().open_table(catalog::VECTOR_KEYS) {
-            Ok(table) => table,
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(RoaringTreemap::new()),
-            Err(e) => return Err(Error::catalog("open vector_keys")(e.into())),
-        };
         let mut set = RoaringTreemap::new();
-        for row in keys
-            .range((space, 0u64)..=(space, u64::MAX))
-            .ctx("scan vector_keys")?
-        {
-            set.insert(row.ctx("scan vector_keys")?.0.value().1);
-        }
+        for_each_key(self.txn(), space, |key, _| {
+            set.insert(key);
+        })?;
         Ok(set)
     }
 
@@ -858,20 +850,40 @@ impl Snapshot {
     }
 }
 
+/// Calls `f(key, (block, row))` for every key of `space` in key order: from the space's own
+/// table (format 12), or in a store of format 11 or older not yet written to by this build,
+/// from the shared `vector_keys`. Nothing where the space has no keys.
+pub(crate) fn for_each_key(
+    txn: &redb::ReadTransaction,
+    space: &str,
+    mut f: impl FnMut(u64, (u64, u32)),
+) -> Result<()> {
+    let name = catalog::vector_key_table_name(space);
+    if let Some(table) = catalog::open_optional(txn, catalog::vector_key_table(&name))? {
+        for row in table.iter().ctx("scan vector keys")? {
+            let (key, at) = row.ctx("scan vector keys")?;
+            f(key.value(), at.value());
+        }
+    } else if let Some(shared) = catalog::open_optional(txn, catalog::VECTOR_KEYS)? {
+        for row in shared
+            .range((space, 0u64)..=(space, u64::MAX))
+            .ctx("scan vector_keys")?
+        {
+            let (key, at) = row.ctx("scan vector_keys")?;
+            f(key.value().1, at.value());
+        }
+    }
+    Ok(())
+}
+
 /// Cross-checks the vector tables: every listed block is a readable vector blob of its space's
 /// shape with the row count the catalog says; every key points at a live row of a listed block
 /// that holds that key; every live row has its key. Returns one line per problem.
 pub(crate) fn check_vectors(snapshot: &Snapshot) -> Result<Vec<String>> {
     let mut problems = Vec::new();
-    let keys = match snapshot.txn().open_table(catalog::VECTOR_KEYS) {
-        Ok(table) => table,
-        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(problems),
-        Err(e) => return Err(Error::catalog("open vector_keys")(e.into())),
+    let Some(listed) = catalog::open_optional(snapshot.txn(), catalog::VECTOR_BLOCKS)? else {
+        return Ok(problems);
     };
-    let listed = snapshot
-        .txn()
-        .open_table(catalog::VECTOR_BLOCKS)
-        .ctx("open vector_blocks")?;
     for space in snapshot.vector_spaces()? {
         let vectors = match snapshot.vectors(&space) {
             Ok(Some(v)) => v,
@@ -899,12 +911,7 @@ pub(crate) fn check_vectors(snapshot: &Snapshot) -> Result<Vec<String>> {
             live_rows += (view.len() as u64).saturating_sub(block.deleted.len());
         }
         let mut key_count = 0u64;
-        for row in keys
-            .range((space.as_str(), 0u64)..=(space.as_str(), u64::MAX))
-            .ctx("scan vector_keys")?
-        {
-            let (key, value) = row.ctx("scan vector_keys")?;
-            let (key, (block_id, at)) = (key.value().1, value.value());
+        for_each_key(snapshot.txn(), &space, |key, (block_id, at)| {
             key_count += 1;
             let holds_key = vectors
                 .blocks
@@ -918,7 +925,7 @@ pub(crate) fn check_vectors(snapshot: &Snapshot) -> Result<Vec<String>> {
                     "vector space `{space}`: key {key} points at block {block_id} row {at}, which does not hold it live"
                 ));
             }
-        }
+        })?;
         if key_count != live_rows {
             problems.push(format!(
                 "vector space `{space}`: {key_count} keys for {live_rows} live rows"

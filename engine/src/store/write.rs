@@ -410,7 +410,10 @@ pub(crate) struct Tables<'t> {
     pub(super) op_batches: redb::Table<'t, u64, (i64, &'static [u8])>,
     pub(super) vector_spaces: redb::Table<'t, &'static str, (u32, u8)>,
     pub(super) vector_blocks: redb::Table<'t, (&'static str, u64), (u32, u8, &'static [u8])>,
-    pub(super) vector_keys: redb::Table<'t, (&'static str, u64), (u64, u32)>,
+    /// Each space's key table (`vector_keys.<space>`), opened at its first use; see
+    /// [`Tables::vector_keys`].
+    vector_keys: HashMap<String, catalog::KeyTable<'t>>,
+    txn: &'t redb::WriteTransaction,
     pub(super) history: redb::Table<'t, (u64, u64), (u64, u64, u32, i64)>,
     pub(super) dropped_blobs: redb::Table<'t, (u64, u64), (u8, u64, i64, &'static str)>,
     pub(super) stale_pages: redb::Table<'t, (&'static str, u64), u64>,
@@ -462,9 +465,8 @@ impl<'t> Tables<'t> {
             vector_blocks: txn
                 .open_table(catalog::VECTOR_BLOCKS)
                 .ctx("open vector_blocks")?,
-            vector_keys: txn
-                .open_table(catalog::VECTOR_KEYS)
-                .ctx("open vector_keys")?,
+            vector_keys: HashMap::new(),
+            txn,
             history: txn.open_table(catalog::HISTORY).ctx("open history")?,
             dropped_blobs: txn
                 .open_table(catalog::DROPPED_BLOBS)
@@ -485,6 +487,22 @@ impl<'t> Tables<'t> {
             counters: HashMap::new(),
             op_log: catalog::OpLogWriter::default(),
         })
+    }
+
+    /// `space`'s key table (key → block, row), opened (and, for a new space, created) at its
+    /// first use in this transaction and kept open for the rest of it.
+    pub(super) fn vector_keys(&mut self, space: &str) -> Result<&mut catalog::KeyTable<'t>> {
+        let txn = self.txn;
+        match self.vector_keys.entry(space.to_owned()) {
+            std::collections::hash_map::Entry::Occupied(open) => Ok(open.into_mut()),
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                let name = catalog::vector_key_table_name(space);
+                let table = txn
+                    .open_table(catalog::vector_key_table(&name))
+                    .ctx("open a space's vector keys")?;
+                Ok(slot.insert(table))
+            }
+        }
     }
 
     /// The value of counter `key` as this transaction sees it.

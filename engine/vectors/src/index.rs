@@ -18,6 +18,7 @@
 use roaring::RoaringBitmap;
 
 use crate::filter::Filter;
+use crate::i4::I4Query;
 use crate::kernels::{
     F16, Precision, dot_f16, dot_f32, dot_i8, encode_f16, quantize_i8, score_i8, top_f32_rows,
     widen_f16,
@@ -50,6 +51,7 @@ pub struct FlatIndexWriter {
     sources: Vec<u8>,
     scratch_f16: Vec<F16>,
     scratch_i8: Vec<i8>,
+    scratch_i4: Vec<u8>,
 }
 
 impl FlatIndexWriter {
@@ -67,6 +69,7 @@ impl FlatIndexWriter {
             sources: Vec::new(),
             scratch_f16: vec![F16::ZERO; dim],
             scratch_i8: vec![0; dim],
+            scratch_i4: vec![0; crate::i4::packed_len(dim)],
         })
     }
 
@@ -76,7 +79,7 @@ impl FlatIndexWriter {
         self.ids.reserve(rows);
         self.times.reserve(rows);
         self.sources.reserve(rows);
-        if self.precision == Precision::I8 {
+        if self.precision.scaled() {
             self.scales.reserve(rows);
         }
     }
@@ -112,6 +115,11 @@ impl FlatIndexWriter {
                 let scale = quantize_i8(vector, &mut self.scratch_i8);
                 self.vectors
                     .extend(self.scratch_i8.iter().map(|&q| q as u8));
+                self.scales.push(scale);
+            }
+            Precision::I4 => {
+                let scale = crate::i4::quantize_i4(vector, &mut self.scratch_i4);
+                self.vectors.extend_from_slice(&self.scratch_i4);
                 self.scales.push(scale);
             }
         }
@@ -279,7 +287,12 @@ impl VectorIndex for FlatIndex {
 enum Encoded {
     F32(Vec<f32>),
     F16(Vec<F16>),
-    I8 { values: Vec<i8>, scales: Vec<f32> },
+    I8 {
+        values: Vec<i8>,
+        scales: Vec<f32>,
+    },
+    /// One i8 query per query, laid out for the i4 kernels.
+    I4(Vec<I4Query>),
 }
 
 impl Encoded {
@@ -300,6 +313,7 @@ impl Encoded {
                     .collect();
                 Encoded::I8 { values, scales }
             }
+            Precision::I4 => Encoded::I4(queries.chunks_exact(dim).map(I4Query::new).collect()),
         }
     }
 }
@@ -386,6 +400,15 @@ impl FlatView<'_> {
                     let dot = dot_i8(&q, &v[at..at + dim]);
                     top.push(score_i8(dot, query_scale, self.scales[row]), row as u32);
                 });
+            }
+            (Vectors::I4(v), Encoded::I4(queries)) => {
+                if let Some(q) = queries.first() {
+                    let packed = crate::i4::packed_len(dim);
+                    candidates.for_each(self, filter, |row| {
+                        let at = row * stride;
+                        top.push(q.score(&v[at..at + packed], self.scales[row]), row as u32);
+                    });
+                }
             }
             // `Encoded::new` follows the block's precision, so the pairs above are the only ones.
             _ => {}
@@ -496,7 +519,7 @@ impl FlatView<'_> {
         let mut next = 0;
         while rows.fill(&mut block, &mut next, ROW_BLOCK_ROWS) {
             let n = block.len();
-            if let Encoded::I8 { .. } = encoded {
+            if let Encoded::I8 { .. } | Encoded::I4(_) = encoded {
                 block_scales.clear();
                 block_scales.extend(block.iter().map(|&r| self.scales[r as usize]));
             }
@@ -510,6 +533,8 @@ impl FlatView<'_> {
                     );
                 }
                 (Vectors::I8(_), _) if dim > EXACT_I8_MAX_DIM => {}
+                // Scored pair by pair below, from the packed rows.
+                (Vectors::I4(_), _) => {}
                 (Vectors::F32(v), _) if rows.is_all() => {
                     rows_block = Some(RowBlock {
                         values: &v[block[0] as usize * stride..],
@@ -549,6 +574,23 @@ impl FlatView<'_> {
                             for ((s, &r), &row_scale) in pairs {
                                 let at = r as usize * stride;
                                 *s = score_i8(dot_i8(q, &v[at..at + dim]), scales[qi], row_scale);
+                            }
+                        }
+                        true
+                    }
+                    (Encoded::I4(queries), None) => {
+                        // The i4 kernel, pair by pair: a block of nibbles is scored where it
+                        // lies (i4 spaces are small: graph-node phrases).
+                        let Vectors::I4(v) = self.vectors else {
+                            continue;
+                        };
+                        let packed = crate::i4::packed_len(dim);
+                        for (scores_q, qi) in out.chunks_exact_mut(n).zip(tile.clone()) {
+                            let q = &queries[qi];
+                            let pairs = scores_q.iter_mut().zip(&block).zip(&block_scales);
+                            for ((s, &r), &row_scale) in pairs {
+                                let at = r as usize * stride;
+                                *s = q.score(&v[at..at + packed], row_scale);
                             }
                         }
                         true
@@ -631,6 +673,9 @@ fn gather(vectors: Vectors<'_>, stride: usize, dim: usize, block: &[u32], out: &
                 widen_f16(&v[at..at + dim], &mut out[start..]);
             }
             Vectors::I8(v) => out.extend(v[at..at + dim].iter().map(|&x| f32::from(x))),
+            // Not reached by the scans (i4 rows are scored pair by pair by the i4 kernel): the
+            // values as integers (nibble − 8), like i8's, the scale left to the score.
+            Vectors::I4(v) => out.extend(crate::i4::unpack_i4(&v[at..], dim).map(f32::from)),
         }
     }
 }

@@ -44,10 +44,14 @@ pub enum Precision {
     F16 = 2,
     /// 8-bit integers with one f32 scale per vector, 1 byte per value.
     I8 = 3,
+    /// 4-bit integers with one f32 scale per vector, two values per byte (`i4`; block format
+    /// 12 and later).
+    I4 = 4,
 }
 
 impl Precision {
-    /// The code stored in a block header (and in the store's catalog): 1 f32, 2 f16, 3 i8.
+    /// The code stored in a block header (and in the store's catalog): 1 f32, 2 f16, 3 i8,
+    /// 4 i4.
     pub fn code(self) -> u8 {
         self as u8
     }
@@ -58,34 +62,47 @@ impl Precision {
             1 => Some(Self::F32),
             2 => Some(Self::F16),
             3 => Some(Self::I8),
+            4 => Some(Self::I4),
             _ => None,
         }
     }
 
-    /// Bytes per stored value.
-    pub fn bytes_per_value(self) -> usize {
+    /// Bits per stored value.
+    pub fn bits_per_value(self) -> usize {
         match self {
-            Self::F32 => 4,
-            Self::F16 => 2,
-            Self::I8 => 1,
+            Self::F32 => 32,
+            Self::F16 => 16,
+            Self::I8 => 8,
+            Self::I4 => 4,
         }
+    }
+
+    /// Bytes of one stored row of `dim` values, before its padding (i4: two values per byte).
+    pub fn row_bytes(self, dim: usize) -> usize {
+        (dim * self.bits_per_value()).div_ceil(8)
+    }
+
+    /// Whether rows carry a per-row scale (the integer precisions).
+    pub fn scaled(self) -> bool {
+        matches!(self, Self::I8 | Self::I4)
     }
 
     /// The coarser of the two.
     pub fn coarsest(self, other: Precision) -> Precision {
-        if other.bytes_per_value() < self.bytes_per_value() {
+        if other.bits_per_value() < self.bits_per_value() {
             other
         } else {
             self
         }
     }
 
-    /// The precision named `f32`, `f16` or `i8`.
+    /// The precision named `f32`, `f16`, `i8` or `i4`.
     pub fn from_name(name: &str) -> Option<Precision> {
         match name {
             "f32" => Some(Self::F32),
             "f16" => Some(Self::F16),
             "i8" => Some(Self::I8),
+            "i4" => Some(Self::I4),
             _ => None,
         }
     }
@@ -97,6 +114,7 @@ impl std::fmt::Display for Precision {
             Self::F32 => "f32",
             Self::F16 => "f16",
             Self::I8 => "i8",
+            Self::I4 => "i4",
         })
     }
 }
@@ -650,10 +668,14 @@ mod tests {
 
     #[test]
     fn precision_codes_round_trip() {
-        for p in [Precision::F32, Precision::F16, Precision::I8] {
+        for p in [Precision::F32, Precision::F16, Precision::I8, Precision::I4] {
             assert_eq!(Precision::try_from_code(p.code()), Some(p));
+            assert_eq!(Precision::from_name(&p.to_string()), Some(p));
         }
         assert_eq!(Precision::try_from_code(0), None);
-        assert_eq!(Precision::try_from_code(4), None);
+        assert_eq!(Precision::try_from_code(5), None);
+        assert_eq!(Precision::I4.row_bytes(385), 193);
+        assert_eq!(Precision::I8.coarsest(Precision::I4), Precision::I4);
+        assert_eq!(Precision::I4.coarsest(Precision::F32), Precision::I4);
     }
 }

@@ -6,18 +6,20 @@
 //! All integers and floats are little-endian.
 //!
 //! ```text
-//! BLOCK := [HEADER 64 bytes][VECTORS][SCALES (i8 only)][IDS][TIMES][SOURCES], each padded to 64
+//! BLOCK := [HEADER 64 bytes][VECTORS][SCALES (i8, i4)][IDS][TIMES][SOURCES], each padded to 64
 //! HEADER:
 //!   8 bytes: magic "MDBVECS\x00"
 //!   2 bytes: version (u16) = 1
-//!   1 byte:  precision code (1 = f32, 2 = f16, 3 = i8)
+//!   1 byte:  precision code (1 = f32, 2 = f16, 3 = i8, 4 = i4)
 //!   1 byte:  reserved, 0
 //!   4 bytes: dim (u32), 1..=65536
 //!   8 bytes: rows (u64), at most u32::MAX
-//!   4 bytes: row stride in bytes (u32) = dim × bytes per value, rounded up to 64
+//!   4 bytes: row stride in bytes (u32) = the row's bytes (dim × bits per value / 8, rounded
+//!            up to a byte), rounded up to 64
 //!  36 bytes: reserved, 0
-//! VECTORS: rows × stride bytes; row r at r × stride, its dim values then zero padding
-//! SCALES:  rows × f32, the i8 quantization scale of each row (absent for f32 and f16)
+//! VECTORS: rows × stride bytes; row r at r × stride, its dim values then zero padding (i4: the
+//!          packed nibbles of `crate::i4`, ⌈dim/2⌉ bytes)
+//! SCALES:  rows × f32, the quantization scale of each i8 or i4 row (absent for f32 and f16)
 //! IDS:     rows × u64, the item id of each row
 //! TIMES:   rows × i64, the item's time in unix seconds
 //! SOURCES: rows × u8, the item's source code
@@ -101,10 +103,10 @@ impl Layout {
                 .and_then(round_up)
                 .ok_or_else(overflow)
         };
-        let stride = round_up(dim * precision.bytes_per_value()).ok_or_else(overflow)?;
+        let stride = round_up(precision.row_bytes(dim)).ok_or_else(overflow)?;
         let vectors_at = HEADER_LEN;
         let scales_at = section(vectors_at, rows.checked_mul(stride))?;
-        let scale_bytes = if precision == Precision::I8 {
+        let scale_bytes = if precision.scaled() {
             rows.checked_mul(4)
         } else {
             Some(0)
@@ -182,7 +184,7 @@ impl Layout {
             return Err(VectorError::BadHeader {
                 field: "stride",
                 value: u64::from(stride),
-                why: "must be dim x bytes per value rounded up to 64",
+                why: "must be the row's bytes rounded up to 64",
             });
         }
         if bytes.len() != layout.block_len {
@@ -196,9 +198,9 @@ impl Layout {
         Ok(layout)
     }
 
-    /// Row stride in elements of the stored type.
+    /// Row stride in elements of the stored type (bytes for i4, whose rows are packed bytes).
     pub(crate) fn stride_values(&self) -> usize {
-        self.stride / self.precision.bytes_per_value()
+        self.stride / self.precision.bits_per_value().div_ceil(8)
     }
 }
 
@@ -293,6 +295,9 @@ pub(crate) enum Vectors<'a> {
     F16(&'a [F16]),
     /// i8 rows; row `r`'s value `i` stands for `value × scales[r]`.
     I8(&'a [i8]),
+    /// i4 rows, packed two values per byte (`crate::i4`); value `i` stands for
+    /// `(nibble − 8) × scales[r]`.
+    I4(&'a [u8]),
 }
 
 /// A read-only flat-index block viewed in place: vectors and per-row columns as typed slices
@@ -309,7 +314,7 @@ pub struct FlatView<'a> {
     pub(crate) layout: Layout,
     /// The stored rows.
     pub(crate) vectors: Vectors<'a>,
-    /// Per-row i8 scales; empty for f32 and f16.
+    /// Per-row i8 or i4 scales; empty for f32 and f16.
     pub(crate) scales: &'a [f32],
     /// Per-row ids (the store's keys).
     pub(crate) ids: &'a [u64],
@@ -342,8 +347,9 @@ impl<'a> FlatView<'a> {
                 bytemuck::try_cast_slice(vector_bytes).map_err(misaligned)?,
             )),
             Precision::I8 => Vectors::I8(bytemuck::cast_slice(vector_bytes)),
+            Precision::I4 => Vectors::I4(vector_bytes),
         };
-        let scale_rows = if layout.precision == Precision::I8 {
+        let scale_rows = if layout.precision.scaled() {
             layout.rows
         } else {
             0
@@ -412,12 +418,17 @@ impl<'a> FlatView<'a> {
     }
 
     /// The values of `row` as f32, if the row exists: f32 rows as stored, f16 rows widened
-    /// (exactly), i8 rows times their scale (the values their scores are computed from).
+    /// (exactly), i8 and i4 rows times their scale (the values their scores are computed from).
     pub fn row_f32(&self, row: u32) -> Option<Vec<f32>> {
         let row = row as usize;
         let dim = self.dim();
         let at = row.checked_mul(self.layout.stride_values())?;
-        let values = at..at.checked_add(dim)?;
+        // Elements of the stored type: i4 rows are their packed bytes.
+        let len = match self.vectors {
+            Vectors::I4(_) => crate::i4::packed_len(dim),
+            _ => dim,
+        };
+        let values = at..at.checked_add(len)?;
         Some(match self.vectors {
             Vectors::F32(v) => v.get(values)?.to_vec(),
             Vectors::F16(v) => v
@@ -430,6 +441,12 @@ impl<'a> FlatView<'a> {
                 v.get(values)?
                     .iter()
                     .map(|&q| f32::from(q) * scale)
+                    .collect()
+            }
+            Vectors::I4(v) => {
+                let scale = *self.scales.get(row)?;
+                crate::i4::unpack_i4(v.get(values)?, dim)
+                    .map(|q| f32::from(q) * scale)
                     .collect()
             }
         })
@@ -483,11 +500,12 @@ mod tests {
 
     #[test]
     fn sections_are_aligned_and_sized() {
-        for precision in [Precision::F32, Precision::F16, Precision::I8] {
+        for precision in [Precision::F32, Precision::F16, Precision::I8, Precision::I4] {
             for (dim, rows) in [(1, 0), (1, 1), (3, 5), (383, 7), (384, 100), (385, 3)] {
                 let l = Layout::new(precision, dim, rows).unwrap();
                 assert!(
-                    l.stride >= dim * precision.bytes_per_value() && l.stride.is_multiple_of(ALIGN)
+                    l.stride >= (dim * precision.bits_per_value()).div_ceil(8)
+                        && l.stride.is_multiple_of(ALIGN)
                 );
                 for at in [
                     l.vectors_at,
@@ -500,15 +518,7 @@ mod tests {
                     assert_eq!(at % ALIGN, 0, "{precision} {dim}x{rows}");
                 }
                 assert!(l.scales_at >= l.vectors_at + rows * l.stride);
-                assert!(
-                    l.ids_at
-                        >= l.scales_at
-                            + if precision == Precision::I8 {
-                                rows * 4
-                            } else {
-                                0
-                            }
-                );
+                assert!(l.ids_at >= l.scales_at + if precision.scaled() { rows * 4 } else { 0 });
                 assert!(l.times_at >= l.ids_at + rows * 8 && l.sources_at >= l.times_at + rows * 8);
                 assert!(l.block_len >= l.sources_at + rows);
                 let mut buf = AlignedBuf::zeroed(l.block_len);

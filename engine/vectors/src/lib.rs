@@ -1,4 +1,4 @@
-//! memdb's vector indexes: exact flat (brute-force) indexes of f32, f16 or i8 vectors and an
+//! memdb's vector indexes: exact flat (brute-force) indexes of f32, f16, i8 or i4 vectors and an
 //! approximate HNSW index over an f32 block, all scored by dot product with SIMD kernels, with
 //! filters (row allow-list, time range, sources) applied during the search.
 //!
@@ -12,6 +12,8 @@
 //! Code map:
 //! - `kernels`: the dot-product kernels (simsimd, plus AVX-512 / AVX2 builds picked at run
 //!   time) with their scalar references, and the f32 → f16 and f32 → i8 encoders.
+//! - `i4`: 4-bit rows (two values per byte, one scale per row): the quantizer and packing, and
+//!   the i8-query × i4-row integer dot with its AVX-512 VNNI, AVX2 and scalar kernels.
 //! - `matmul`: the batched scan's step, a tile of queries against a block of rows as one matrix
 //!   product (the gemm crate's, dispatched at run time; i8 widened exactly).
 //! - `layout`: the byte layout of one flat block (header, vectors, columns) and the 64-byte
@@ -44,6 +46,7 @@
 mod error;
 mod filter;
 mod hnsw;
+mod i4;
 mod index;
 mod kernels;
 mod layout;

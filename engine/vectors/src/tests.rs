@@ -28,7 +28,12 @@ fn value() -> impl Strategy<Value = f32> {
 }
 
 fn precision() -> impl Strategy<Value = Precision> {
-    prop::sample::select(vec![Precision::F32, Precision::F16, Precision::I8])
+    prop::sample::select(vec![
+        Precision::F32,
+        Precision::F16,
+        Precision::I8,
+        Precision::I4,
+    ])
 }
 
 #[derive(Clone, Debug)]
@@ -148,6 +153,11 @@ fn model_score(precision: Precision, query: &[f32], row: &[f32]) -> f32 {
             let sq = quantize_i8(query, &mut q);
             let sr = quantize_i8(row, &mut r);
             score_i8(dot_i8(&q, &r), sq, sr)
+        }
+        Precision::I4 => {
+            let mut packed = vec![0u8; crate::i4::packed_len(n)];
+            let sr = crate::i4::quantize_i4(row, &mut packed);
+            crate::i4::I4Query::new(query).score(&packed, sr)
         }
     }
 }
@@ -269,8 +279,9 @@ proptest! {
         let batch = index.search_batch(&flat, c.k, &f, threads).unwrap();
         prop_assert_eq!(batch.len(), c.queries.len());
         for (query, hits) in c.queries.iter().zip(&batch) {
-            if c.precision == Precision::I8 {
-                // The matrix product sums exact integers: i8 scores equal the single scan's.
+            if c.precision.scaled() {
+                // The matrix product sums exact integers (i4 blocks are scored by the single
+                // scan's kernel): i8 and i4 scores equal the single scan's.
                 prop_assert_eq!(summary(hits), brute_force(&c, index.deleted(), query));
             } else {
                 check_near_top_k(&c, index.deleted(), query, hits)?;
@@ -336,7 +347,7 @@ fn large_batch_crosses_blocks_and_tiles() {
         .map(|_| (0..dim).map(|_| next()).collect())
         .collect();
     let queries: Vec<f32> = (0..300 * dim).map(|_| next()).collect();
-    for precision in [Precision::F32, Precision::F16, Precision::I8] {
+    for precision in [Precision::F32, Precision::F16, Precision::I8, Precision::I4] {
         let mut w = FlatIndexWriter::new(precision, dim).unwrap();
         for (i, r) in rows.iter().enumerate() {
             w.push(i as u64, (i % 100) as i64, (i % 3) as u8, r)

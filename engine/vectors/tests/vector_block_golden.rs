@@ -24,14 +24,16 @@ fn pad64(out: &mut Vec<u8>) {
 /// The block as SPEC.md §5.1 describes it, written out byte by byte.
 fn spec_block(precision: Precision) -> Vec<u8> {
     let rows = sample_rows();
-    let (code, bytes_per_value) = match precision {
-        Precision::F32 => (1u8, 4usize),
-        Precision::F16 => (2, 2),
-        Precision::I8 => (3, 1),
+    let dim = 3usize;
+    let (code, row_bytes) = match precision {
+        Precision::F32 => (1u8, dim * 4),
+        Precision::F16 => (2, dim * 2),
+        Precision::I8 => (3, dim),
+        // Two values per byte: ⌈3/2⌉ = 2 bytes.
+        Precision::I4 => (4, dim.div_ceil(2)),
         other => panic!("no golden block for {other}"),
     };
-    let dim = 3usize;
-    let stride = (dim * bytes_per_value).div_ceil(64) * 64;
+    let stride = row_bytes.div_ceil(64) * 64;
     let mut out = Vec::new();
     out.extend_from_slice(b"MDBVECS\0");
     out.extend_from_slice(&1u16.to_le_bytes());
@@ -64,12 +66,28 @@ fn spec_block(precision: Precision) -> Vec<u8> {
                     out.push(q as u8);
                 }
             }
+            Precision::I4 => {
+                // q = round(v · 7 / max) in −7..=7, stored as the nibble q + 8; with h = 2,
+                // byte 0 holds values 0 (low) and 2 (high), byte 1 value 1 and the padding 8.
+                let max = values.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+                let scale = if max == 0.0 { 0.0 } else { max / 7.0 };
+                scales.push(scale);
+                let u = |v: f32| -> u8 {
+                    if max == 0.0 {
+                        8
+                    } else {
+                        ((v * (7.0 / max)).round() as i8 + 8) as u8
+                    }
+                };
+                out.push(u(values[0]) | (u(values[2]) << 4));
+                out.push(u(values[1]) | (8 << 4));
+            }
             other => panic!("no golden block for {other}"),
         }
         out.resize(start + stride, 0);
     }
     pad64(&mut out);
-    if precision == Precision::I8 {
+    if matches!(precision, Precision::I8 | Precision::I4) {
         scales
             .iter()
             .for_each(|s| out.extend_from_slice(&s.to_le_bytes()));
@@ -115,6 +133,7 @@ fn vector_blocks_match_the_specification_byte_for_byte() {
         (Precision::F32, "block_f32.bin"),
         (Precision::F16, "block_f16.bin"),
         (Precision::I8, "block_i8.bin"),
+        (Precision::I4, "block_i4.bin"),
     ] {
         let spec = spec_block(precision);
         assert_eq!(built_block(precision), spec, "{precision} block");

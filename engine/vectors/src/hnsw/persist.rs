@@ -38,6 +38,8 @@ impl Traversal {
             Precision::F32 => Some(Traversal::F32),
             Precision::F16 => Some(Traversal::F16),
             Precision::I8 => Some(Traversal::I8),
+            // Graph traversal does not run on 4-bit codes (they only back flat blocks).
+            Precision::I4 => None,
         }
     }
 }
