@@ -546,32 +546,28 @@ fn one_op_log_row_per_batch() {
     );
 }
 
-/// The upgrade is part of the first write's one catalog transaction: a write that fails at any
-/// file operation (every one in turn, failing from then on like a dead disk) leaves a store that
-/// reopens as version 8 with what it held, and the write that finally succeeds leaves the
-/// current version with the new item too; either way `check` is clean (reliability R4 on the upgrade path).
-/// Needs `memdb::fault` (feature `fault-injection`, on in the workspace's test build).
+/// Copies the old store at `base` once per file operation of its first write and fails that
+/// operation (and every one after it, like a dead disk) while `write` runs; after each try the
+/// store must reopen clean with `state` either `old` or (a commit that reached the disk before
+/// its fsync failed) `new`, and once the write is acknowledged, `new`. Returns how many
+/// operations failed the write (reliability R4 on the upgrade path). Needs `memdb::fault`
+/// (feature `fault-injection`, on in the workspace's test build).
 #[cfg(feature = "fault-injection")]
-#[test]
-fn an_upgrade_that_fails_at_any_operation_leaves_the_version_8_store() {
+fn fail_each_operation_of_the_first_write<S: PartialEq + std::fmt::Debug>(
+    base: &std::path::Path,
+    write: impl Fn(&Store) -> bool,
+    state: impl Fn(&std::path::Path) -> S,
+    old: S,
+    new: S,
+) -> u64 {
     use memdb::fault::{FaultFs, FaultKind, Injection};
     use std::sync::Arc;
-    let dir = tempfile::tempdir().unwrap();
-    let base = dir.path().join("base");
-    {
-        let store = Store::create(&base, Options::default()).unwrap();
-        let mut b = store.batch();
-        b.put(note("n1", "Dentist on Tuesday"));
-        b.put(note("n2", "Lunch with Ana"));
-        b.commit().unwrap();
-    }
-    make_version_8(&base);
     let mut failed_at = 0;
     for at in 1.. {
-        let path = dir.path().join(format!("try-{at}"));
+        let path = base.with_file_name(format!("try-{at}"));
         let status = std::process::Command::new("cp")
             .arg("-a")
-            .arg(&base)
+            .arg(base)
             .arg(&path)
             .status()
             .unwrap();
@@ -589,30 +585,116 @@ fn an_upgrade_that_fails_at_any_operation_leaves_the_version_8_store() {
                     forever: true,
                     kind: FaultKind::Eio,
                 }));
-                let mut b = store.batch();
-                b.put(note("n3", "Call the plumber"));
-                b.commit().is_ok()
+                write(&store)
             }
         };
-        let store = Store::open(&path, Options::default()).unwrap();
-        assert!(store.check().unwrap().is_clean(), "failing at {at}");
-        let snap = store.snapshot().unwrap();
-        let count = snap.item_count().unwrap();
-        let log = snap.op_log(None).unwrap().len();
-        drop((snap, store));
-        let version = catalog_state(&path).0;
+        {
+            let store = Store::open(&path, Options::default()).unwrap();
+            assert!(store.check().unwrap().is_clean(), "failing at {at}");
+        }
+        let now = state(&path);
         if written {
-            assert_eq!((version, count, log), (CURRENT, 3, 3), "failing at {at}");
+            assert_eq!(now, new, "failing at {at}");
             break;
         }
-        // Not acknowledged: the old store, or (a commit that reached the disk before its
-        // fsync failed) the new one whole.
-        assert!(
-            [(8, 2, 2), (CURRENT, 3, 3)].contains(&(version, count, log)),
-            "failing at {at}: version {version}, {count} items, {log} ops"
-        );
+        assert!(now == old || now == new, "failing at {at}: {now:?}");
         failed_at = at;
     }
     eprintln!("the upgrading write failed at each of its first {failed_at} file operations");
+    failed_at
+}
+
+/// A new store at `path` holding two notes (n1, n2), and their ids.
+#[cfg(feature = "fault-injection")]
+fn store_of_two_notes(path: &std::path::Path) -> (Store, Vec<u64>) {
+    let store = Store::create(path, Options::default()).unwrap();
+    let mut b = store.batch();
+    b.put(note("n1", "Dentist on Tuesday"));
+    b.put(note("n2", "Lunch with Ana"));
+    let ids = b.commit().unwrap().puts.iter().map(|p| p.id).collect();
+    (store, ids)
+}
+
+/// The upgrade is part of the first write's one catalog transaction: a write that fails at any
+/// file operation leaves a store that reopens as version 8 with what it held, and the write
+/// that finally succeeds leaves the current version with the new item too; either way `check`
+/// is clean.
+#[cfg(feature = "fault-injection")]
+#[test]
+fn an_upgrade_that_fails_at_any_operation_leaves_the_version_8_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("base");
+    store_of_two_notes(&base);
+    make_version_8(&base);
+    let state = |path: &std::path::Path| {
+        let (count, log) = {
+            let store = Store::open(path, Options::default()).unwrap();
+            let snap = store.snapshot().unwrap();
+            (snap.item_count().unwrap(), snap.op_log(None).unwrap().len())
+        };
+        (catalog_state(path).0, count, log)
+    };
+    let write = |store: &Store| {
+        let mut b = store.batch();
+        b.put(note("n3", "Call the plumber"));
+        b.commit().is_ok()
+    };
+    let failed_at =
+        fail_each_operation_of_the_first_write(&base, write, state, (8, 2, 2), (CURRENT, 3, 3));
+    assert!(failed_at >= 3, "the write failed at {failed_at} operations");
+}
+
+/// The version-12 upgrade under the same faults: a version-10 store with item and node vectors
+/// whose first write (a long note, stored compressed) fails at any file operation reopens as
+/// version 10 with its keys in the shared `vector_keys`, or as version 12 whole, the keys moved
+/// to their spaces' tables; never a mix, and `check` is clean either way.
+#[cfg(feature = "fault-injection")]
+#[test]
+fn a_version_12_upgrade_that_fails_at_any_operation_leaves_the_version_10_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("base");
+    {
+        let (store, ids) = store_of_two_notes(&base);
+        let mut b = store.batch();
+        b.define_vectors("items", memdb::Precision::I8);
+        b.define_vectors("graph.nodes", memdb::Precision::I4);
+        for (i, &id) in ids.iter().enumerate() {
+            b.put_vector("items", id, 0, 5, vec![i as f32, 1.0, 0.0, 0.0]);
+        }
+        for node in 1..=3u64 {
+            b.put_vector("graph.nodes", node, 0, 0, vec![0.0, 1.0, node as f32, 0.0]);
+        }
+        b.commit().unwrap();
+    }
+    make_version_10(&base);
+    let long_text: String = (0..40)
+        .map(|i| format!("Step {i}: call the plumber about the kitchen tap.\n"))
+        .collect();
+    let state = |path: &std::path::Path| {
+        let (count, item_keys, node_keys) = {
+            let store = Store::open(path, Options::default()).unwrap();
+            let snap = store.snapshot().unwrap();
+            (
+                snap.item_count().unwrap(),
+                snap.vector_keys("items").unwrap().len(),
+                snap.vector_keys("graph.nodes").unwrap().len(),
+            )
+        };
+        let (version, tables) = catalog_state(path);
+        let shared = tables.contains(&"vector_keys".to_owned());
+        (version, shared, count, item_keys, node_keys)
+    };
+    let write = |store: &Store| {
+        let mut b = store.batch();
+        b.put(note("n3", &long_text));
+        b.commit().is_ok()
+    };
+    let failed_at = fail_each_operation_of_the_first_write(
+        &base,
+        write,
+        state,
+        (10, true, 2, 2, 3),
+        (CURRENT, false, 3, 2, 3),
+    );
     assert!(failed_at >= 3, "the write failed at {failed_at} operations");
 }
