@@ -391,27 +391,19 @@ fn make_version_10(path: &std::path::Path) {
     txn.commit().unwrap();
 }
 
-/// Version 12 writes item records of version 3 (version 2's fields in a zstd frame) where that
-/// saves, and keeps each vector space's keys in a table of its own. A version-10 store (every
-/// record of version 2, the keys of both spaces in the shared `vector_keys`) is read as it is
-/// and left at 10 while only read; its first write sets 12 and moves the keys, after which a
-/// long record takes far fewer bytes than its text, every record reads back whole, and the
-/// vectors are found by key and by search.
-#[test]
-fn a_version_10_store_is_read_as_it_is_and_compresses_long_records_after_its_first_write() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("s");
-    let unit = |i: usize| -> Vec<f32> {
-        let mut v = vec![0.0f32; 4];
-        v[i % 4] = 1.0;
-        v
-    };
-    let short = {
-        let store = Store::create(&path, Options::default()).unwrap();
-        let mut b = store.batch();
-        b.put(note("n1", "Dentist on Tuesday"));
-        b.put(note("n4", "Lunch with Ana"));
-        let ids: Vec<u64> = b.commit().unwrap().puts.iter().map(|p| p.id).collect();
+/// Unit vector `i` (mod 4) of a 4-dimensional space.
+fn unit(i: usize) -> Vec<f32> {
+    let mut v = vec![0.0f32; 4];
+    v[i % 4] = 1.0;
+    v
+}
+
+/// A version-10 store at `path`: two notes (n1 "Dentist on Tuesday", n2), each with an i8 item
+/// vector, and nodes 1–3 with i4 vectors (node n is `unit(n)`), the keys of both spaces in
+/// the shared `vector_keys`. Returns the notes' ids.
+fn version_10_store_with_vectors(path: &std::path::Path) -> Vec<u64> {
+    let ids = {
+        let (store, ids) = store_of_two_notes(path);
         let mut b = store.batch();
         b.define_vectors("items", memdb::Precision::I8);
         b.define_vectors("graph.nodes", memdb::Precision::I4);
@@ -422,9 +414,23 @@ fn a_version_10_store_is_read_as_it_is_and_compresses_long_records_after_its_fir
             b.put_vector("graph.nodes", node, 0, 0, unit(node as usize));
         }
         b.commit().unwrap();
-        ids[0]
+        ids
     };
-    make_version_10(&path);
+    make_version_10(path);
+    ids
+}
+
+/// Version 12 writes item records of version 3 (version 2's fields in a zstd frame) where that
+/// saves, and keeps each vector space's keys in a table of its own. A version-10 store (every
+/// record of version 2, the keys of both spaces in the shared `vector_keys`) is read as it is
+/// and left at 10 while only read; its first write sets 12 and moves the keys, after which a
+/// long record takes far fewer bytes than its text, every record reads back whole, and the
+/// vectors are found by key and by search.
+#[test]
+fn a_version_10_store_is_read_as_it_is_and_compresses_long_records_after_its_first_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s");
+    let short = version_10_store_with_vectors(&path)[0];
     let (version, tables) = catalog_state(&path);
     assert_eq!(version, 10);
     assert!(tables.contains(&"vector_keys".to_owned()));
@@ -466,7 +472,7 @@ fn a_version_10_store_is_read_as_it_is_and_compresses_long_records_after_its_fir
     let (long, grown) = {
         let store = Store::open(&path, Options::default()).unwrap();
         let mut b = store.batch();
-        b.put(note("n2", &long_text));
+        b.put(note("n3", &long_text));
         let long = b.commit().unwrap().puts[0].id;
         (long, store.stats().unwrap().item_bytes - before)
     };
@@ -497,7 +503,7 @@ fn a_version_10_store_is_read_as_it_is_and_compresses_long_records_after_its_fir
         Some("Dentist on Tuesday")
     );
     expect_vectors(&store);
-    // A key moved by the upgrade is replaced and deleted like any other.
+    // A key moved by the upgrade is replaced like any other.
     let mut b = store.batch();
     b.put_vector("graph.nodes", 2, 0, 0, unit(3));
     b.commit().unwrap();
@@ -605,7 +611,6 @@ fn fail_each_operation_of_the_first_write<S: PartialEq + std::fmt::Debug>(
 }
 
 /// A new store at `path` holding two notes (n1, n2), and their ids.
-#[cfg(feature = "fault-injection")]
 fn store_of_two_notes(path: &std::path::Path) -> (Store, Vec<u64>) {
     let store = Store::create(path, Options::default()).unwrap();
     let mut b = store.batch();
@@ -653,20 +658,7 @@ fn an_upgrade_that_fails_at_any_operation_leaves_the_version_8_store() {
 fn a_version_12_upgrade_that_fails_at_any_operation_leaves_the_version_10_store() {
     let dir = tempfile::tempdir().unwrap();
     let base = dir.path().join("base");
-    {
-        let (store, ids) = store_of_two_notes(&base);
-        let mut b = store.batch();
-        b.define_vectors("items", memdb::Precision::I8);
-        b.define_vectors("graph.nodes", memdb::Precision::I4);
-        for (i, &id) in ids.iter().enumerate() {
-            b.put_vector("items", id, 0, 5, vec![i as f32, 1.0, 0.0, 0.0]);
-        }
-        for node in 1..=3u64 {
-            b.put_vector("graph.nodes", node, 0, 0, vec![0.0, 1.0, node as f32, 0.0]);
-        }
-        b.commit().unwrap();
-    }
-    make_version_10(&base);
+    version_10_store_with_vectors(&base);
     let long_text: String = (0..40)
         .map(|i| format!("Step {i}: call the plumber about the kitchen tap.\n"))
         .collect();

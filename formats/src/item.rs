@@ -832,15 +832,12 @@ fn compress_fields(fields: &[u8]) -> Result<Option<Vec<u8>>, FormatError> {
             Some(c) => c,
             None => slot.insert(zstd::bulk::Compressor::new(ZSTD_LEVEL).map_err(failed)?),
         };
-        // zstd writes from the buffer's start, so the frame is made first and then put after
-        // the version byte.
-        let frame = compressor.compress(fields).map_err(failed)?;
-        if frame.len() + 1 + fields.len() / 8 > fields.len() {
+        // zstd writes from the buffer's start, so the version byte goes in front afterwards.
+        let mut out = compressor.compress(fields).map_err(failed)?;
+        if out.len() + 1 + fields.len() / 8 > fields.len() {
             return Ok(None);
         }
-        let mut out = Vec::with_capacity(1 + frame.len());
-        out.push(RECORD_VERSION_ZSTD);
-        out.extend_from_slice(&frame);
+        out.insert(0, RECORD_VERSION_ZSTD);
         Ok(Some(out))
     })
 }

@@ -275,11 +275,13 @@ fn encode_bitmap(bitmap: &RoaringBitmap) -> Vec<u8> {
 /// Deletes the live vector of `key` in `space`, if any: marks its row deleted, and drops the
 /// block when that was its last live row.
 pub(crate) fn remove_key(t: &mut Tables<'_>, space: &str, key: u64) -> Result<bool> {
-    // A space that was never made has no keys (and gets no empty key table).
-    if t.vector_spaces
-        .get(space)
-        .ctx("read vector_spaces")?
-        .is_none()
+    // A space that was never made has no keys (and gets no empty key table). Asked once per
+    // space and transaction: once its key table is open, the space exists.
+    if !t.vector_keys_open(space)
+        && t.vector_spaces
+            .get(space)
+            .ctx("read vector_spaces")?
+            .is_none()
     {
         return Ok(false);
     }

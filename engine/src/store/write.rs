@@ -489,6 +489,11 @@ impl<'t> Tables<'t> {
         })
     }
 
+    /// Whether `space`'s key table is open in this transaction already.
+    pub(super) fn vector_keys_open(&self, space: &str) -> bool {
+        self.vector_keys.contains_key(space)
+    }
+
     /// `space`'s key table (key → block, row), opened (and, for a new space, created) at its
     /// first use in this transaction and kept open for the rest of it.
     pub(super) fn vector_keys(&mut self, space: &str) -> Result<&mut catalog::KeyTable<'t>> {

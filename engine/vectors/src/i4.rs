@@ -61,7 +61,7 @@ pub(crate) fn unpack_i4(packed: &[u8], dim: usize) -> impl Iterator<Item = i8> +
 }
 
 /// An i8 query laid out for the i4 kernels.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub(crate) struct I4Query {
     /// The quantized values, `2·⌈d/2⌉` of them (zero past `d`).
     pub(crate) values: Vec<i8>,
@@ -69,6 +69,8 @@ pub(crate) struct I4Query {
     pub(crate) scale: f32,
     /// `Σ q_i`, for the nibbles' bias.
     pub(crate) sum: i64,
+    /// The kernel this CPU runs, picked once per query rather than once per row.
+    kernel: I4Kernel,
 }
 
 impl I4Query {
@@ -77,14 +79,19 @@ impl I4Query {
         let mut values = vec![0i8; 2 * packed_len(query.len())];
         let scale = quantize_i8(query, &mut values[..query.len()]);
         let sum = values.iter().map(|&v| i64::from(v)).sum();
-        Self { values, scale, sum }
+        Self {
+            values,
+            scale,
+            sum,
+            kernel: I4Kernel::best(),
+        }
     }
 
     /// Score of a packed row with scale `row_scale` against this query.
     #[inline]
     pub(crate) fn score(&self, packed: &[u8], row_scale: f32) -> f32 {
         score_i4(
-            dot_i4(&self.values, packed),
+            self.kernel.dot(&self.values, packed),
             self.sum,
             self.scale,
             row_scale,
@@ -191,12 +198,6 @@ impl I4Kernel {
             I4Kernel::Scalar => dot_i4_scalar(low, high, packed),
         }
     }
-}
-
-/// `Σ q_i·u_i` of an i4 row with the fastest kernel this CPU runs.
-#[inline]
-pub(crate) fn dot_i4(query: &[i8], packed: &[u8]) -> i64 {
-    I4Kernel::best().dot(query, packed)
 }
 
 /// The scalar kernel, and the reference the others are tested against.
