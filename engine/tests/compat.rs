@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 /// The format version this build writes (`STORE_FORMAT_VERSION`).
-const CURRENT_FORMAT_VERSION: u64 = 12;
+const CURRENT_FORMAT_VERSION: u64 = 14;
 
 fn golden(version: u64) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -357,6 +357,24 @@ fn open_and_upgrade(version: u64) {
         version >= 2,
         "v{version} upgraded: {tables:?}"
     );
+    // Format 14 keeps the graph's lists as id lists in `graph.*` tables.
+    for old in [
+        "graph_paths",
+        "graph_node_paths",
+        "graph_path_nodes",
+        "graph_items",
+    ] {
+        assert!(
+            !tables.contains(&old.to_owned()),
+            "v{version} upgraded: {tables:?}"
+        );
+    }
+    for new in ["graph.paths", "graph.node_paths", "graph.items"] {
+        assert!(
+            tables.contains(&new.to_owned()),
+            "v{version} upgraded: {tables:?}"
+        );
+    }
 
     // Reopened: clean, the new note and the update there, every other item as it was.
     for read_only in [false, true] {
@@ -509,6 +527,11 @@ fn a_version_10_store_opens_and_upgrades() {
 /// The version-7 store after its upgrade takes memory operations: its op log (copied into
 /// `memory_ops` by the upgrade) lists the old deletes, and an UPDATE keeps the old version
 /// with both times and its reason.
+#[test]
+fn a_version_12_store_opens_and_upgrades() {
+    open_and_upgrade(12);
+}
+
 #[test]
 fn a_version_7_store_takes_memory_operations_after_its_upgrade() {
     let dir = tempfile::tempdir().unwrap();

@@ -5,11 +5,15 @@
 //! and becomes current at its first write, after which updates keep their old versions.
 //! Version 8 added `memory_ops`; version 10 dropped `by_time` and moved the one-row-per-op
 //! `oplog` into `op_batches` (one row per batch); version 12 writes compressed item records
-//! (version 3) beside version 2.
+//! (version 3) beside version 2; version 14 keeps the graph's lists as varint id lists.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use memdb::{EventTime, ItemDraft, ItemFields, Options, Source, Store};
+
 use redb::{ReadableDatabase, TableDefinition, TableHandle};
+
+mod common;
+use common::LetterEmbedder;
 
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 const ADDED_IN_6: [&str; 3] = ["history", "dropped_blobs", "stale_pages"];
@@ -32,7 +36,7 @@ const OP_BATCHES: TableDefinition<u64, (i64, &[u8])> = TableDefinition::new("op_
 const BY_TIME: TableDefinition<(i64, u64), ()> = TableDefinition::new("by_time");
 const BY_SOURCE: TableDefinition<(u8, i64, u64), ()> = TableDefinition::new("by_source");
 /// The format version this build writes.
-const CURRENT: u64 = 12;
+const CURRENT: u64 = 14;
 
 /// One logged op: (sequence, op code, item id).
 type Op = (u64, u8, u64);
@@ -516,6 +520,238 @@ fn a_version_10_store_is_read_as_it_is_and_compresses_long_records_after_its_fir
     assert!(store.check().unwrap().is_clean());
 }
 
+fn chat(ext: &str, time: &str, body: &str) -> ItemDraft {
+    let mut f = ItemFields::new(Source::Chat, EventTime::parse(time).unwrap());
+    f.external_id = Some(ext.into());
+    f.speaker = Some("Caroline".into());
+    f.body = Some(body.into());
+    ItemDraft {
+        fields: f,
+        supersedes: None,
+    }
+}
+
+/// A current store at `path` with three chats on two days and their EM-graph.
+fn store_with_a_graph(path: &std::path::Path) -> Store {
+    let store = Store::create(path, Options::default()).unwrap();
+    let mut b = store.batch();
+    b.put(chat(
+        "c1",
+        "2023-05-08T10:00:00+00:00",
+        "I joined a pottery class in Lisbon.",
+    ));
+    b.put(chat(
+        "c2",
+        "2023-05-08T11:00:00+00:00",
+        "Paid $25 for pottery classes with Mel.",
+    ));
+    b.put(chat(
+        "c3",
+        "2023-06-01T09:00:00+02:00",
+        "Lisbon again on 3 June 2023.",
+    ));
+    b.commit().unwrap();
+    store
+        .update_graph(
+            &LetterEmbedder,
+            &memdb::GraphOptions::default(),
+            &mut |_, _| {},
+        )
+        .unwrap();
+    store
+}
+
+/// Everything the graph API answers about nodes 1–30, paths 1–10 and items 1–10.
+fn graph_dump(store: &Store) -> String {
+    let snap = store.snapshot().unwrap();
+    let g = snap.graph();
+    let mut out = format!(
+        "counts {:?} seen {}\n",
+        g.counts().unwrap(),
+        g.seen_count().unwrap()
+    );
+    for n in 1..=30 {
+        if let Some(node) = g.node(n).unwrap() {
+            let paths: Vec<u32> = g.node_paths(n).unwrap().iter().collect();
+            out += &format!("node {n} {node:?} paths {paths:?}\n");
+        }
+    }
+    for p in 1..=10 {
+        if let Some(path) = g.path(p).unwrap() {
+            let nodes: Vec<u32> = g.path_nodes(p).unwrap().iter().collect();
+            out += &format!("path {path:?} set {nodes:?}\n");
+        }
+    }
+    for i in 1..=10 {
+        if let Some(item) = g.item(i).unwrap() {
+            out += &format!("item {i} {item:?}\n");
+        }
+    }
+    out
+}
+
+const PATHS: TableDefinition<u64, (&str, &[u8], &[u8])> = TableDefinition::new("graph.paths");
+const NODE_PATHS: TableDefinition<u64, &[u8]> = TableDefinition::new("graph.node_paths");
+const ITEMS: TableDefinition<u64, (u64, &[u8])> = TableDefinition::new("graph.items");
+const OLD_PATHS: TableDefinition<u64, (&str, &[u8], &[u8])> = TableDefinition::new("graph_paths");
+const OLD_NODE_PATHS: TableDefinition<u64, &[u8]> = TableDefinition::new("graph_node_paths");
+const OLD_PATH_NODES: TableDefinition<u64, &[u8]> = TableDefinition::new("graph_path_nodes");
+const OLD_ITEMS: TableDefinition<u64, (u64, &[u8])> = TableDefinition::new("graph_items");
+
+/// An id list (SPEC.md §5.3) decoded here: a LEB128 count, then zigzag LEB128 differences.
+fn id_list(bytes: &[u8]) -> Vec<u64> {
+    let mut values = Vec::new();
+    let (mut v, mut shift) = (0u64, 0);
+    for &b in bytes {
+        v |= u64::from(b & 0x7f) << shift;
+        shift += 7;
+        if b & 0x80 == 0 {
+            values.push(v);
+            (v, shift) = (0, 0);
+        }
+    }
+    assert_eq!(values.len() as u64, values[0] + 1, "{bytes:02x?}");
+    let mut previous = 0u64;
+    values[1..]
+        .iter()
+        .map(|&z| {
+            let delta = if z & 1 == 0 { z >> 1 } else { !(z >> 1) };
+            previous = previous.wrapping_add(delta);
+            previous
+        })
+        .collect()
+}
+
+fn u64_le(ids: &[u64]) -> Vec<u8> {
+    ids.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+fn roaring_bytes(ids: impl IntoIterator<Item = u64>) -> Vec<u8> {
+    let bits: roaring::RoaringBitmap = ids.into_iter().map(|v| v as u32).collect();
+    let mut out = Vec::new();
+    bits.serialize_into(&mut out).unwrap();
+    out
+}
+
+/// Rewrites a current store's graph in the layout of versions 3 to 13: `graph_paths` and
+/// `graph_items` with u64 LE lists, `graph_node_paths` and `graph_path_nodes` as portable
+/// roaring bitmaps; `format_version` 12.
+fn make_version_12(path: &std::path::Path) {
+    let db = redb::Database::open(path.join("catalog.redb")).unwrap();
+    let txn = db.begin_write().unwrap();
+    {
+        let paths = txn.open_table(PATHS).unwrap();
+        let mut old_paths = txn.open_table(OLD_PATHS).unwrap();
+        let mut old_path_nodes = txn.open_table(OLD_PATH_NODES).unwrap();
+        for row in redb::ReadableTable::iter(&paths).unwrap() {
+            let (id, value) = row.unwrap();
+            let (page, nodes, items) = value.value();
+            let (nodes, items) = (id_list(nodes), id_list(items));
+            old_paths
+                .insert(
+                    id.value(),
+                    (page, u64_le(&nodes).as_slice(), u64_le(&items).as_slice()),
+                )
+                .unwrap();
+            old_path_nodes
+                .insert(id.value(), roaring_bytes(nodes).as_slice())
+                .unwrap();
+        }
+        let node_paths = txn.open_table(NODE_PATHS).unwrap();
+        let mut old_node_paths = txn.open_table(OLD_NODE_PATHS).unwrap();
+        for row in redb::ReadableTable::iter(&node_paths).unwrap() {
+            let (id, value) = row.unwrap();
+            old_node_paths
+                .insert(id.value(), roaring_bytes(id_list(value.value())).as_slice())
+                .unwrap();
+        }
+        let items = txn.open_table(ITEMS).unwrap();
+        let mut old_items = txn.open_table(OLD_ITEMS).unwrap();
+        for row in redb::ReadableTable::iter(&items).unwrap() {
+            let (id, value) = row.unwrap();
+            let (path, nodes) = value.value();
+            old_items
+                .insert(id.value(), (path, u64_le(&id_list(nodes)).as_slice()))
+                .unwrap();
+        }
+    }
+    assert!(txn.delete_table(PATHS).unwrap());
+    assert!(txn.delete_table(NODE_PATHS).unwrap());
+    assert!(txn.delete_table(ITEMS).unwrap());
+    txn.open_table(META)
+        .unwrap()
+        .insert("format_version", 12)
+        .unwrap();
+    txn.commit().unwrap();
+}
+
+/// Whether the catalog holds the graph tables of versions 3 to 13, and those of version 14.
+fn graph_tables(path: &std::path::Path) -> (bool, bool) {
+    let tables = catalog_state(path).1;
+    let has = |n: &str| tables.contains(&n.to_owned());
+    let present = |names: &[&str]| {
+        let n = names.iter().filter(|n| has(n)).count();
+        assert!(n == 0 || n == names.len(), "{tables:?}");
+        n > 0
+    };
+    (
+        present(&[
+            "graph_paths",
+            "graph_node_paths",
+            "graph_path_nodes",
+            "graph_items",
+        ]),
+        present(&["graph.paths", "graph.node_paths", "graph.items"]),
+    )
+}
+
+/// Version 14 keeps the graph's lists as varint id lists. A version-12 store (u64 LE lists,
+/// roaring bitmaps both ways) reads the same graph while only read and stays 12; its first
+/// write rewrites the rows (the graph reads the same again) and sets 14; after that, a delete
+/// takes the item out of the graph exactly as in a store that was never old.
+#[test]
+fn a_version_12_store_reads_its_graph_and_rewrites_its_lists_at_its_first_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let (old_path, fresh_path) = (dir.path().join("old"), dir.path().join("fresh"));
+    let want = graph_dump(&store_with_a_graph(&old_path));
+    let fresh = store_with_a_graph(&fresh_path);
+    assert_eq!(graph_dump(&fresh), want);
+    assert!(want.contains("paths [1, 2]"), "{want}");
+    make_version_12(&old_path);
+    assert_eq!(catalog_state(&old_path).0, 12);
+    assert_eq!(graph_tables(&old_path), (true, false));
+    {
+        let store = Store::open_read_only(&old_path, Options::default()).unwrap();
+        assert_eq!(graph_dump(&store), want);
+        assert!(store.check().unwrap().is_clean());
+    }
+    {
+        let store = Store::open(&old_path, Options::default()).unwrap();
+        assert_eq!(graph_dump(&store), want);
+    }
+    assert_eq!(catalog_state(&old_path).0, 12, "a read changes nothing");
+    {
+        let store = Store::open(&old_path, Options::default()).unwrap();
+        let mut b = store.batch();
+        b.put(note("n1", "Dentist on Tuesday"));
+        b.commit().unwrap();
+        assert_eq!(graph_dump(&store), want);
+    }
+    assert_eq!(catalog_state(&old_path).0, CURRENT);
+    assert_eq!(graph_tables(&old_path), (false, true));
+    let store = Store::open(&old_path, Options::default()).unwrap();
+    assert_eq!(graph_dump(&store), want);
+    for s in [&store, &fresh] {
+        let mut b = s.batch();
+        b.delete_external("c2");
+        b.commit().unwrap();
+    }
+    let after = graph_dump(&store);
+    assert_eq!(after, graph_dump(&fresh));
+    assert_ne!(after, want, "the delete changed the graph");
+    assert!(store.check().unwrap().is_clean());
+}
+
 #[test]
 fn one_op_log_row_per_batch() {
     let dir = tempfile::tempdir().unwrap();
@@ -687,6 +923,39 @@ fn a_version_12_upgrade_that_fails_at_any_operation_leaves_the_version_10_store(
         state,
         (10, true, 2, 2, 3),
         (CURRENT, false, 3, 2, 3),
+    );
+    assert!(failed_at >= 3, "the write failed at {failed_at} operations");
+}
+
+/// The version-14 upgrade under the same faults: a version-12 store with a graph whose first
+/// write fails at any file operation reopens as version 12 with the old graph tables, or as
+/// version 14 with the new ones, the same graph either way.
+#[cfg(feature = "fault-injection")]
+#[test]
+fn a_version_14_upgrade_that_fails_at_any_operation_leaves_the_version_12_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("base");
+    let want = graph_dump(&store_with_a_graph(&base));
+    make_version_12(&base);
+    let state = |path: &std::path::Path| {
+        let (count, same) = {
+            let store = Store::open(path, Options::default()).unwrap();
+            let count = store.snapshot().unwrap().item_count().unwrap();
+            (count, graph_dump(&store) == want)
+        };
+        (catalog_state(path).0, graph_tables(path), count, same)
+    };
+    let write = |store: &Store| {
+        let mut b = store.batch();
+        b.put(note("n1", "Dentist on Tuesday"));
+        b.commit().is_ok()
+    };
+    let failed_at = fail_each_operation_of_the_first_write(
+        &base,
+        write,
+        state,
+        (12, (true, false), 3, true),
+        (CURRENT, (false, true), 4, true),
     );
     assert!(failed_at >= 3, "the write failed at {failed_at} operations");
 }

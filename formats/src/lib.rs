@@ -20,6 +20,7 @@ pub mod caption;
 mod error;
 pub mod export;
 pub mod hnsw;
+pub mod id_list;
 pub mod import;
 pub mod item;
 pub mod key_header;

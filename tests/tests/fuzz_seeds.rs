@@ -21,7 +21,7 @@ use memdb_formats::segment::{
 };
 use memdb_vectors::{FlatIndexWriter, HnswIndex, HnswParams, Precision, VectorIndex};
 
-const TARGETS: [&str; 20] = [
+const TARGETS: [&str; 21] = [
     "atm_memory",
     "key_header",
     "atm_qa",
@@ -42,6 +42,7 @@ const TARGETS: [&str; 20] = [
     "page_layout",
     "forget_policy",
     "op_batch",
+    "id_list",
 ];
 const MAX_CORPUS_BYTES: u64 = 50 * 1024;
 
@@ -278,7 +279,35 @@ fn generated() -> Vec<(&'static str, String, Vec<u8>)> {
     out.extend(damaged_segments(&block));
     out.extend(key_headers());
     out.extend(op_batches());
+    out.extend(id_lists());
     out
+}
+
+/// The graph's id lists (SPEC.md §5.3): empty, a path's increasing nodes, an item's nodes out
+/// of order, the widest ids, and a list cut inside an id.
+fn id_lists() -> Vec<(&'static str, String, Vec<u8>)> {
+    use memdb_formats::id_list::to_bytes;
+    let mut cut = to_bytes(&[1, u64::MAX]);
+    cut.truncate(cut.len() - 3);
+    vec![
+        ("id_list", "empty.bin".into(), to_bytes(&[])),
+        (
+            "id_list",
+            "path_nodes.bin".into(),
+            to_bytes(&[1, 2, 3, 4, 5, 6, 7, 300]),
+        ),
+        (
+            "id_list",
+            "item_nodes.bin".into(),
+            to_bytes(&[5, 6, 3, 7, 1 << 20]),
+        ),
+        (
+            "id_list",
+            "widest.bin".into(),
+            to_bytes(&[u64::MAX, 0, 1 << 63]),
+        ),
+        ("id_list", "cut.bin".into(), cut),
+    ]
 }
 
 /// The op log's packed runs (SPEC.md §5 `op_batches`): an empty run, a batch of each op, the

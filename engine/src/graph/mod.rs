@@ -1,14 +1,17 @@
 //! The EM-Graph (ScrapMem §4.2, Algorithm 1): canonical nodes with their aliases, EM-Paths (one
 //! per page and update: the ordered nodes of that day's new items, pointing at those items as
-//! evidence) and the Q-matrix, the node–path incidence kept as roaring bitmaps both ways.
+//! evidence) and the Q-matrix, the node–path incidence: by node, each node's paths; by path,
+//! each path's node list.
 //!
-//! Everything lives in the store's `graph_*` catalog tables (SPEC.md §5.3) and node vectors in
+//! Everything lives in the store's `graph_*` and `graph.*` catalog tables (SPEC.md §5.3;
+//! a store older than format 14 is read through its `graph_paths`, `graph_node_paths` and
+//! `graph_items` until its first write rewrites them) and node vectors in
 //! the vector space [`NODE_VECTORS`], so the graph commits with the store, is read lazily (a
 //! recall reads only the rows of the nodes and paths it touches) and grows incrementally:
 //! [`Store::update_graph`] takes the items the graph has not seen yet.
 //!
 //! Invariants (checked by tests): every phrase maps to exactly one node (canonical or alias);
-//! `node_paths[n]` holds `p` exactly when `path_nodes[p]` holds `n`; a node's vector is in
+//! `node_paths[n]` holds `p` exactly when path `p` lists `n`; a node's vector is in
 //! [`NODE_VECTORS`] under its id; a new phrase joins the nearest existing node when their
 //! cosine is at least the merge threshold, found through the node vector index, never by a
 //! loop over all nodes.
@@ -31,8 +34,10 @@ use roaring::RoaringBitmap;
 use crate::error::{CatalogResult, Error, Result};
 use crate::store::Snapshot;
 use crate::store::catalog::{
-    self, GRAPH_ALIASES, GRAPH_ITEMS, GRAPH_NODE_PATHS, GRAPH_NODES, GRAPH_PATH_NODES, GRAPH_PATHS,
+    self, GRAPH_ALIASES, GRAPH_ITEMS, GRAPH_NODE_PATHS, GRAPH_NODES, GRAPH_PATHS,
+    LEGACY_GRAPH_ITEMS, LEGACY_GRAPH_NODE_PATHS, LEGACY_GRAPH_PATHS,
 };
+use memdb_formats::id_list;
 
 pub use extract::{NodeDraft, NodeKind, item_nodes, query_nodes};
 #[cfg(feature = "llm")]
@@ -139,10 +144,6 @@ pub(crate) enum GraphWrite {
         node: u64,
         paths: RoaringBitmap,
     },
-    PathNodes {
-        path: u64,
-        nodes: RoaringBitmap,
-    },
     Item {
         item: u64,
         path: u64,
@@ -221,36 +222,28 @@ pub(crate) fn apply(
                 .ctx("write graph_aliases")?;
         }
         GraphWrite::Path(path) => {
-            let nodes = u64s_to_bytes(&path.nodes);
-            let items = u64s_to_bytes(&path.items);
+            let nodes = id_list::to_bytes(&path.nodes);
+            let items = id_list::to_bytes(&path.items);
             txn.open_table(GRAPH_PATHS)
-                .ctx("open graph_paths")?
+                .ctx("open graph.paths")?
                 .insert(
                     path.id,
                     (path.page.as_str(), nodes.as_slice(), items.as_slice()),
                 )
-                .ctx("write graph_paths")?;
+                .ctx("write graph.paths")?;
         }
         GraphWrite::NodePaths { node, paths } => {
-            let bytes = bitmap_bytes(&paths)?;
             txn.open_table(GRAPH_NODE_PATHS)
-                .ctx("open graph_node_paths")?
-                .insert(node, bytes.as_slice())
-                .ctx("write graph_node_paths")?;
-        }
-        GraphWrite::PathNodes { path, nodes } => {
-            let bytes = bitmap_bytes(&nodes)?;
-            txn.open_table(GRAPH_PATH_NODES)
-                .ctx("open graph_path_nodes")?
-                .insert(path, bytes.as_slice())
-                .ctx("write graph_path_nodes")?;
+                .ctx("open graph.node_paths")?
+                .insert(node, bitmap_bytes(&paths).as_slice())
+                .ctx("write graph.node_paths")?;
         }
         GraphWrite::Item { item, path, nodes } => {
-            let nodes = u64s_to_bytes(&nodes);
+            let nodes = id_list::to_bytes(&nodes);
             txn.open_table(GRAPH_ITEMS)
-                .ctx("open graph_items")?
+                .ctx("open graph.items")?
                 .insert(item, (path, nodes.as_slice()))
-                .ctx("write graph_items")?;
+                .ctx("write graph.items")?;
         }
         GraphWrite::Counters {
             next_node,
@@ -265,22 +258,47 @@ pub(crate) fn apply(
     Ok(())
 }
 
-fn bitmap_bytes(bitmap: &RoaringBitmap) -> Result<Vec<u8>> {
-    let mut bytes = Vec::with_capacity(bitmap.serialized_size());
-    bitmap
-        .serialize_into(&mut bytes)
-        // Writing into a Vec cannot fail; a failure here is a broken invariant.
-        .map_err(|e| Error::Inconsistent(format!("serialize a graph bitmap: {e}")))?;
-    Ok(bytes)
+/// A set of ids (a node's paths) as an id list, in increasing order.
+fn bitmap_bytes(bitmap: &RoaringBitmap) -> Vec<u8> {
+    let ids: Vec<u64> = bitmap.iter().map(u64::from).collect();
+    id_list::to_bytes(&ids)
 }
 
-fn u64s_to_bytes(values: &[u64]) -> Vec<u8> {
-    memdb_formats::u64_list_bytes(values)
+/// How a graph table's lists are written: format 14's id lists, or an older store's u64 LE
+/// lists and roaring bitmaps (read until its first write rewrites them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lists {
+    Ids,
+    Legacy,
 }
 
 /// A graph row's list of ids (`what` names the table and column).
 fn bytes_to_u64s(bytes: &[u8], what: &'static str) -> Result<Vec<u64>> {
-    memdb_formats::u64_list(what, bytes).map_err(|e| Error::bad_row("graph", what, e))
+    read_list(Lists::Ids, bytes, what)
+}
+
+fn read_list(lists: Lists, bytes: &[u8], what: &'static str) -> Result<Vec<u64>> {
+    match lists {
+        Lists::Ids => id_list::decode(what, bytes),
+        Lists::Legacy => memdb_formats::u64_list(what, bytes),
+    }
+    .map_err(|e| Error::bad_row("graph", what, e))
+}
+
+/// A set of ids as a bitmap; every id must fit it (u32).
+fn read_bitmap(lists: Lists, bytes: &[u8], what: &'static str, id: u64) -> Result<RoaringBitmap> {
+    match lists {
+        Lists::Ids => {
+            let mut bits = RoaringBitmap::new();
+            for member in read_list(lists, bytes, what)? {
+                bits.insert(bitmap_id(member, what)?);
+            }
+            Ok(bits)
+        }
+        Lists::Legacy => {
+            RoaringBitmap::deserialize_from(bytes).map_err(|e| Error::bad_row(what, id, e))
+        }
+    }
 }
 
 /// A graph id that must fit the Q-matrix bitmaps (u32).
@@ -310,6 +328,18 @@ impl GraphReader<'_> {
         def: TableDefinition<'static, K, V>,
     ) -> Result<Option<redb::ReadOnlyTable<K, V>>> {
         crate::store::catalog::open_optional(self.snapshot.txn(), def)
+    }
+
+    /// A table of lists: format 14's (`current`), else an older store's (`legacy`).
+    fn lists_table<K: redb::Key + 'static, V: redb::Value + 'static>(
+        &self,
+        current: TableDefinition<'static, K, V>,
+        legacy: TableDefinition<'static, K, V>,
+    ) -> Result<Option<(redb::ReadOnlyTable<K, V>, Lists)>> {
+        if let Some(t) = self.table(current)? {
+            return Ok(Some((t, Lists::Ids)));
+        }
+        Ok(self.table(legacy)?.map(|t| (t, Lists::Legacy)))
     }
 
     /// The node a phrase (canonical or alias) names.
@@ -368,77 +398,73 @@ impl GraphReader<'_> {
 
     /// EM-Path `id`.
     pub fn path(&self, id: u64) -> Result<Option<GraphPath>> {
-        let Some(t) = self.table(GRAPH_PATHS)? else {
+        let Some((t, lists)) = self.lists_table(GRAPH_PATHS, LEGACY_GRAPH_PATHS)? else {
             return Ok(None);
         };
-        let Some(row) = t.get(id).ctx("read graph_paths")? else {
+        let Some(row) = t.get(id).ctx("read graph.paths")? else {
             return Ok(None);
         };
         let (page, nodes, items) = row.value();
         Ok(Some(GraphPath {
             id,
             page: page.to_owned(),
-            nodes: bytes_to_u64s(nodes, "graph path nodes")?,
-            items: bytes_to_u64s(items, "graph path items")?,
+            nodes: read_list(lists, nodes, "graph path nodes")?,
+            items: read_list(lists, items, "graph path items")?,
         }))
     }
 
     /// The paths holding node `id` (a row of the Q-matrix by node).
     pub fn node_paths(&self, id: u64) -> Result<RoaringBitmap> {
-        self.bitmap(GRAPH_NODE_PATHS, id, "graph_node_paths")
-    }
-
-    /// The nodes of path `id` (a row of the Q-matrix by path).
-    pub fn path_nodes(&self, id: u64) -> Result<RoaringBitmap> {
-        self.bitmap(GRAPH_PATH_NODES, id, "graph_path_nodes")
-    }
-
-    fn bitmap(
-        &self,
-        def: TableDefinition<'static, u64, &'static [u8]>,
-        id: u64,
-        what: &'static str,
-    ) -> Result<RoaringBitmap> {
-        let Some(t) = self.table(def)? else {
+        let Some((t, lists)) = self.lists_table(GRAPH_NODE_PATHS, LEGACY_GRAPH_NODE_PATHS)? else {
             return Ok(RoaringBitmap::new());
         };
-        match t.get(id).ctx("read a graph bitmap")? {
+        match t.get(id).ctx("read graph.node_paths")? {
             None => Ok(RoaringBitmap::new()),
-            Some(raw) => RoaringBitmap::deserialize_from(raw.value())
-                .map_err(|e| Error::bad_row(what, id, e)),
+            Some(raw) => read_bitmap(lists, raw.value(), "graph node paths", id),
         }
+    }
+
+    /// The nodes of path `id` (a row of the Q-matrix by path): the set of its node list.
+    pub fn path_nodes(&self, id: u64) -> Result<RoaringBitmap> {
+        let mut bits = RoaringBitmap::new();
+        if let Some(path) = self.path(id)? {
+            for node in path.nodes {
+                bits.insert(bitmap_id(node, "graph path nodes")?);
+            }
+        }
+        Ok(bits)
     }
 
     /// The path an item belongs to and its nodes, if the graph has seen it.
     pub fn item(&self, item: u64) -> Result<Option<(u64, Vec<u64>)>> {
-        let Some(t) = self.table(GRAPH_ITEMS)? else {
+        let Some((t, lists)) = self.lists_table(GRAPH_ITEMS, LEGACY_GRAPH_ITEMS)? else {
             return Ok(None);
         };
-        let Some(row) = t.get(item).ctx("read graph_items")? else {
+        let Some(row) = t.get(item).ctx("read graph.items")? else {
             return Ok(None);
         };
         let (path, nodes) = row.value();
-        Ok(Some((path, bytes_to_u64s(nodes, "graph item nodes")?)))
+        Ok(Some((path, read_list(lists, nodes, "graph item nodes")?)))
     }
 
     /// The items the graph has seen.
     pub(crate) fn seen_items(&self) -> Result<BTreeSet<u64>> {
-        let Some(t) = self.table(GRAPH_ITEMS)? else {
+        let Some((t, _)) = self.lists_table(GRAPH_ITEMS, LEGACY_GRAPH_ITEMS)? else {
             return Ok(BTreeSet::new());
         };
         let mut out = BTreeSet::new();
-        for row in t.iter().ctx("scan graph_items")? {
-            out.insert(row.ctx("scan graph_items")?.0.value());
+        for row in t.iter().ctx("scan graph.items")? {
+            out.insert(row.ctx("scan graph.items")?.0.value());
         }
         Ok(out)
     }
 
     /// Number of items the graph has taken (on a path or, after forgetting, on none).
     pub fn seen_count(&self) -> Result<u64> {
-        let Some(t) = self.table(GRAPH_ITEMS)? else {
+        let Some((t, _)) = self.lists_table(GRAPH_ITEMS, LEGACY_GRAPH_ITEMS)? else {
             return Ok(0);
         };
-        t.len().ctx("count graph_items")
+        t.len().ctx("count graph.items")
     }
 
     /// Number of nodes and of paths.
@@ -447,8 +473,8 @@ impl GraphReader<'_> {
             Some(t) => t.len().ctx("count graph_nodes")?,
             None => 0,
         };
-        let paths = match self.table(GRAPH_PATHS)? {
-            Some(t) => t.len().ctx("count graph_paths")?,
+        let paths = match self.lists_table(GRAPH_PATHS, LEGACY_GRAPH_PATHS)? {
+            Some((t, _)) => t.len().ctx("count graph.paths")?,
             None => 0,
         };
         Ok((nodes, paths))

@@ -2,9 +2,9 @@
 //! item's words do not outlive it in the catalog), and nodes faded by forgetting (ScrapMem
 //! Algorithm 2).
 //!
-//! Deletion: for each deleted item the graph has seen, its `graph_items` row goes; its path
+//! Deletion: for each deleted item the graph has seen, its `graph.items` row goes; its path
 //! loses it and the path's node list is recomputed from the items that remain (order of first
-//! mention kept), and both Q-matrix rows follow; a path left without items is removed; a node
+//! mention kept), and the nodes' rows of the Q-matrix follow; a path left without items is removed; a node
 //! left in no path is purged with its phrase, its aliases and its vector.
 //!
 //! Fading: nodes no longer legible leave their items' rows; each touched path is recomputed the
@@ -19,11 +19,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use redb::{ReadableTable, TableHandle};
 use roaring::RoaringBitmap;
 
+use memdb_formats::id_list;
+
 use super::{
-    GRAPH_ALIASES, GRAPH_ITEMS, GRAPH_NODE_PATHS, GRAPH_NODES, GRAPH_PATH_NODES, GRAPH_PATHS,
-    bitmap_bytes, bitmap_id, bytes_to_u64s, u64s_to_bytes,
+    GRAPH_ALIASES, GRAPH_ITEMS, GRAPH_NODE_PATHS, GRAPH_NODES, GRAPH_PATHS, Lists, bitmap_bytes,
+    bitmap_id, bytes_to_u64s, read_bitmap,
 };
-use crate::error::{CatalogResult, Error, Result};
+use crate::error::{CatalogResult, Result};
 
 /// A path is coherent while it keeps at least this many nodes (Algorithm 2, line 7).
 pub(crate) const MIN_COHERENT_NODES: usize = 2;
@@ -48,7 +50,6 @@ fn has_graph(txn: &redb::WriteTransaction) -> Result<bool> {
 struct GraphTables<'t> {
     items: redb::Table<'t, u64, (u64, &'static [u8])>,
     paths: redb::Table<'t, u64, (&'static str, &'static [u8], &'static [u8])>,
-    path_nodes: redb::Table<'t, u64, &'static [u8]>,
     node_paths: redb::Table<'t, u64, &'static [u8]>,
     nodes: redb::Table<'t, u64, (&'static str, u8, &'static str)>,
     aliases: redb::Table<'t, &'static str, u64>,
@@ -60,29 +61,25 @@ type PathRow = (String, Vec<u64>, Vec<u64>);
 impl<'t> GraphTables<'t> {
     fn open(txn: &'t redb::WriteTransaction) -> Result<GraphTables<'t>> {
         Ok(GraphTables {
-            items: txn.open_table(GRAPH_ITEMS).ctx("open graph_items")?,
-            paths: txn.open_table(GRAPH_PATHS).ctx("open graph_paths")?,
-            path_nodes: txn
-                .open_table(GRAPH_PATH_NODES)
-                .ctx("open graph_path_nodes")?,
+            items: txn.open_table(GRAPH_ITEMS).ctx("open graph.items")?,
+            paths: txn.open_table(GRAPH_PATHS).ctx("open graph.paths")?,
             node_paths: txn
                 .open_table(GRAPH_NODE_PATHS)
-                .ctx("open graph_node_paths")?,
+                .ctx("open graph.node_paths")?,
             nodes: txn.open_table(GRAPH_NODES).ctx("open graph_nodes")?,
             aliases: txn.open_table(GRAPH_ALIASES).ctx("open graph_aliases")?,
         })
     }
 
     fn node_paths_of(&self, id: u64) -> Result<RoaringBitmap> {
-        match self.node_paths.get(id).ctx("read graph_node_paths")? {
+        match self.node_paths.get(id).ctx("read graph.node_paths")? {
             None => Ok(RoaringBitmap::new()),
-            Some(raw) => RoaringBitmap::deserialize_from(raw.value())
-                .map_err(|e| Error::bad_row("graph_node_paths", id, e)),
+            Some(raw) => read_bitmap(Lists::Ids, raw.value(), "graph node paths", id),
         }
     }
 
     fn path(&self, id: u64) -> Result<Option<PathRow>> {
-        let Some(row) = self.paths.get(id).ctx("read graph_paths")? else {
+        let Some(row) = self.paths.get(id).ctx("read graph.paths")? else {
             return Ok(None);
         };
         let (page, nodes, items) = row.value();
@@ -97,7 +94,7 @@ impl<'t> GraphTables<'t> {
     fn nodes_of(&self, items: &[u64]) -> Result<Vec<u64>> {
         let mut out: Vec<u64> = Vec::new();
         for &item in items {
-            if let Some(row) = self.items.get(item).ctx("read graph_items")? {
+            if let Some(row) = self.items.get(item).ctx("read graph.items")? {
                 for n in bytes_to_u64s(row.value().1, "graph item nodes")? {
                     if !out.contains(&n) {
                         out.push(n);
@@ -124,14 +121,13 @@ impl<'t> GraphTables<'t> {
             let mut row = self.node_paths_of(n)?;
             row.remove(path_bit);
             self.node_paths
-                .insert(n, bitmap_bytes(&row)?.as_slice())
-                .ctx("write graph_node_paths")?;
+                .insert(n, bitmap_bytes(&row).as_slice())
+                .ctx("write graph.node_paths")?;
             touched.insert(n);
         }
         match new {
             None => {
-                self.paths.remove(id).ctx("remove graph_paths")?;
-                self.path_nodes.remove(id).ctx("remove graph_path_nodes")?;
+                self.paths.remove(id).ctx("remove graph.paths")?;
             }
             Some((nodes, items)) => {
                 self.paths
@@ -139,18 +135,11 @@ impl<'t> GraphTables<'t> {
                         id,
                         (
                             page,
-                            u64s_to_bytes(nodes).as_slice(),
-                            u64s_to_bytes(items).as_slice(),
+                            id_list::to_bytes(nodes).as_slice(),
+                            id_list::to_bytes(items).as_slice(),
                         ),
                     )
-                    .ctx("write graph_paths")?;
-                let mut bits = RoaringBitmap::new();
-                for &n in nodes {
-                    bits.insert(bitmap_id(n, "node")?);
-                }
-                self.path_nodes
-                    .insert(id, bitmap_bytes(&bits)?.as_slice())
-                    .ctx("write graph_path_nodes")?;
+                    .ctx("write graph.paths")?;
             }
         }
         Ok(())
@@ -164,7 +153,7 @@ impl<'t> GraphTables<'t> {
             if !self.node_paths_of(n)?.is_empty() {
                 continue;
             }
-            self.node_paths.remove(n).ctx("remove graph_node_paths")?;
+            self.node_paths.remove(n).ctx("remove graph.node_paths")?;
             let row = self.nodes.remove(n).ctx("remove graph_nodes")?.map(|r| {
                 let (phrase, _, alias_list) = r.value();
                 (phrase.to_owned(), alias_list.to_owned())
@@ -203,7 +192,7 @@ pub(crate) fn remove_items(txn: &redb::WriteTransaction, items: &[u64]) -> Resul
         let Some(path_id) = g
             .items
             .remove(item)
-            .ctx("remove graph_items")?
+            .ctx("remove graph.items")?
             .map(|row| row.value().0)
         else {
             continue;
@@ -235,7 +224,7 @@ pub(crate) fn fade_nodes(
         let Some((path, item_nodes)) = g
             .items
             .get(item)
-            .ctx("read graph_items")?
+            .ctx("read graph.items")?
             .map(|row| (row.value().0, row.value().1.to_vec()))
         else {
             continue;
@@ -251,8 +240,8 @@ pub(crate) fn fade_nodes(
         }
         faded.incidences += (item_nodes.len() - kept.len()) as u64;
         g.items
-            .insert(item, (path, u64s_to_bytes(&kept).as_slice()))
-            .ctx("write graph_items")?;
+            .insert(item, (path, id_list::to_bytes(&kept).as_slice()))
+            .ctx("write graph.items")?;
         touched_paths.insert(path);
     }
     let mut touched = BTreeSet::new();
@@ -270,8 +259,8 @@ pub(crate) fn fade_nodes(
             // no path: path id 0 is never allocated.
             for &item in &path_items {
                 g.items
-                    .insert(item, (0, [].as_slice()))
-                    .ctx("write graph_items")?;
+                    .insert(item, (0, id_list::to_bytes(&[]).as_slice()))
+                    .ctx("write graph.items")?;
             }
             faded.paths_pruned += 1;
         }

@@ -273,9 +273,7 @@ impl Store {
                     nodes: ids,
                 });
             }
-            let mut nodes_bitmap = RoaringBitmap::new();
             for &node in &order {
-                nodes_bitmap.insert(bitmap_id(node, "node")?);
                 let paths = match node_paths.entry(node) {
                     std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
                     std::collections::hash_map::Entry::Vacant(e) => {
@@ -284,10 +282,6 @@ impl Store {
                 };
                 paths.insert(path_bit);
             }
-            batch.derived(GraphWrite::PathNodes {
-                path,
-                nodes: nodes_bitmap,
-            });
             batch.derived(GraphWrite::Path(GraphPath {
                 id: path,
                 page,

@@ -85,21 +85,35 @@ pub(crate) const GRAPH_NODES: TableDefinition<u64, (&str, u8, &str)> =
     TableDefinition::new("graph_nodes");
 /// Phrase (canonical or alias) → node id.
 pub(crate) const GRAPH_ALIASES: TableDefinition<&str, u64> = TableDefinition::new("graph_aliases");
-/// EM-Path id → (page key, node ids in order as u64 LE, evidence item ids as u64 LE).
+/// EM-Path id → (page key, node ids in order of first mention, evidence item ids), the lists
+/// as `memdb_formats::id_list` (SPEC.md §5.3). Format version 14; it replaced `graph_paths`.
 pub(crate) const GRAPH_PATHS: TableDefinition<u64, (&str, &[u8], &[u8])> =
-    TableDefinition::new("graph_paths");
-/// Q-matrix by node: node id → the paths holding it, a portable roaring bitmap.
+    TableDefinition::new("graph.paths");
+/// Q-matrix by node: node id → the paths holding it, in increasing order, as an id list.
+/// Format version 14; it replaced `graph_node_paths`. (The Q-matrix by path is each path's
+/// node list: `graph_path_nodes`, its bitmap copy, is gone.)
 pub(crate) const GRAPH_NODE_PATHS: TableDefinition<u64, &[u8]> =
+    TableDefinition::new("graph.node_paths");
+/// Versions 3 to 13: `graph.paths` with the lists as u64 LE.
+pub(crate) const LEGACY_GRAPH_PATHS: TableDefinition<u64, (&str, &[u8], &[u8])> =
+    TableDefinition::new("graph_paths");
+/// Versions 3 to 13: `graph.node_paths` as portable roaring bitmaps.
+pub(crate) const LEGACY_GRAPH_NODE_PATHS: TableDefinition<u64, &[u8]> =
     TableDefinition::new("graph_node_paths");
-/// Q-matrix by path: path id → the nodes it holds, a portable roaring bitmap.
-pub(crate) const GRAPH_PATH_NODES: TableDefinition<u64, &[u8]> =
+/// Versions 3 to 13: path id → its nodes as a portable roaring bitmap (what `graph.paths`
+/// lists).
+pub(crate) const LEGACY_GRAPH_PATH_NODES: TableDefinition<u64, &[u8]> =
     TableDefinition::new("graph_path_nodes");
+/// Versions 3 to 13: `graph.items` with the node ids as u64 LE.
+pub(crate) const LEGACY_GRAPH_ITEMS: TableDefinition<u64, (u64, &[u8])> =
+    TableDefinition::new("graph_items");
 /// segment id → the 32-byte random salt its subkey derives from; encrypted stores only
 /// (SPEC.md §3.7). Dropped with the segment's row: crypto-shredding.
 pub(crate) const SEGMENT_KEYS: TableDefinition<u64, &[u8]> = TableDefinition::new("segment_keys");
-/// item id → (path id, the item's node ids as u64 LE): which items the graph has seen.
+/// item id → (path id, the item's node ids as an id list): which items the graph has seen.
+/// Format version 14; it replaced `graph_items`.
 pub(crate) const GRAPH_ITEMS: TableDefinition<u64, (u64, &[u8])> =
-    TableDefinition::new("graph_items");
+    TableDefinition::new("graph.items");
 /// Scrapbook pages (SPEC.md §5.4): local day `YYYY-MM-DD` → (forgetting stage, JPEG quality,
 /// scale in thousandths, the page's JPEG parts as blob ids u64 LE (none: rendered on demand),
 /// layout). Format version 4.
@@ -190,14 +204,18 @@ pub(crate) const KEY_NEXT_PATH: &str = "next_graph_path_id";
 /// space's keys in a table of its own (`vector_keys.<space>`); a version-10 store is read as it
 /// is (its keys through the shared `vector_keys`) and becomes version 12 at its first write,
 /// which moves its keys, so a build that cannot read compressed records or i4 blocks refuses
-/// the store.
-pub(crate) const STORE_FORMAT_VERSION: u64 = 12;
-/// Format of an encrypted store (SPEC.md §3.7, §10): version 12 with its files sealed, a KEY
+/// the store. Version 14 keeps the graph's id lists as varint deltas (`graph.paths`,
+/// `graph.node_paths`, `graph.items`, SPEC.md §5.3) where versions 3 to 13 kept u64 LE lists
+/// and roaring bitmaps (`graph_paths`, `graph_node_paths`, `graph_path_nodes`,
+/// `graph_items`); an older store is read through those and becomes version 14 at its first
+/// write, which rewrites the rows.
+pub(crate) const STORE_FORMAT_VERSION: u64 = 14;
+/// Format of an encrypted store (SPEC.md §3.7, §10): version 14 with its files sealed, a KEY
 /// file and the `segment_keys` table. A store is made encrypted or not and stays so; the
-/// plain format keeps its version. Versions 9 and 11 are encrypted stores of versions 8 and
-/// 10: read as they are, and upgraded at their first write like a plain store of their
+/// plain format keeps its version. Versions 9, 11 and 13 are encrypted stores of versions 8,
+/// 10 and 12: read as they are, and upgraded at their first write like a plain store of their
 /// version, to this version.
-pub(crate) const ENCRYPTED_FORMAT_VERSION: u64 = 13;
+pub(crate) const ENCRYPTED_FORMAT_VERSION: u64 = 15;
 /// The oldest version this build opens.
 pub(crate) const OLDEST_FORMAT_VERSION: u64 = 1;
 
@@ -457,19 +475,19 @@ pub(crate) fn initialise(
 /// `dropped_blobs`, `stale_pages`, `memory_ops`, `valid_time` and `op_batches` (a no-op where
 /// they exist): at creation, and at the first write to an older store, where it also makes the
 /// version-10 changes (the `oplog` rows move to `op_batches`, and to `memory_ops` in a store
-/// from before version 8; `oplog` and `by_time` are dropped) and the version-12 one (the shared
-/// `vector_keys` rows move to one table per space).
+/// from before version 8; `oplog` and `by_time` are dropped), the version-12 one (the shared
+/// `vector_keys` rows move to one table per space) and the version-14 one (the graph's lists
+/// are rewritten as id lists, [`compact_graph_lists`]).
 pub(crate) fn create_later_tables(txn: &redb::WriteTransaction) -> Result<()> {
     split_vector_keys(txn)?;
+    compact_graph_lists(txn)?;
     txn.open_table(PAGES).ctx("create pages")?;
     txn.open_table(GRAPH_NODES).ctx("create graph_nodes")?;
     txn.open_table(GRAPH_ALIASES).ctx("create graph_aliases")?;
-    txn.open_table(GRAPH_PATHS).ctx("create graph_paths")?;
+    txn.open_table(GRAPH_PATHS).ctx("create graph.paths")?;
     txn.open_table(GRAPH_NODE_PATHS)
-        .ctx("create graph_node_paths")?;
-    txn.open_table(GRAPH_PATH_NODES)
-        .ctx("create graph_path_nodes")?;
-    txn.open_table(GRAPH_ITEMS).ctx("create graph_items")?;
+        .ctx("create graph.node_paths")?;
+    txn.open_table(GRAPH_ITEMS).ctx("create graph.items")?;
     txn.open_table(HISTORY).ctx("create history")?;
     txn.open_table(DROPPED_BLOBS).ctx("create dropped_blobs")?;
     txn.open_table(STALE_PAGES).ctx("create stale_pages")?;
@@ -534,6 +552,74 @@ fn split_vector_keys(txn: &redb::WriteTransaction) -> Result<()> {
         }
     }
     txn.delete_table(VECTOR_KEYS).ctx("drop vector_keys")?;
+    Ok(())
+}
+
+/// Rewrites the graph rows of a format-3-to-13 store as format 14 keeps them (a no-op where
+/// `graph_paths` does not exist): `graph_paths`, `graph_node_paths` and `graph_items` move to
+/// `graph.paths`, `graph.node_paths` and `graph.items` with their lists as
+/// `memdb_formats::id_list`, and `graph_path_nodes` (what `graph_paths` lists) is dropped. A
+/// row that does not decode is refused: the commit fails and the store keeps its old tables.
+fn compact_graph_lists(txn: &redb::WriteTransaction) -> Result<()> {
+    use memdb_formats::id_list;
+    use redb::TableHandle;
+    if !has_table(txn, LEGACY_GRAPH_PATHS.name())? {
+        return Ok(());
+    }
+    let legacy_list = |what: &'static str, id: u64, bytes: &[u8]| -> Result<Vec<u8>> {
+        let ids =
+            memdb_formats::u64_list(what, bytes).map_err(|e| crate::Error::bad_row(what, id, e))?;
+        Ok(id_list::to_bytes(&ids))
+    };
+    {
+        let old = txn.open_table(LEGACY_GRAPH_PATHS).ctx("open graph_paths")?;
+        let mut new = txn.open_table(GRAPH_PATHS).ctx("create graph.paths")?;
+        for row in old.iter().ctx("scan graph_paths")? {
+            let (id, value) = row.ctx("scan graph_paths")?;
+            let (page, nodes, items) = value.value();
+            let nodes = legacy_list("graph_paths nodes", id.value(), nodes)?;
+            let items = legacy_list("graph_paths items", id.value(), items)?;
+            new.insert(id.value(), (page, nodes.as_slice(), items.as_slice()))
+                .ctx("move graph_paths")?;
+        }
+    }
+    {
+        let old = txn
+            .open_table(LEGACY_GRAPH_NODE_PATHS)
+            .ctx("open graph_node_paths")?;
+        let mut new = txn
+            .open_table(GRAPH_NODE_PATHS)
+            .ctx("create graph.node_paths")?;
+        for row in old.iter().ctx("scan graph_node_paths")? {
+            let (id, value) = row.ctx("scan graph_node_paths")?;
+            let paths = roaring::RoaringBitmap::deserialize_from(value.value())
+                .map_err(|e| crate::Error::bad_row("graph_node_paths", id.value(), e))?;
+            let paths: Vec<u64> = paths.iter().map(u64::from).collect();
+            new.insert(id.value(), id_list::to_bytes(&paths).as_slice())
+                .ctx("move graph_node_paths")?;
+        }
+    }
+    {
+        let old = txn.open_table(LEGACY_GRAPH_ITEMS).ctx("open graph_items")?;
+        let mut new = txn.open_table(GRAPH_ITEMS).ctx("create graph.items")?;
+        for row in old.iter().ctx("scan graph_items")? {
+            let (id, value) = row.ctx("scan graph_items")?;
+            let (path, nodes) = value.value();
+            let nodes = legacy_list("graph_items nodes", id.value(), nodes)?;
+            new.insert(id.value(), (path, nodes.as_slice()))
+                .ctx("move graph_items")?;
+        }
+    }
+    // `graph_node_paths` and `graph_items` exist wherever `graph_paths` does (format 3 made
+    // them together); deleting a table that is not there is a no-op.
+    txn.delete_table(LEGACY_GRAPH_PATHS)
+        .ctx("drop graph_paths")?;
+    txn.delete_table(LEGACY_GRAPH_NODE_PATHS)
+        .ctx("drop graph_node_paths")?;
+    txn.delete_table(LEGACY_GRAPH_PATH_NODES)
+        .ctx("drop graph_path_nodes")?;
+    txn.delete_table(LEGACY_GRAPH_ITEMS)
+        .ctx("drop graph_items")?;
     Ok(())
 }
 
