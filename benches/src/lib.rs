@@ -327,3 +327,40 @@ pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     out.sort();
     out
 }
+
+/// An embedder that computes each text's vector once (the encoder's time is left out of what is
+/// compared, and a text asked for again costs a lookup).
+pub struct Memo<'a> {
+    encoder: &'a dyn memdb::Embedder,
+    seen: std::sync::Mutex<std::collections::HashMap<String, Vec<f32>>>,
+}
+
+impl<'a> Memo<'a> {
+    /// A memo in front of `encoder`.
+    pub fn new(encoder: &'a dyn memdb::Embedder) -> Self {
+        Memo {
+            encoder,
+            seen: std::sync::Mutex::default(),
+        }
+    }
+}
+
+impl memdb::Embedder for Memo<'_> {
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, memdb::EmbedError> {
+        let mut seen = self
+            .seen
+            .lock()
+            .map_err(|_| memdb::EmbedError::Message("memo lock".into()))?;
+        let missing: Vec<&str> = texts
+            .iter()
+            .copied()
+            .filter(|t| !seen.contains_key(*t))
+            .collect();
+        if !missing.is_empty() {
+            for (text, v) in missing.iter().zip(self.encoder.embed(&missing)?) {
+                seen.insert((*text).to_owned(), v);
+            }
+        }
+        Ok(texts.iter().map(|t| seen[*t].clone()).collect())
+    }
+}

@@ -20,9 +20,8 @@
 //! [-- --rounds N]`.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 use memdb::crypto::{KdfCost, Secret};
@@ -30,35 +29,9 @@ use memdb::forget::{ForgetOptions, Policy};
 use memdb::scrapbook::PageOptions;
 use memdb::{BlobKind, Embedder, IngestItem, IngestOptions, Options, RecallOptions, Store};
 use memdb_benches::{
-    cpu_features, files_under, flag_value, minilm_two_threads, shared_dir, tree_bytes,
+    Memo, cpu_features, files_under, flag_value, minilm_two_threads, shared_dir, tree_bytes,
 };
 use memdb_formats::import::{locomo, photo};
-
-/// Vectors computed once: the encoder's time is left out of what is compared.
-struct Memo<'a> {
-    encoder: &'a dyn Embedder,
-    seen: Mutex<HashMap<String, Vec<f32>>>,
-}
-
-impl Embedder for Memo<'_> {
-    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, memdb::EmbedError> {
-        let mut seen = self
-            .seen
-            .lock()
-            .map_err(|_| memdb::EmbedError::Message("memo lock".into()))?;
-        let missing: Vec<&str> = texts
-            .iter()
-            .copied()
-            .filter(|t| !seen.contains_key(*t))
-            .collect();
-        if !missing.is_empty() {
-            for (text, v) in missing.iter().zip(self.encoder.embed(&missing)?) {
-                seen.insert((*text).to_owned(), v);
-            }
-        }
-        Ok(texts.iter().map(|t| seen[*t].clone()).collect())
-    }
-}
 
 fn percentile(values: &mut [f64], p: f64) -> f64 {
     values.sort_by(f64::total_cmp);
@@ -190,10 +163,7 @@ fn main() {
         flag_value(&args, "--photos").map_or(if quick { 8 } else { 40 }, |v| v.parse().unwrap());
     let shared = shared_dir();
     let (encoder, _) = minilm_two_threads();
-    let memo = Memo {
-        encoder: &encoder,
-        seen: Mutex::new(HashMap::new()),
-    };
+    let memo = Memo::new(&encoder);
 
     let mut items = Vec::new();
     let mut questions = Vec::new();

@@ -13,8 +13,15 @@
 //! ```sh
 //! cargo run --release -p memdb-benches --bin locomo -- [DATA_DIR] [--json OUT] [--skip-peer]
 //!     [--weights DENSE,LEXICAL,GRAPH] [--full-only] [--gate builtin|cv]
-//!     [--item-text sgm|descriptive] [--item-vectors i8|f32|i4] [--node-vectors i4|i8]
+//!     [--item-text sgm|descriptive] [--item-vectors i8|f32|i4] [--node-vectors i4|i8] [--cv]
 //! ```
+//!
+//! `--cv` cross-validates the full recall's fusion parameters across the conversations (issue
+//! 26): every setting of a grid (dense, lexical and graph weights, context share) is run on
+//! every conversation; for each conversation held out, the setting with the best mean of
+//! R@1/5/10/20 over the other conversations' questions is chosen and scored on the held-out
+//! one. The per-fold table and the pooled held-out figures print beside the defaults' row of
+//! the same run, so a parameter tuned on the conversations it is scored on shows as the gap.
 //!
 //! `--node-vectors` is the precision of the graph's node space (`GraphOptions::node_vectors`;
 //! default the engine's, i4), which decides node merges at ingest and matches query phrases.
@@ -41,7 +48,7 @@ use std::time::Instant;
 
 use memdb::{ITEM_VECTORS, Options, RecallOptions, Signals, Store};
 use memdb_benches::{
-    PEER_PYTHON_ENV, flag_value, locomo_turns, peer_python, run_peer_json, shared_dir,
+    Memo, PEER_PYTHON_ENV, flag_value, locomo_turns, peer_python, run_peer_json, shared_dir,
 };
 use memdb_encode::{Encoder, MiniLm, model};
 use memdb_formats::import::locomo;
@@ -65,11 +72,63 @@ struct Question {
     evidence: HashSet<String>,
 }
 
+/// One setting of the cross-validation grid (`--cv`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Tuning {
+    /// Fusion weights of the dense, lexical and graph ranks.
+    weights: [f64; 3],
+    /// `RecallOptions::context_share`.
+    context_share: f64,
+}
+
+impl Tuning {
+    fn defaults() -> Tuning {
+        let d = RecallOptions::default();
+        Tuning {
+            weights: d.weights,
+            context_share: d.context_share,
+        }
+    }
+
+    fn label(&self) -> String {
+        format!(
+            "{} / {} / {} / {}",
+            self.weights[0], self.weights[1], self.weights[2], self.context_share
+        )
+    }
+}
+
+/// The grid `--cv` searches: each weight at half, the same and one and a half times its
+/// default's scale, the context share around its default; the defaults first, so a tie keeps
+/// them.
+fn cv_grid() -> Vec<Tuning> {
+    let defaults = Tuning::defaults();
+    let mut grid = vec![defaults];
+    for dense in [0.5, 1.0, 1.5] {
+        for lexical in [1.0, 1.5, 2.0] {
+            for graph in [0.5, 0.75, 1.0] {
+                for context_share in [0.3, 0.45, 0.6] {
+                    let t = Tuning {
+                        weights: [dense, lexical, graph],
+                        context_share,
+                    };
+                    if t != defaults {
+                        grid.push(t);
+                    }
+                }
+            }
+        }
+    }
+    grid
+}
+
 struct Conversation {
     name: String,
     items: Vec<(String, String)>,
     questions: Vec<Question>,
     rankings: Rankings,
+    /// The full recall's rankings under each `--cv` grid setting, in grid order.
+    tuned: Vec<Vec<Vec<String>>>,
     ingest_s: f64,
     /// Segment and catalog bytes of its store after ingest.
     store_bytes: u64,
@@ -132,6 +191,11 @@ fn main() {
     };
     println!("node vectors stored as {node_precision}");
     let gates = gate_stages(value("--gate").as_deref(), &files);
+    let grid = if args.iter().any(|a| a == "--cv") {
+        cv_grid()
+    } else {
+        Vec::new()
+    };
     let mut conversations = Vec::new();
     let mut search_us: Vec<u64> = Vec::new();
     let mut encode_us: Vec<u64> = Vec::new();
@@ -144,6 +208,7 @@ fn main() {
             [item_precision, node_precision],
             &encoder,
             weights,
+            &grid,
             &mut search_us,
             &mut encode_us,
             &mut graph_us,
@@ -177,7 +242,10 @@ fn main() {
         "store bytes (segments + catalog, all conversations): {bytes}; turns the gate dropped: {dropped} (gate: {})",
         value("--gate").unwrap_or_else(|| "off".into())
     );
-    let report = report(&conversations, &search_us, &encode_us, &graph_us);
+    let mut report = report(&conversations, &search_us, &encode_us, &graph_us);
+    if !grid.is_empty() {
+        report["cross_validation"] = cross_validate(&conversations, &grid);
+    }
     if let Some(parent) = json_out.parent() {
         std::fs::create_dir_all(parent).ok();
     }
@@ -223,6 +291,7 @@ fn run_conversation(
     [item_precision, node_precision]: [memdb::Precision; 2],
     encoder: &MiniLm,
     weights: [f64; 3],
+    grid: &[Tuning],
     search_us: &mut Vec<u64>,
     encode_us: &mut Vec<u64>,
     graph_us: &mut Vec<u64>,
@@ -442,6 +511,30 @@ fn run_conversation(
         }
         rankings.insert(label.to_owned(), per_question);
     }
+    // The grid reuses each question's vectors: only the fusion differs between settings.
+    let memo = Memo::new(encoder);
+    let tuned: Vec<Vec<Vec<String>>> = grid
+        .iter()
+        .map(|t| {
+            let options = RecallOptions {
+                k: 20,
+                weights: t.weights,
+                context_share: t.context_share,
+                ..RecallOptions::default()
+            };
+            questions
+                .iter()
+                .map(|q| {
+                    let recall = store.recall(&q.text, &options, &memo).unwrap();
+                    recall
+                        .hits
+                        .iter()
+                        .map(|h| ext_of[&h.item].clone())
+                        .collect()
+                })
+                .collect()
+        })
+        .collect();
     // The graph's size, for the record.
     let snapshot = store.snapshot().unwrap();
     let (nodes, paths) = snapshot.graph().counts().unwrap();
@@ -455,6 +548,7 @@ fn run_conversation(
         items,
         questions,
         rankings,
+        tuned,
         ingest_s,
         store_bytes,
         gate_dropped,
@@ -528,6 +622,100 @@ fn run_peer(
 }
 
 /// Recall@k of one ranking: the share of the evidence in its first k.
+/// Sums of Recall@k (k in [`KS`]) over `questions` ranked by `lists`, and per category the sum
+/// of Recall@10 and the count.
+fn recall_sums(questions: &[Question], lists: &[Vec<String>]) -> ([f64; 4], [(f64, usize); 5]) {
+    let mut sums = [0.0; 4];
+    let mut by_cat = [(0.0, 0); 5];
+    for (q, list) in questions.iter().zip(lists) {
+        for (slot, &k) in KS.iter().enumerate() {
+            sums[slot] += recall_at(list, &q.evidence, k);
+        }
+        if let Some(c) = by_cat.get_mut(usize::from(q.category).wrapping_sub(1)) {
+            c.0 += recall_at(list, &q.evidence, 10);
+            c.1 += 1;
+        }
+    }
+    (sums, by_cat)
+}
+
+/// The `--cv` table: per held-out conversation the grid setting chosen on the others (best
+/// mean of R@1/5/10/20 over their questions, the earlier setting on a tie) and its figures on
+/// the held-out questions; then the held-out questions pooled, and the defaults on all.
+fn cross_validate(conversations: &[Conversation], grid: &[Tuning]) -> Value {
+    println!(
+        "
+cross-validated full recall: {} settings (dense / lexical / graph weights / context share), each fold tuned on the other conversations and scored on its own
+",
+        grid.len()
+    );
+    println!(
+        "| held out | questions | chosen | R@1 | R@5 | R@10 | R@20 | R@10 cat 1 | cat 2 | cat 3 | cat 4 | cat 5 |"
+    );
+    println!("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    let row = |name: &str, n: usize, chosen: &str, sums: [f64; 4], cats: [(f64, usize); 5]| {
+        let pct = |v: f64, n: usize| if n == 0 { 0.0 } else { 100.0 * v / n as f64 };
+        let r: Vec<f64> = sums.iter().map(|v| pct(*v, n)).collect();
+        let c: Vec<f64> = cats.iter().map(|(v, n)| pct(*v, *n)).collect();
+        println!(
+            "| {name} | {n} | {chosen} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |",
+            r[0], r[1], r[2], r[3], c[0], c[1], c[2], c[3], c[4]
+        );
+        json!({
+            "held_out": name, "questions": n, "chosen": chosen,
+            "recall_at": {"1": r[0], "5": r[1], "10": r[2], "20": r[3]},
+            "recall_at_10_by_category": c,
+        })
+    };
+    let add = |into: &mut ([f64; 4], [(f64, usize); 5]),
+               (sums, cats): ([f64; 4], [(f64, usize); 5])| {
+        for (a, b) in into.0.iter_mut().zip(sums) {
+            *a += b;
+        }
+        for (a, b) in into.1.iter_mut().zip(cats) {
+            a.0 += b.0;
+            a.1 += b.1;
+        }
+    };
+    let mut folds = Vec::new();
+    let mut pooled = ([0.0; 4], [(0.0, 0); 5]);
+    let mut defaults = ([0.0; 4], [(0.0, 0); 5]);
+    for (held, conv) in conversations.iter().enumerate() {
+        let mut best = (0, f64::NEG_INFINITY);
+        for g in 0..grid.len() {
+            let objective: f64 = conversations
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| *i != held)
+                .map(|(_, c)| recall_sums(&c.questions, &c.tuned[g]).0.iter().sum::<f64>())
+                .sum();
+            if objective > best.1 {
+                best = (g, objective);
+            }
+        }
+        let scored = recall_sums(&conv.questions, &conv.tuned[best.0]);
+        folds.push(row(
+            &conv.name,
+            conv.questions.len(),
+            &grid[best.0].label(),
+            scored.0,
+            scored.1,
+        ));
+        add(&mut pooled, scored);
+        add(&mut defaults, recall_sums(&conv.questions, &conv.tuned[0]));
+    }
+    let total: usize = conversations.iter().map(|c| c.questions.len()).sum();
+    let pooled = row("pooled held-out", total, "per fold", pooled.0, pooled.1);
+    let defaults = row(
+        "defaults (same run)",
+        total,
+        &grid[0].label(),
+        defaults.0,
+        defaults.1,
+    );
+    json!({"settings": grid.len(), "folds": folds, "pooled": pooled, "defaults": defaults})
+}
+
 fn recall_at(ranking: &[String], evidence: &HashSet<String>, k: usize) -> f64 {
     let found = ranking
         .iter()
