@@ -235,7 +235,7 @@ pub(crate) fn apply(
         GraphWrite::NodePaths { node, paths } => {
             txn.open_table(GRAPH_NODE_PATHS)
                 .ctx("open graph.node_paths")?
-                .insert(node, bitmap_bytes(&paths).as_slice())
+                .insert(node, id_set_bytes(&paths).as_slice())
                 .ctx("write graph.node_paths")?;
         }
         GraphWrite::Item { item, path, nodes } => {
@@ -259,7 +259,7 @@ pub(crate) fn apply(
 }
 
 /// A set of ids (a node's paths) as an id list, in increasing order.
-fn bitmap_bytes(bitmap: &RoaringBitmap) -> Vec<u8> {
+fn id_set_bytes(bitmap: &RoaringBitmap) -> Vec<u8> {
     let ids: Vec<u64> = bitmap.iter().map(u64::from).collect();
     id_list::to_bytes(&ids)
 }
@@ -272,17 +272,17 @@ enum Lists {
     Legacy,
 }
 
-/// A graph row's list of ids (`what` names the table and column).
-fn bytes_to_u64s(bytes: &[u8], what: &'static str) -> Result<Vec<u64>> {
-    read_list(Lists::Ids, bytes, what)
+/// The list of ids of row `id` (`what` names the table and column).
+fn bytes_to_u64s(bytes: &[u8], what: &'static str, id: u64) -> Result<Vec<u64>> {
+    read_list(Lists::Ids, bytes, what, id)
 }
 
-fn read_list(lists: Lists, bytes: &[u8], what: &'static str) -> Result<Vec<u64>> {
+fn read_list(lists: Lists, bytes: &[u8], what: &'static str, id: u64) -> Result<Vec<u64>> {
     match lists {
         Lists::Ids => id_list::decode(what, bytes),
         Lists::Legacy => memdb_formats::u64_list(what, bytes),
     }
-    .map_err(|e| Error::bad_row("graph", what, e))
+    .map_err(|e| Error::bad_row(what, id, e))
 }
 
 /// A set of ids as a bitmap; every id must fit it (u32).
@@ -290,7 +290,7 @@ fn read_bitmap(lists: Lists, bytes: &[u8], what: &'static str, id: u64) -> Resul
     match lists {
         Lists::Ids => {
             let mut bits = RoaringBitmap::new();
-            for member in read_list(lists, bytes, what)? {
+            for member in read_list(lists, bytes, what, id)? {
                 bits.insert(bitmap_id(member, what)?);
             }
             Ok(bits)
@@ -408,8 +408,8 @@ impl GraphReader<'_> {
         Ok(Some(GraphPath {
             id,
             page: page.to_owned(),
-            nodes: read_list(lists, nodes, "graph path nodes")?,
-            items: read_list(lists, items, "graph path items")?,
+            nodes: read_list(lists, nodes, "graph path nodes", id)?,
+            items: read_list(lists, items, "graph path items", id)?,
         }))
     }
 
@@ -444,7 +444,10 @@ impl GraphReader<'_> {
             return Ok(None);
         };
         let (path, nodes) = row.value();
-        Ok(Some((path, read_list(lists, nodes, "graph item nodes")?)))
+        Ok(Some((
+            path,
+            read_list(lists, nodes, "graph item nodes", item)?,
+        )))
     }
 
     /// The items the graph has seen.

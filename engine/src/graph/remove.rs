@@ -22,8 +22,8 @@ use roaring::RoaringBitmap;
 use memdb_formats::id_list;
 
 use super::{
-    GRAPH_ALIASES, GRAPH_ITEMS, GRAPH_NODE_PATHS, GRAPH_NODES, GRAPH_PATHS, Lists, bitmap_bytes,
-    bitmap_id, bytes_to_u64s, read_bitmap,
+    GRAPH_ALIASES, GRAPH_ITEMS, GRAPH_NODE_PATHS, GRAPH_NODES, GRAPH_PATHS, Lists, bitmap_id,
+    bytes_to_u64s, id_set_bytes, read_bitmap,
 };
 use crate::error::{CatalogResult, Result};
 
@@ -85,8 +85,8 @@ impl<'t> GraphTables<'t> {
         let (page, nodes, items) = row.value();
         Ok(Some((
             page.to_owned(),
-            bytes_to_u64s(nodes, "graph path nodes")?,
-            bytes_to_u64s(items, "graph path items")?,
+            bytes_to_u64s(nodes, "graph path nodes", id)?,
+            bytes_to_u64s(items, "graph path items", id)?,
         )))
     }
 
@@ -95,7 +95,7 @@ impl<'t> GraphTables<'t> {
         let mut out: Vec<u64> = Vec::new();
         for &item in items {
             if let Some(row) = self.items.get(item).ctx("read graph.items")? {
-                for n in bytes_to_u64s(row.value().1, "graph item nodes")? {
+                for n in bytes_to_u64s(row.value().1, "graph item nodes", item)? {
                     if !out.contains(&n) {
                         out.push(n);
                     }
@@ -121,7 +121,7 @@ impl<'t> GraphTables<'t> {
             let mut row = self.node_paths_of(n)?;
             row.remove(path_bit);
             self.node_paths
-                .insert(n, bitmap_bytes(&row).as_slice())
+                .insert(n, id_set_bytes(&row).as_slice())
                 .ctx("write graph.node_paths")?;
             touched.insert(n);
         }
@@ -229,7 +229,7 @@ pub(crate) fn fade_nodes(
         else {
             continue;
         };
-        let item_nodes = bytes_to_u64s(&item_nodes, "graph item nodes")?;
+        let item_nodes = bytes_to_u64s(&item_nodes, "graph item nodes", item)?;
         let kept: Vec<u64> = item_nodes
             .iter()
             .copied()
