@@ -129,6 +129,9 @@ struct Conversation {
     rankings: Rankings,
     /// The full recall's rankings under each `--cv` grid setting, in grid order.
     tuned: Vec<Vec<Vec<String>>>,
+    /// Per question, the defaults' fused top `RERANK_DEPTH` (no reranker) with each
+    /// candidate's reranker features (`--cv`).
+    candidates: Vec<Vec<(String, memdb::Features)>>,
     ingest_s: f64,
     /// Segment and catalog bytes of its store after ingest.
     store_bytes: u64,
@@ -424,9 +427,10 @@ fn run_conversation(
         graph: false,
         place: false,
     };
-    let mut modes: Vec<(&str, Signals, &str, f64)> = vec![
-        ("memdb flat f32", dense_only, f32_space, 0.0),
-        ("memdb flat i8", dense_only, i8_space, 0.0),
+    // (label, signals, dense space, context share, reranker)
+    let mut modes: Vec<(&str, Signals, &str, f64, bool)> = vec![
+        ("memdb flat f32", dense_only, f32_space, 0.0, false),
+        ("memdb flat i8", dense_only, i8_space, 0.0, false),
         (
             "memdb lexical (BM25)",
             Signals {
@@ -437,6 +441,7 @@ fn run_conversation(
             },
             ITEM_VECTORS,
             0.0,
+            false,
         ),
         (
             "memdb path overlap",
@@ -448,18 +453,28 @@ fn run_conversation(
             },
             ITEM_VECTORS,
             0.0,
+            false,
         ),
         (
             "memdb full recall",
             Signals::ALL,
             ITEM_VECTORS,
             RecallOptions::default().context_share,
+            true,
+        ),
+        (
+            "ablation: full recall without the reranker",
+            Signals::ALL,
+            ITEM_VECTORS,
+            RecallOptions::default().context_share,
+            false,
         ),
         (
             "ablation: full recall without context spread",
             Signals::ALL,
             ITEM_VECTORS,
             0.0,
+            true,
         ),
         (
             "ablation: full recall without the graph",
@@ -471,14 +486,15 @@ fn run_conversation(
             },
             ITEM_VECTORS,
             RecallOptions::default().context_share,
+            true,
         ),
     ];
     if item_precision == memdb::Precision::I4 {
-        modes.push(("memdb flat i4", dense_only, ITEM_VECTORS, 0.0));
+        modes.push(("memdb flat i4", dense_only, ITEM_VECTORS, 0.0, false));
     }
     let full_only = std::env::args().any(|a| a == "--full-only");
     let mut rankings = BTreeMap::new();
-    for (label, signals, space, context_share) in modes {
+    for (label, signals, space, context_share, rerank) in modes {
         let is_full = label == "memdb full recall";
         if full_only && !is_full {
             continue;
@@ -489,6 +505,7 @@ fn run_conversation(
             context_share,
             dense_space: space.to_owned(),
             weights,
+            reranker: rerank.then(|| std::sync::Arc::new(memdb::Reranker::learned())),
             ..RecallOptions::default()
         };
         let mut per_question = Vec::new();
@@ -513,13 +530,39 @@ fn run_conversation(
     }
     // The grid reuses each question's vectors: only the fusion differs between settings.
     let memo = Memo::new(encoder);
+    // The defaults without the reranker: its candidates, with the features it would read.
+    let candidates: Vec<Vec<(String, memdb::Features)>> = if grid.is_empty() {
+        Vec::new()
+    } else {
+        let options = RecallOptions {
+            k: memdb::RERANK_DEPTH,
+            reranker: None,
+            ..RecallOptions::default()
+        };
+        questions
+            .iter()
+            .map(|q| {
+                let recall = store.recall(&q.text, &options, &memo).unwrap();
+                recall
+                    .hits
+                    .iter()
+                    .map(|h| {
+                        let features = h.explanation.features.expect("features of the top");
+                        (ext_of[&h.item].clone(), features)
+                    })
+                    .collect()
+            })
+            .collect()
+    };
     let tuned: Vec<Vec<Vec<String>>> = grid
         .iter()
         .map(|t| {
+            // The fusion alone: the shipped reranker was fitted on these conversations.
             let options = RecallOptions {
                 k: 20,
                 weights: t.weights,
                 context_share: t.context_share,
+                reranker: None,
                 ..RecallOptions::default()
             };
             questions
@@ -549,6 +592,7 @@ fn run_conversation(
         questions,
         rankings,
         tuned,
+        candidates,
         ingest_s,
         store_bytes,
         gate_dropped,
@@ -713,7 +757,81 @@ cross-validated full recall: {} settings (dense / lexical / graph weights / cont
         defaults.0,
         defaults.1,
     );
-    json!({"settings": grid.len(), "folds": folds, "pooled": pooled, "defaults": defaults})
+
+    // The reranker (issue 26): fitted on four conversations' candidates, scored on the fifth.
+    println!(
+        "\nfull recall with the reranker cross-validated: a logistic model over the {} features of the fused top {} (no reranker), fitted on the other conversations, scored on its own\n",
+        memdb::FEATURES,
+        memdb::RERANK_DEPTH
+    );
+    println!(
+        "| held out | questions | fitted on | R@1 | R@5 | R@10 | R@20 | R@10 cat 1 | cat 2 | cat 3 | cat 4 | cat 5 |"
+    );
+    println!("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    let labelled = |c: &Conversation| -> Vec<(memdb::Features, bool)> {
+        c.questions
+            .iter()
+            .zip(&c.candidates)
+            .flat_map(|(q, cands)| cands.iter().map(|(ext, f)| (*f, q.evidence.contains(ext))))
+            .collect()
+    };
+    let mut rerank_folds = Vec::new();
+    let mut rerank_pooled = ([0.0; 4], [(0.0, 0); 5]);
+    for (held, conv) in conversations.iter().enumerate() {
+        let train: Vec<(memdb::Features, bool)> = conversations
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != held)
+            .flat_map(|(_, c)| labelled(c))
+            .collect();
+        let model = memdb::Reranker::fit(&train);
+        let lists: Vec<Vec<String>> = conv
+            .candidates
+            .iter()
+            .map(|cands| {
+                let mut scored: Vec<(f64, usize, &String)> = cands
+                    .iter()
+                    .enumerate()
+                    .map(|(at, (ext, f))| (model.probability(f), at, ext))
+                    .collect();
+                scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+                scored.into_iter().map(|(_, _, ext)| ext.clone()).collect()
+            })
+            .collect();
+        let scored = recall_sums(&conv.questions, &lists);
+        let others: Vec<&str> = conversations
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != held)
+            .map(|(_, c)| c.name.as_str())
+            .collect();
+        rerank_folds.push(row(
+            &conv.name,
+            conv.questions.len(),
+            &others.join(", "),
+            scored.0,
+            scored.1,
+        ));
+        add(&mut rerank_pooled, scored);
+    }
+    let rerank_pooled = row(
+        "pooled held-out",
+        total,
+        "the other four",
+        rerank_pooled.0,
+        rerank_pooled.1,
+    );
+    let all: Vec<(memdb::Features, bool)> = conversations.iter().flat_map(labelled).collect();
+    let fitted = memdb::Reranker::fit(&all);
+    println!(
+        "\nreranker weights fitted on all {} conversations (what the engine ships as Reranker::learned): {:?}",
+        conversations.len(),
+        fitted.weights
+    );
+    json!({
+        "settings": grid.len(), "folds": folds, "pooled": pooled, "defaults": defaults,
+        "reranker": {"folds": rerank_folds, "pooled": rerank_pooled, "fitted_on_all": fitted.weights.to_vec()},
+    })
 }
 
 fn recall_at(ranking: &[String], evidence: &HashSet<String>, k: usize) -> f64 {
