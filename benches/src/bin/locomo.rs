@@ -530,52 +530,46 @@ fn run_conversation(
     }
     // The grid reuses each question's vectors: only the fusion differs between settings.
     let memo = Memo::new(encoder);
+    let hits_of = |options: &RecallOptions| -> Vec<Vec<memdb::RecallHit>> {
+        questions
+            .iter()
+            .map(|q| store.recall(&q.text, options, &memo).unwrap().hits)
+            .collect()
+    };
     // The defaults without the reranker: its candidates, with the features it would read.
     let candidates: Vec<Vec<(String, memdb::Features)>> = if grid.is_empty() {
         Vec::new()
     } else {
-        let options = RecallOptions {
+        hits_of(&RecallOptions {
             k: memdb::RERANK_DEPTH,
             reranker: None,
             ..RecallOptions::default()
-        };
-        questions
-            .iter()
-            .map(|q| {
-                let recall = store.recall(&q.text, &options, &memo).unwrap();
-                recall
-                    .hits
-                    .iter()
-                    .map(|h| {
-                        let features = h.explanation.features.expect("features of the top");
-                        (ext_of[&h.item].clone(), features)
-                    })
-                    .collect()
-            })
-            .collect()
+        })
+        .into_iter()
+        .map(|hits| {
+            hits.iter()
+                .map(|h| {
+                    let features = h.explanation.features.expect("features of the top");
+                    (ext_of[&h.item].clone(), features)
+                })
+                .collect()
+        })
+        .collect()
     };
+    // The fusion alone: the shipped reranker was fitted on these conversations.
     let tuned: Vec<Vec<Vec<String>>> = grid
         .iter()
         .map(|t| {
-            // The fusion alone: the shipped reranker was fitted on these conversations.
-            let options = RecallOptions {
+            hits_of(&RecallOptions {
                 k: 20,
                 weights: t.weights,
                 context_share: t.context_share,
                 reranker: None,
                 ..RecallOptions::default()
-            };
-            questions
-                .iter()
-                .map(|q| {
-                    let recall = store.recall(&q.text, &options, &memo).unwrap();
-                    recall
-                        .hits
-                        .iter()
-                        .map(|h| ext_of[&h.item].clone())
-                        .collect()
-                })
-                .collect()
+            })
+            .into_iter()
+            .map(|hits| hits.iter().map(|h| ext_of[&h.item].clone()).collect())
+            .collect()
         })
         .collect();
     // The graph's size, for the record.
