@@ -4,8 +4,8 @@
 //!
 //! Deletion: for each deleted item the graph has seen, its `graph.items` row goes; its path
 //! loses it and the path's node list is recomputed from the items that remain (order of first
-//! mention kept), and the nodes' rows of the Q-matrix follow; a path left without items is removed; a node
-//! left in no path is purged with its phrase, its aliases and its vector.
+//! mention kept), and the nodes' rows of the Q-matrix follow; a path left without items is
+//! removed; a node left in no path is purged with its phrase, its aliases and its vector.
 //!
 //! Fading: nodes no longer legible leave their items' rows; each touched path is recomputed the
 //! same way, and one left with fewer than [`MIN_COHERENT_NODES`] nodes has lost coherence and is

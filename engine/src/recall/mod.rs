@@ -14,9 +14,10 @@
 //! The signals are fused by weighted reciprocal rank; then each chat turn among the candidates
 //! lends a share of its fused score to the turns before and after it in its EM-Path
 //! (conversation context: an answer is often the turn after the one that names the topic).
-//! A learned reranker ([`rerank`]) then reorders the fused top candidates (first rank: which of
-//! the turns on the topic holds the answer). Every hit carries its explanation: its rank under each signal, the graph nodes it matched,
-//! the place of the question it is at, and its path and page.
+//! A learned reranker ([`rerank`]) then reorders the chat turns among the fused top candidates
+//! (first rank: which of the turns on the topic holds the answer). Every hit carries its
+//! explanation: its rank under each signal, the graph nodes it matched, the place of the
+//! question it is at, and its path and page.
 //!
 //! A query node that is an identifier (a phrase with a digit, not a date or an amount: a camera
 //! model) matches only the graph node of the same phrase, never one that merely embeds alike,
@@ -597,14 +598,18 @@ fn recall_in(
     hits.truncate(options.k.max(RERANK_DEPTH));
     let best = hits.first().map_or(1.0, |h| h.score.max(f64::MIN_POSITIVE));
     let words = rerank::question_words(question);
+    // Each candidate's graph row, read once: its matched nodes are a feature here and its
+    // explanation below.
+    let mut graph_rows: HashMap<u64, Option<(u64, Vec<u64>)>> = HashMap::new();
     for (at, hit) in hits.iter_mut().enumerate() {
-        let matched = match graph.item(hit.item)? {
-            Some((_, item_nodes)) => item_nodes
+        let row = graph.item(hit.item)?;
+        let matched = row.as_ref().map_or(0, |(_, item_nodes)| {
+            item_nodes
                 .iter()
                 .filter(|n| matched_nodes.contains_key(n))
-                .count(),
-            None => 0,
-        };
+                .count()
+        });
+        graph_rows.insert(hit.item, row);
         let cues = index
             .rows
             .get(&hit.item)
@@ -648,7 +653,11 @@ fn recall_in(
     hits.truncate(options.k);
     for hit in &mut hits {
         hit.explanation.place = at_place.remove(&hit.item);
-        if let Some((path, item_nodes)) = graph.item(hit.item)? {
+        let row = match graph_rows.remove(&hit.item) {
+            Some(row) => row,
+            None => graph.item(hit.item)?,
+        };
+        if let Some((path, item_nodes)) = row {
             hit.explanation.nodes = item_nodes
                 .iter()
                 .filter_map(|n| matched_nodes.get(n).map(|(_, p)| p.clone()))
