@@ -103,12 +103,8 @@ fn forget_text(r: &ForgetReport) -> String {
         String::new()
     } else {
         format!(
-            "\n{} pages composed first; {} paths pruned, {} nodes purged; store {} → {} bytes",
-            r.pages_composed,
-            r.paths_pruned,
-            r.nodes_purged,
-            r.store_bytes_before,
-            r.store_bytes_after
+            "\n{} pages composed first; store {} → {} bytes",
+            r.pages_composed, r.store_bytes_before, r.store_bytes_after
         )
     };
     format!("{}\n{t}{tail}", block.title.unwrap_or_default())

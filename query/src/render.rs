@@ -568,7 +568,6 @@ pub fn forget_json(r: &memdb::forget::ForgetReport) -> Value {
     json!({
         "policy": r.policy, "as_of": r.as_of, "dry_run": r.dry_run,
         "pages_composed": r.pages_composed, "bytes_saved": r.bytes_saved(),
-        "paths_pruned": r.paths_pruned, "nodes_purged": r.nodes_purged,
         "store_bytes_before": r.store_bytes_before, "store_bytes_after": r.store_bytes_after,
         "originals": r.originals.iter().map(|o| json!({
             "item": o.item, "external_id": o.external_id, "blob": o.blob, "bytes": o.bytes,

@@ -1,7 +1,8 @@
 //! Scrapbook pages and optical forgetting through the public API: Recent pages are faithful
 //! (photos at min(own, 1024) px on the long side, no text under 12 px); forgetting is
 //! monotone, idempotent, and a dry run writes nothing yet reports what the run then does; the
-//! saliency-aware layout keeps names, dates and amounts legible a stage longer.
+//! saliency-aware layout keeps names, dates and amounts legible a stage longer; faded nodes
+//! leave their items and stay on their day's path until one of its items is deleted.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use memdb::forget::{ForgetOptions, Policy, legible};
@@ -364,6 +365,105 @@ fn salient_nodes_stay_legible_a_stage_longer_with_the_saliency_aware_layout() {
     assert_eq!(with.1, with.0, "every salient node survives at 22 px × 0.6");
     // The model behind it: 22 px survives the Old stage, 14 px does not.
     assert!(legible(22, 0.6, 40) && !legible(14, 0.6, 40) && legible(14, 0.85, 70));
+}
+
+/// Each path's nodes and each item's (path, nodes).
+type GraphShape = (
+    std::collections::BTreeMap<u64, Vec<u64>>,
+    std::collections::BTreeMap<u64, (u64, Vec<u64>)>,
+);
+
+fn graph_shape(store: &Store) -> GraphShape {
+    let snap = store.snapshot().unwrap();
+    let graph = snap.graph();
+    let mut items = std::collections::BTreeMap::new();
+    for id in snap.item_ids().unwrap() {
+        if let Some(row) = graph.item(id).unwrap() {
+            items.insert(id, row);
+        }
+    }
+    let paths = items
+        .values()
+        .map(|(p, _)| (*p, graph.path(*p).unwrap().unwrap().nodes))
+        .collect();
+    (paths, items)
+}
+
+#[test]
+fn faded_nodes_leave_their_items_but_their_day_keeps_them_until_an_item_goes() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::create(dir.path().join("s"), Options::default()).unwrap();
+    add_chats(&store);
+    store
+        .compose_pages(PageOptions::default(), &mut |_, _| {})
+        .unwrap();
+    let (paths_before, items_before) = graph_shape(&store);
+    let report = forget(&store, "timed-gentle", "2030-01-01", false);
+    let faded: u64 = report.stages.iter().map(|s| s.nodes_faded).sum();
+    assert!(faded > 0);
+    let (paths_after, items_after) = graph_shape(&store);
+
+    // The items lost exactly the incidences reported, and stay on their paths.
+    let incidences = |items: &std::collections::BTreeMap<u64, (u64, Vec<u64>)>| -> usize {
+        items.values().map(|(_, n)| n.len()).sum()
+    };
+    assert_eq!(
+        incidences(&items_before) - incidences(&items_after),
+        faded as usize
+    );
+    for (id, (path, nodes)) in &items_after {
+        let (path_before, nodes_before) = &items_before[id];
+        assert_eq!(path, path_before);
+        assert!(nodes.iter().all(|n| nodes_before.contains(n)));
+    }
+    // Every day keeps its gist: the same nodes, each still a node with its Q-matrix bit.
+    assert_eq!(paths_after, paths_before);
+    {
+        let snap = store.snapshot().unwrap();
+        let graph = snap.graph();
+        for (&path, nodes) in &paths_after {
+            for &n in nodes {
+                assert!(graph.node(n).unwrap().is_some(), "node {n} purged");
+                assert!(graph.node_paths(n).unwrap().contains(path as u32));
+            }
+        }
+    }
+    // A second run changes nothing (idempotent).
+    forget(&store, "timed-gentle", "2030-01-01", false);
+    assert_eq!(
+        graph_shape(&store),
+        (paths_after.clone(), items_after.clone())
+    );
+
+    // Deleting a turn of a day recomputes that day's nodes from the turns left: the gist,
+    // which no longer says which turn it came from, goes with it, and nodes no path holds
+    // any more are purged.
+    let (&gone, &(day_path, _)) = items_after
+        .iter()
+        .find(|(_, (p, _))| items_after.values().filter(|(q, _)| q == p).count() > 1)
+        .unwrap();
+    let mut batch = store.batch();
+    batch.delete(gone);
+    batch.commit().unwrap();
+    let (paths_deleted, items_deleted) = graph_shape(&store);
+    let mut left: Vec<u64> = Vec::new();
+    for (_, (p, nodes)) in items_deleted.iter().filter(|(_, (p, _))| *p == day_path) {
+        assert_eq!(*p, day_path);
+        for n in nodes {
+            if !left.contains(n) {
+                left.push(*n);
+            }
+        }
+    }
+    assert_eq!(paths_deleted[&day_path], left);
+    assert!(left.len() < paths_after[&day_path].len());
+    let snap = store.snapshot().unwrap();
+    let graph = snap.graph();
+    for n in paths_after[&day_path].iter().filter(|n| !left.contains(n)) {
+        let elsewhere = paths_deleted.values().any(|nodes| nodes.contains(n));
+        assert_eq!(graph.node(*n).unwrap().is_some(), elsewhere, "node {n}");
+    }
+    assert!(store.check().unwrap().is_clean());
 }
 
 /// A unit vector that depends on `seed` only (no two seeds alike).

@@ -8,7 +8,8 @@
 //! overhead), the saving against the raw inputs, LoCoMo Recall@10 after forgetting (DESIGN.md
 //! §6 protocol, full recall), and how many salient graph incidences (names, dates, amounts)
 //! survive with and without the saliency-aware layout. A stress row runs LoCoMo under
-//! timed-gentle as of 2030-01-01, when every page is Old. Also: what text-only pages would cost
+//! timed-gentle as of 2030-01-01, when every page is Old, then split in two: its Old stage's
+//! vector precision alone, and its pages (the graph nodes that fade) alone. Also: what text-only pages would cost
 //! stored as pixels (they are rendered on demand), and JPEG re-encode throughput (MB/s of
 //! input) against Pillow on the same pages, when `MEMDB_PEER_PYTHON` (or python3) has Pillow.
 //!
@@ -331,20 +332,30 @@ fn main() {
     // LoCoMo under timed-gentle when every page is Old (its conversations are from 2022–2023,
     // so as of their newest day none is older than the 730 days of the Old stage).
     let stress = jiff::civil::date(2030, 1, 1);
-    let mut runs: Vec<(String, &str, Option<jiff::civil::Date>)> = BUILTIN_POLICIES
+    let mut runs: Vec<(String, Policy, Option<jiff::civil::Date>)> = BUILTIN_POLICIES
         .iter()
         .filter(|p| picked("--policies", p))
-        .map(|p| ((*p).to_owned(), *p, None))
+        .map(|p| ((*p).to_owned(), Policy::builtin(p).unwrap(), None))
         .collect();
     if picked("--policies", "stress") {
+        let gentle = Policy::builtin("timed-gentle").unwrap();
         runs.push((
             format!("timed-gentle as of {stress}"),
-            "timed-gentle",
+            gentle.clone(),
             Some(stress),
         ));
+        // What the stress row loses, split: the Old stage's vector precision alone (pages
+        // kept as they are), then its pages alone (vectors kept at full precision).
+        let mut vectors_only = gentle.clone();
+        let mut pages_only = gentle;
+        for (v, p) in vectors_only.stages.iter_mut().zip(&mut pages_only.stages) {
+            (v.quality, v.scale, v.keep_originals) = (100, 1.0, true);
+            p.vectors = memdb_vectors::Precision::F32;
+        }
+        runs.push(("  its vectors only".to_owned(), vectors_only, Some(stress)));
+        runs.push(("  its pages only".to_owned(), pages_only, Some(stress)));
     }
-    for (label, policy_name, as_of_override) in &runs {
-        let policy = Policy::builtin(policy_name).unwrap();
+    for (label, policy, as_of_override) in &runs {
         let policy_name = label.as_str();
         for corpus in corpora
             .iter()
@@ -366,7 +377,7 @@ fn main() {
                     let (s0, _) = incidences(&store);
                     let report = store
                         .forget(
-                            &policy,
+                            policy,
                             as_of,
                             ForgetOptions {
                                 dry_run: false,

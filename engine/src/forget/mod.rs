@@ -1,6 +1,7 @@
 //! Optical forgetting as compaction (ScrapMem §4.3, Algorithm 2): as pages age, a policy
 //! re-encodes them at lower JPEG quality and scale, drops photo originals, and fades from the
-//! EM-Graph the nodes a smaller page can no longer show.
+//! EM-Graph's items the nodes a smaller page can no longer show (their day's path keeps them as
+//! its gist: see `graph::remove`).
 //!
 //! Plan, then apply. [`Store::plan_forget`] reads a snapshot, decides every page's new stage
 //! from its age on the `as_of` day and re-encodes the changed parts in parallel (crossbeam
@@ -101,10 +102,6 @@ pub struct ForgetReport {
     pub stages: Vec<StageReport>,
     /// Every photo original dropped (or that would be), in day order.
     pub originals: Vec<OriginalDrop>,
-    /// Paths pruned because they lost coherence (0 in a dry run).
-    pub paths_pruned: u64,
-    /// Nodes purged because no path held them any more (0 in a dry run).
-    pub nodes_purged: u64,
     /// Store bytes (catalog and segments) before and after (equal in a dry run).
     pub store_bytes_before: u64,
     /// See `store_bytes_before`.
@@ -252,7 +249,6 @@ impl Store {
         let compact = CompactOptions {
             victims: Victims::Segments(victims.into_iter().collect()),
         };
-        let mut faded = crate::graph::Faded::default();
         self.compact_with(
             &compact,
             &mut hook,
@@ -271,17 +267,12 @@ impl Store {
                         why,
                     )?;
                 }
-                faded = crate::graph::fade_nodes(txn, &lost)?;
-                for &node in &faded.nodes_purged {
-                    tables.remove_vector(crate::graph::NODE_VECTORS, node)?;
-                }
+                let faded = crate::graph::fade_nodes(txn, &lost)?;
                 vector_space_changes(staged, ITEM_VECTORS).quantize = quantize.clone();
-                Ok(!rows.is_empty() || faded.incidences > 0 || !dropped.is_empty())
+                Ok(!rows.is_empty() || faded > 0 || !dropped.is_empty())
             },
             &mut |_, _| {},
         )?;
-        report.paths_pruned = faded.paths_pruned;
-        report.nodes_purged = faded.nodes_purged.len() as u64;
         report.store_bytes_after = store_bytes(self)?;
         Ok(report)
     }

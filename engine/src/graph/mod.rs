@@ -43,7 +43,7 @@ pub use extract::{NodeDraft, NodeKind, item_nodes, query_nodes};
 #[cfg(feature = "llm")]
 pub use llm::LlmExtractor;
 pub use overlap::{CANDIDATE_CAP, PathMatch, PathOverlapStats, PathsMatched};
-pub(crate) use remove::{Faded, fade_nodes, remove_items};
+pub(crate) use remove::{fade_nodes, remove_items};
 pub use update::{GraphOptions, GraphReport};
 
 /// The vector space of node embeddings, keyed by node id.
