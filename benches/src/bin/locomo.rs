@@ -22,6 +22,15 @@
 //! R@1/5/10/20 over the other conversations' questions is chosen and scored on the held-out
 //! one. The per-fold table and the pooled held-out figures print beside the defaults' row of
 //! the same run, so a parameter tuned on the conversations it is scored on shows as the gap.
+//! Then the reranker: fitted on four conversations' candidates under the default fusion and
+//! scored on the fifth; and the whole pipeline cross-validated — each fold's fusion setting
+//! chosen on its four (the first table), the reranker fitted on their candidates under that
+//! setting, both scored on the fold — the estimate in which no parameter saw the conversation
+//! it scores. Last, the setting chosen on all five and the reranker weights fitted on all five
+//! (what the engine ships).
+//!
+//! Rows "words not stems" run BM25 over the words as written (rank_bm25's tokens) instead of
+//! their stems (`RecallOptions::stems`).
 //!
 //! `--node-vectors` is the precision of the graph's node space (`GraphOptions::node_vectors`;
 //! default the engine's, i4), which decides node merges at ingest and matches query phrases.
@@ -122,16 +131,18 @@ fn cv_grid() -> Vec<Tuning> {
     grid
 }
 
+/// One question's fused candidates, best first, each with its reranker features.
+type Candidates = Vec<(String, memdb::Features)>;
+
 struct Conversation {
     name: String,
     items: Vec<(String, String)>,
     questions: Vec<Question>,
     rankings: Rankings,
-    /// The full recall's rankings under each `--cv` grid setting, in grid order.
-    tuned: Vec<Vec<Vec<String>>>,
-    /// Per question, the defaults' fused top `RERANK_DEPTH` (no reranker) with each
-    /// candidate's reranker features (`--cv`).
-    candidates: Vec<Vec<(String, memdb::Features)>>,
+    /// Under each `--cv` grid setting (grid order; the defaults first), per question the
+    /// fused top `RERANK_DEPTH` (no reranker: the fusion's ranking) with each candidate's
+    /// reranker features.
+    tuned: Vec<Vec<Candidates>>,
     ingest_s: f64,
     /// Segment and catalog bytes of its store after ingest.
     store_bytes: u64,
@@ -427,20 +438,30 @@ fn run_conversation(
         graph: false,
         place: false,
     };
-    // (label, signals, dense space, context share, reranker)
-    let mut modes: Vec<(&str, Signals, &str, f64, bool)> = vec![
-        ("memdb flat f32", dense_only, f32_space, 0.0, false),
-        ("memdb flat i8", dense_only, i8_space, 0.0, false),
+    let lexical_only = Signals {
+        dense: false,
+        lexical: true,
+        graph: false,
+        place: false,
+    };
+    // (label, signals, dense space, context share, reranker, BM25 over stems)
+    let mut modes: Vec<(&str, Signals, &str, f64, bool, bool)> = vec![
+        ("memdb flat f32", dense_only, f32_space, 0.0, false, true),
+        ("memdb flat i8", dense_only, i8_space, 0.0, false, true),
         (
             "memdb lexical (BM25)",
-            Signals {
-                dense: false,
-                lexical: true,
-                graph: false,
-                place: false,
-            },
+            lexical_only,
             ITEM_VECTORS,
             0.0,
+            false,
+            true,
+        ),
+        (
+            "memdb lexical (BM25), words not stems",
+            lexical_only,
+            ITEM_VECTORS,
+            0.0,
+            false,
             false,
         ),
         (
@@ -454,12 +475,14 @@ fn run_conversation(
             ITEM_VECTORS,
             0.0,
             false,
+            true,
         ),
         (
             "memdb full recall",
             Signals::ALL,
             ITEM_VECTORS,
             RecallOptions::default().context_share,
+            true,
             true,
         ),
         (
@@ -468,6 +491,7 @@ fn run_conversation(
             ITEM_VECTORS,
             RecallOptions::default().context_share,
             false,
+            true,
         ),
         (
             "ablation: full recall without context spread",
@@ -475,6 +499,15 @@ fn run_conversation(
             ITEM_VECTORS,
             0.0,
             true,
+            true,
+        ),
+        (
+            "ablation: full recall, BM25 over words not stems",
+            Signals::ALL,
+            ITEM_VECTORS,
+            RecallOptions::default().context_share,
+            true,
+            false,
         ),
         (
             "ablation: full recall without the graph",
@@ -487,14 +520,15 @@ fn run_conversation(
             ITEM_VECTORS,
             RecallOptions::default().context_share,
             true,
+            true,
         ),
     ];
     if item_precision == memdb::Precision::I4 {
-        modes.push(("memdb flat i4", dense_only, ITEM_VECTORS, 0.0, false));
+        modes.push(("memdb flat i4", dense_only, ITEM_VECTORS, 0.0, false, true));
     }
     let full_only = std::env::args().any(|a| a == "--full-only");
     let mut rankings = BTreeMap::new();
-    for (label, signals, space, context_share, rerank) in modes {
+    for (label, signals, space, context_share, rerank, stems) in modes {
         let is_full = label == "memdb full recall";
         if full_only && !is_full {
             continue;
@@ -506,6 +540,7 @@ fn run_conversation(
             dense_space: space.to_owned(),
             weights,
             reranker: rerank.then(|| std::sync::Arc::new(memdb::Reranker::learned())),
+            stems,
             ..RecallOptions::default()
         };
         let mut per_question = Vec::new();
@@ -536,39 +571,27 @@ fn run_conversation(
             .map(|q| store.recall(&q.text, options, &memo).unwrap().hits)
             .collect()
     };
-    // The defaults without the reranker: its candidates, with the features it would read.
-    let candidates: Vec<Vec<(String, memdb::Features)>> = if grid.is_empty() {
-        Vec::new()
-    } else {
-        hits_of(&RecallOptions {
-            k: memdb::RERANK_DEPTH,
-            reranker: None,
-            ..RecallOptions::default()
-        })
-        .into_iter()
-        .map(|hits| {
-            hits.iter()
-                .map(|h| {
-                    let features = h.explanation.features.expect("features of the top");
-                    (ext_of[&h.item].clone(), features)
-                })
-                .collect()
-        })
-        .collect()
-    };
-    // The fusion alone: the shipped reranker was fitted on these conversations.
-    let tuned: Vec<Vec<Vec<String>>> = grid
+    // Each setting's fusion (no reranker) with the features the reranker would read: the
+    // fusion's ranking, and the reranker's candidates under that setting.
+    let tuned: Vec<Vec<Candidates>> = grid
         .iter()
         .map(|t| {
             hits_of(&RecallOptions {
-                k: 20,
+                k: memdb::RERANK_DEPTH.max(KS[KS.len() - 1]),
                 weights: t.weights,
                 context_share: t.context_share,
                 reranker: None,
                 ..RecallOptions::default()
             })
             .into_iter()
-            .map(|hits| hits.iter().map(|h| ext_of[&h.item].clone()).collect())
+            .map(|hits| {
+                hits.iter()
+                    .map(|h| {
+                        let features = h.explanation.features.expect("features of the top");
+                        (ext_of[&h.item].clone(), features)
+                    })
+                    .collect()
+            })
             .collect()
         })
         .collect();
@@ -586,7 +609,6 @@ fn run_conversation(
         questions,
         rankings,
         tuned,
-        candidates,
         ingest_s,
         store_bytes,
         gate_dropped,
@@ -715,32 +737,52 @@ cross-validated full recall: {} settings (dense / lexical / graph weights / cont
             a.1 += b.1;
         }
     };
-    let mut folds = Vec::new();
-    let mut pooled = ([0.0; 4], [(0.0, 0); 5]);
-    let mut defaults = ([0.0; 4], [(0.0, 0); 5]);
-    for (held, conv) in conversations.iter().enumerate() {
+    // Setting `g`'s fused rankings of a conversation's questions.
+    let fused = |c: &Conversation, g: usize| -> Vec<Vec<String>> {
+        c.tuned[g]
+            .iter()
+            .map(|cands| cands.iter().map(|(ext, _)| ext.clone()).collect())
+            .collect()
+    };
+    // The fusion setting with the best mean of R@1/5/10/20 over the conversations `train`
+    // names (the earlier setting on a tie).
+    let choose = |train: &dyn Fn(usize) -> bool| -> usize {
         let mut best = (0, f64::NEG_INFINITY);
         for g in 0..grid.len() {
             let objective: f64 = conversations
                 .iter()
                 .enumerate()
-                .filter(|(i, _)| *i != held)
-                .map(|(_, c)| recall_sums(&c.questions, &c.tuned[g]).0.iter().sum::<f64>())
+                .filter(|(i, _)| train(*i))
+                .map(|(_, c)| {
+                    recall_sums(&c.questions, &fused(c, g))
+                        .0
+                        .iter()
+                        .sum::<f64>()
+                })
                 .sum();
             if objective > best.1 {
                 best = (g, objective);
             }
         }
-        let scored = recall_sums(&conv.questions, &conv.tuned[best.0]);
+        best.0
+    };
+    let mut folds = Vec::new();
+    let mut pooled = ([0.0; 4], [(0.0, 0); 5]);
+    let mut defaults = ([0.0; 4], [(0.0, 0); 5]);
+    let mut chosen = Vec::new();
+    for (held, conv) in conversations.iter().enumerate() {
+        let g = choose(&|i| i != held);
+        chosen.push(g);
+        let scored = recall_sums(&conv.questions, &fused(conv, g));
         folds.push(row(
             &conv.name,
             conv.questions.len(),
-            &grid[best.0].label(),
+            &grid[g].label(),
             scored.0,
             scored.1,
         ));
         add(&mut pooled, scored);
-        add(&mut defaults, recall_sums(&conv.questions, &conv.tuned[0]));
+        add(&mut defaults, recall_sums(&conv.questions, &fused(conv, 0)));
     }
     let total: usize = conversations.iter().map(|c| c.questions.len()).sum();
     let pooled = row("pooled held-out", total, "per fold", pooled.0, pooled.1);
@@ -752,35 +794,18 @@ cross-validated full recall: {} settings (dense / lexical / graph weights / cont
         defaults.1,
     );
 
-    // The reranker (issue 26): fitted on four conversations' candidates, scored on the fifth.
-    println!(
-        "\nfull recall with the reranker cross-validated: a logistic model over the {} features of the fused top {} (no reranker), fitted on the other conversations, scored on its own\n",
-        memdb::FEATURES,
-        memdb::RERANK_DEPTH
-    );
-    println!(
-        "| held out | questions | fitted on | R@1 | R@5 | R@10 | R@20 | R@10 cat 1 | cat 2 | cat 3 | cat 4 | cat 5 |"
-    );
-    println!("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
-    let labelled = |c: &Conversation| -> Vec<(memdb::Features, bool)> {
+    // The reranker (issue 26): fitted on four conversations' candidates, scored on the fifth;
+    // first on the default fusion's candidates, then on those of the fusion setting the fold
+    // chose on its four (so no parameter of the pipeline saw the conversation it scores).
+    let labelled = |c: &Conversation, g: usize| -> Vec<(memdb::Features, bool)> {
         c.questions
             .iter()
-            .zip(&c.candidates)
+            .zip(&c.tuned[g])
             .flat_map(|(q, cands)| cands.iter().map(|(ext, f)| (*f, q.evidence.contains(ext))))
             .collect()
     };
-    let mut rerank_folds = Vec::new();
-    let mut rerank_pooled = ([0.0; 4], [(0.0, 0); 5]);
-    for (held, conv) in conversations.iter().enumerate() {
-        let train: Vec<(memdb::Features, bool)> = conversations
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| *i != held)
-            .flat_map(|(_, c)| labelled(c))
-            .collect();
-        let model = memdb::Reranker::fit(&train);
-        let lists: Vec<Vec<String>> = conv
-            .candidates
+    let reranked = |model: &memdb::Reranker, c: &Conversation, g: usize| -> Vec<Vec<String>> {
+        c.tuned[g]
             .iter()
             .map(|cands| {
                 let mut scored: Vec<(f64, usize, &String)> = cands
@@ -791,40 +816,73 @@ cross-validated full recall: {} settings (dense / lexical / graph weights / cont
                 scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
                 scored.into_iter().map(|(_, _, ext)| ext.clone()).collect()
             })
-            .collect();
-        let scored = recall_sums(&conv.questions, &lists);
-        let others: Vec<&str> = conversations
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| *i != held)
-            .map(|(_, c)| c.name.as_str())
-            .collect();
-        rerank_folds.push(row(
-            &conv.name,
-            conv.questions.len(),
-            &others.join(", "),
-            scored.0,
-            scored.1,
-        ));
-        add(&mut rerank_pooled, scored);
+            .collect()
+    };
+    let mut tables = Vec::new();
+    for (title, nested) in [
+        (
+            format!(
+                "full recall with the reranker cross-validated: a logistic model over the {} features of the default fusion's top {}, fitted on the other conversations, scored on its own",
+                memdb::FEATURES,
+                memdb::RERANK_DEPTH
+            ),
+            false,
+        ),
+        (
+            "full recall with the fusion and the reranker cross-validated together: each fold's fusion setting chosen on the other conversations (the first table), the reranker fitted on their candidates under it, both scored on its own".to_owned(),
+            true,
+        ),
+    ] {
+        println!("\n{title}\n");
+        println!(
+            "| held out | questions | fusion | R@1 | R@5 | R@10 | R@20 | R@10 cat 1 | cat 2 | cat 3 | cat 4 | cat 5 |"
+        );
+        println!(
+            "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+        );
+        let mut rows = Vec::new();
+        let mut sums = ([0.0; 4], [(0.0, 0); 5]);
+        for (held, conv) in conversations.iter().enumerate() {
+            let g = if nested { chosen[held] } else { 0 };
+            let train: Vec<(memdb::Features, bool)> = conversations
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| *i != held)
+                .flat_map(|(_, c)| labelled(c, g))
+                .collect();
+            let model = memdb::Reranker::fit(&train);
+            let scored = recall_sums(&conv.questions, &reranked(&model, conv, g));
+            rows.push(row(
+                &conv.name,
+                conv.questions.len(),
+                &grid[g].label(),
+                scored.0,
+                scored.1,
+            ));
+            add(&mut sums, scored);
+        }
+        let pooled = row("pooled held-out", total, "per fold", sums.0, sums.1);
+        tables.push(json!({"nested": nested, "folds": rows, "pooled": pooled}));
     }
-    let rerank_pooled = row(
-        "pooled held-out",
-        total,
-        "the other four",
-        rerank_pooled.0,
-        rerank_pooled.1,
-    );
-    let all: Vec<(memdb::Features, bool)> = conversations.iter().flat_map(labelled).collect();
+    let everyone = choose(&|_| true);
+    let all: Vec<(memdb::Features, bool)> =
+        conversations.iter().flat_map(|c| labelled(c, 0)).collect();
     let fitted = memdb::Reranker::fit(&all);
     println!(
-        "\nreranker weights fitted on all {} conversations (what the engine ships as Reranker::learned): {:?}",
+        "\nfusion setting chosen on all {n} conversations: {}; the engine's defaults: {}",
+        grid[everyone].label(),
+        grid[0].label(),
+        n = conversations.len(),
+    );
+    println!(
+        "reranker weights fitted on all {} conversations under the defaults (what the engine ships as Reranker::learned): {:?}",
         conversations.len(),
         fitted.weights
     );
     json!({
         "settings": grid.len(), "folds": folds, "pooled": pooled, "defaults": defaults,
-        "reranker": {"folds": rerank_folds, "pooled": rerank_pooled, "fitted_on_all": fitted.weights.to_vec()},
+        "reranker": {"tables": tables, "fitted_on_all": fitted.weights.to_vec()},
+        "chosen_on_all": grid[everyone].label(),
     })
 }
 

@@ -1,7 +1,13 @@
 //! The lexical signal of recall: BM25 (Okapi, rank_bm25's defaults: k1 1.5, b 0.75, negative
-//! idf floored at 0.25 × the mean idf) over the words of each item's text
+//! idf floored at 0.25 × the mean idf) over the terms of each item's text
 //! ([`crate::item_text`]), with postings as roaring bitmaps of item rows plus their term
 //! frequencies in bitmap order.
+//!
+//! A term is a lowercased word reduced to its Snowball (Porter 2) English stem, so a question's
+//! "camped" finds a turn's "camping" and "activities" finds "activity" (issue 26: on LoCoMo
+//! this moved BM25 alone from 56.9 to 59.8 R@10, multi-hop questions most); an index built
+//! without stems takes the words as they are, as rank_bm25 does. Words of other languages go
+//! through the English rules too: a suffix may be cut, the same way at index and query time.
 //!
 //! The index is derived data: built from a snapshot's items on first use and cached per commit
 //! (keyed by the op sequence), so it never disagrees with the items it ranks. It is not
@@ -10,8 +16,17 @@
 use std::collections::HashMap;
 
 use roaring::RoaringBitmap;
+use rust_stemmers::{Algorithm, Stemmer};
 
 use crate::text::words;
+
+/// The terms of `text`: its lowercased words, stemmed by `stemmer` where there is one.
+fn terms<'a>(text: &'a str, stemmer: Option<&'a Stemmer>) -> impl Iterator<Item = String> + 'a {
+    words(text).map(move |w| match stemmer {
+        Some(s) => s.stem(&w).into_owned(),
+        None => w,
+    })
+}
 
 const K1: f64 = 1.5;
 const B: f64 = 0.75;
@@ -30,11 +45,15 @@ pub(crate) struct Bm25 {
     avg_len: f64,
     postings: HashMap<String, Postings>,
     idf: HashMap<String, f64>,
+    /// Whether terms are stems (see the module header).
+    stems: bool,
 }
 
 impl Bm25 {
-    /// Indexes `docs` (key, text); rows are positions in `docs`.
-    pub(crate) fn build<'a>(docs: impl IntoIterator<Item = (u64, &'a str)>) -> Bm25 {
+    /// Indexes `docs` (key, text), by their words' stems where `stems`; rows are positions in
+    /// `docs`.
+    pub(crate) fn build<'a>(docs: impl IntoIterator<Item = (u64, &'a str)>, stems: bool) -> Bm25 {
+        let stemmer = stems.then(|| Stemmer::create(Algorithm::English));
         let mut keys = Vec::new();
         let mut doc_len = Vec::new();
         let mut postings: HashMap<String, Postings> = HashMap::new();
@@ -43,8 +62,8 @@ impl Bm25 {
             keys.push(key);
             let mut counts: HashMap<String, u32> = HashMap::new();
             let mut len = 0u32;
-            for w in words(text) {
-                *counts.entry(w).or_default() += 1;
+            for term in terms(text, stemmer.as_ref()) {
+                *counts.entry(term).or_default() += 1;
                 len += 1;
             }
             doc_len.push(len);
@@ -87,7 +106,13 @@ impl Bm25 {
             avg_len,
             postings,
             idf,
+            stems,
         }
+    }
+
+    /// Whether the index's terms are stems.
+    pub(crate) fn stems(&self) -> bool {
+        self.stems
     }
 
     /// Number of documents.
@@ -109,8 +134,9 @@ impl Bm25 {
         allowed: Option<&RoaringBitmap>,
     ) -> Vec<(u32, f64)> {
         let mut scores: HashMap<u32, f64> = HashMap::new();
-        // Repeated query words count again, as in rank_bm25.
-        for term in words(query) {
+        let stemmer = self.stems.then(|| Stemmer::create(Algorithm::English));
+        // Repeated query terms count again, as in rank_bm25.
+        for term in terms(query, stemmer.as_ref()) {
             let (Some(p), Some(&idf)) = (self.postings.get(&term), self.idf.get(&term)) else {
                 continue;
             };
@@ -145,7 +171,7 @@ mod tests {
             "Caroline is researching adoption agencies",
             "the lake was calm and the sunrise was red",
         ];
-        let index = Bm25::build(docs.iter().enumerate().map(|(i, d)| (i as u64, *d)));
+        let index = Bm25::build(docs.iter().enumerate().map(|(i, d)| (i as u64, *d)), false);
         let hits = index.search("what did caroline research about adoption", 10, None);
         assert_eq!(hits[0].0, 2, "{hits:?}");
         // Hand computation: N = 4, avgdl = 6.5; "caroline" df 2 → idf ln(2.5/2.5) = 0 → floored
@@ -161,5 +187,27 @@ mod tests {
         assert_eq!(filtered.iter().map(|h| h.0).collect::<Vec<_>>(), [0]);
         assert!(index.search("zzz", 10, None).is_empty());
         assert_eq!(index.len(), 4);
+    }
+
+    /// Stems join a word's forms on both sides; without them only the same word matches.
+    #[test]
+    fn stems_match_the_forms_of_a_word() {
+        let docs = [
+            "we went camping by the lake",
+            "the kids loved the painting workshop",
+            "Melanie is researching adoption agencies",
+        ];
+        let rows = |stems: bool, query: &str| -> Vec<u32> {
+            let index = Bm25::build(docs.iter().enumerate().map(|(i, d)| (i as u64, *d)), stems);
+            assert_eq!(index.stems(), stems);
+            index.search(query, 10, None).iter().map(|h| h.0).collect()
+        };
+        assert_eq!(rows(true, "where has she camped"), [0]);
+        assert_eq!(rows(true, "what did Melanie research"), [2]);
+        assert_eq!(rows(true, "paintings"), [1]);
+        assert!(rows(false, "where has she camped").is_empty());
+        assert!(rows(false, "paintings").is_empty());
+        // A stem is still a whole term: "camp" does not match "campaign".
+        assert!(rows(true, "campaign").is_empty());
     }
 }

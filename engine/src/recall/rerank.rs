@@ -91,17 +91,17 @@ const FIT_L2: f64 = 1e-3;
 /// Printed by `locomo --cv` ("reranker weights fitted on all 5 conversations"): the bias, then
 /// the features in [`FEATURES`]'s order. The place feature's 0 is LoCoMo's (no places).
 const LEARNED_WEIGHTS: Features = [
-    -3.627495176703379,
-    0.3620048076713458,
-    1.373447478724407,
-    0.8979783979496841,
-    1.3707015080916383,
-    1.1792271678738513,
+    -3.613054596960266,
+    0.3947966072345778,
+    1.3420794035229304,
+    0.7948169491820934,
+    1.636703038578352,
+    1.012225540833937,
     0.0,
-    0.013622183976346834,
-    0.2461688235317493,
-    -1.2823389895508888,
-    -0.7984513539576814,
+    -0.06188050773561484,
+    0.3082773324098929,
+    -1.3067902122947037,
+    -0.8124642341178369,
 ];
 
 /// What the reranker reads of an item, kept per item in the recall index.
