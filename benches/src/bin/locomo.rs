@@ -17,8 +17,8 @@
 //! ```
 //!
 //! `--cv` cross-validates the full recall's fusion parameters across the conversations (issue
-//! 26): every setting of a grid (dense, lexical and graph weights, context share) is run on
-//! every conversation; for each conversation held out, the setting with the best mean of
+//! 26): every setting of a grid (dense, lexical and graph weights, context share; the graph
+//! signal's paths, path share and node match) is run on every conversation; for each conversation held out, the setting with the best mean of
 //! R@1/5/10/20 over the other conversations' questions is chosen and scored on the held-out
 //! one. The per-fold table and the pooled held-out figures print beside the defaults' row of
 //! the same run, so a parameter tuned on the conversations it is scored on shows as the gap.
@@ -88,6 +88,12 @@ struct Tuning {
     weights: [f64; 3],
     /// `RecallOptions::context_share`.
     context_share: f64,
+    /// `RecallOptions::graph_paths`.
+    graph_paths: usize,
+    /// `RecallOptions::path_share`.
+    path_share: f64,
+    /// `RecallOptions::node_match`.
+    node_match: f32,
 }
 
 impl Tuning {
@@ -96,37 +102,79 @@ impl Tuning {
         Tuning {
             weights: d.weights,
             context_share: d.context_share,
+            graph_paths: d.graph_paths,
+            path_share: d.path_share,
+            node_match: d.node_match,
         }
     }
 
     fn label(&self) -> String {
         format!(
-            "{} / {} / {} / {}",
-            self.weights[0], self.weights[1], self.weights[2], self.context_share
+            "{} / {} / {} / {} / {} / {} / {}",
+            self.weights[0],
+            self.weights[1],
+            self.weights[2],
+            self.context_share,
+            self.graph_paths,
+            self.path_share,
+            self.node_match
         )
+    }
+
+    /// The full recall under this setting, without the reranker.
+    fn options(&self, k: usize) -> RecallOptions {
+        RecallOptions {
+            k,
+            weights: self.weights,
+            context_share: self.context_share,
+            graph_paths: self.graph_paths,
+            path_share: self.path_share,
+            node_match: self.node_match,
+            reranker: None,
+            ..RecallOptions::default()
+        }
     }
 }
 
-/// The grid `--cv` searches: each weight at half, the same and one and a half times its
-/// default's scale, the context share around its default; the defaults first, so a tie keeps
-/// them.
+/// The grid `--cv` searches: each fusion weight at half, the same and one and a half times its
+/// default's scale, the context share around its default; then, at the default fusion, the
+/// graph signal's paths (4, 8, 16), path share (0.15, 0.3, 0.45) and node match (0.75, 0.8,
+/// 0.85) one at a time. The defaults first, so a tie keeps them.
 fn cv_grid() -> Vec<Tuning> {
     let defaults = Tuning::defaults();
     let mut grid = vec![defaults];
+    let mut push = |t: Tuning| {
+        if !grid.contains(&t) {
+            grid.push(t);
+        }
+    };
     for dense in [0.5, 1.0, 1.5] {
         for lexical in [1.0, 1.5, 2.0] {
             for graph in [0.5, 0.75, 1.0] {
                 for context_share in [0.3, 0.45, 0.6] {
-                    let t = Tuning {
+                    push(Tuning {
                         weights: [dense, lexical, graph],
                         context_share,
-                    };
-                    if t != defaults {
-                        grid.push(t);
-                    }
+                        ..defaults
+                    });
                 }
             }
         }
+    }
+    for graph_paths in [4, 8, 16] {
+        for path_share in [0.15, 0.3, 0.45] {
+            push(Tuning {
+                graph_paths,
+                path_share,
+                ..defaults
+            });
+        }
+    }
+    for node_match in [0.75, 0.8, 0.85] {
+        push(Tuning {
+            node_match,
+            ..defaults
+        });
     }
     grid
 }
@@ -576,23 +624,17 @@ fn run_conversation(
     let tuned: Vec<Vec<Candidates>> = grid
         .iter()
         .map(|t| {
-            hits_of(&RecallOptions {
-                k: memdb::RERANK_DEPTH.max(KS[KS.len() - 1]),
-                weights: t.weights,
-                context_share: t.context_share,
-                reranker: None,
-                ..RecallOptions::default()
-            })
-            .into_iter()
-            .map(|hits| {
-                hits.iter()
-                    .map(|h| {
-                        let features = h.explanation.features.expect("features of the top");
-                        (ext_of[&h.item].clone(), features)
-                    })
-                    .collect()
-            })
-            .collect()
+            hits_of(&t.options(memdb::RERANK_DEPTH.max(KS[KS.len() - 1])))
+                .into_iter()
+                .map(|hits| {
+                    hits.iter()
+                        .map(|h| {
+                            let features = h.explanation.features.expect("features of the top");
+                            (ext_of[&h.item].clone(), features)
+                        })
+                        .collect()
+                })
+                .collect()
         })
         .collect();
     // The graph's size, for the record.
@@ -705,7 +747,7 @@ fn recall_sums(questions: &[Question], lists: &[Vec<String>]) -> ([f64; 4], [(f6
 fn cross_validate(conversations: &[Conversation], grid: &[Tuning]) -> Value {
     println!(
         "
-cross-validated full recall: {} settings (dense / lexical / graph weights / context share), each fold tuned on the other conversations and scored on its own
+cross-validated full recall: {} settings (dense / lexical / graph weights / context share / graph paths / path share / node match), each fold tuned on the other conversations and scored on its own
 ",
         grid.len()
     );

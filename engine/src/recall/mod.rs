@@ -24,7 +24,8 @@
 //! model) matches only the graph node of the same phrase, never one that merely embeds alike,
 //! as the graph's own merges keep them apart.
 //!
-//! The fusion weights of the first three and the context share were chosen on the five LoCoMo
+//! The fusion weights of the first three, the context share and the graph signal's paths,
+//! path share and node match were chosen on the five LoCoMo
 //! conversations the locomo bench runs (the only labelled data here), one setting for every
 //! store; `locomo --cv` cross-validates them (each conversation scored with the setting best
 //! on the other four; that choice differs from the defaults in four folds of five, for a
@@ -101,6 +102,11 @@ pub struct RecallOptions {
     pub depth: usize,
     /// Cosine at or above which a graph node counts as matching a query node.
     pub node_match: f32,
+    /// Paths (days) of the graph signal whose items are scored, best overlap first.
+    pub graph_paths: usize,
+    /// Share of its path's overlap score an item of the graph signal inherits (day-level
+    /// context), against the matched nodes it carries itself.
+    pub path_share: f64,
     /// Share of a chat turn's fused score given to the turns before and after it in its path.
     pub context_share: f64,
     /// Where the question's nodes come from (default: the rule extractor).
@@ -130,6 +136,8 @@ impl Default for RecallOptions {
             place_weight: 1.5,
             depth: 100,
             node_match: 0.80,
+            graph_paths: 8,
+            path_share: 0.3,
             context_share: 0.45,
             extractor: Arc::new(crate::graph::RuleExtractor),
             reranker: Some(Arc::new(Reranker::learned())),
@@ -685,12 +693,6 @@ fn recall_in(
 /// Reciprocal-rank fusion constant (Cormack et al.; the peer's k = 60).
 const RRF_K: f64 = 60.0;
 
-/// Paths whose items are scored at item level.
-const TOP_PATHS: usize = 8;
-
-/// Share of its path's score an item inherits (day-level context).
-const PATH_SHARE: f64 = 0.3;
-
 fn allowed(options: &RecallOptions, (time, source): (memdb_formats::item::EventTime, u8)) -> bool {
     options.time.contains(time) && options.source.is_none_or(|s| s == source)
 }
@@ -743,7 +745,7 @@ pub(crate) fn path_overlap(
     let mut boosts: Vec<(u64, f64)> = sims.iter().map(|(&n, &s)| (n, f64::from(s))).collect();
     // A fixed order, so equal weights always sum in the same order.
     boosts.sort_by_key(|b| b.0);
-    let matched = graph.paths_matching(&boosts, 1, TOP_PATHS)?;
+    let matched = graph.paths_matching(&boosts, 1, options.graph_paths)?;
     let mut node_weights: HashMap<u64, (f64, String)> = HashMap::new();
     for (node, weight) in matched.node_weights {
         let phrase = graph.node(node)?.map(|n| n.phrase).unwrap_or_default();
@@ -768,7 +770,7 @@ pub(crate) fn path_overlap(
                 .filter_map(|n| node_weights.get(n).map(|w| w.0))
                 .sum();
             if own > 0.0 || score > 0.0 {
-                items.push((item, own + PATH_SHARE * score / top * own.max(1.0)));
+                items.push((item, own + options.path_share * score / top * own.max(1.0)));
             }
         }
     }
