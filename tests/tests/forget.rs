@@ -97,6 +97,19 @@ fn recent_pages_are_faithful_records_of_their_photos_and_text() {
         "{report:?}"
     );
     let snap = store.snapshot().unwrap();
+    // Pages are committed in day order whichever worker composed them first, so their parts'
+    // blob ids rise with the day (and the same store always composes to the same bytes).
+    let first_parts: Vec<u64> = snap
+        .pages()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p.parts.first().copied())
+        .collect();
+    assert!(first_parts.len() > 100);
+    assert!(
+        first_parts.windows(2).all(|w| w[0] < w[1]),
+        "{first_parts:?}"
+    );
     let mut photos_checked = 0;
     for page in snap.pages().unwrap() {
         assert_eq!((page.stage, page.quality, page.scale), (0, 95, 1.0));

@@ -531,24 +531,27 @@ impl Store {
         let total = work.len() as u64;
         let face = Typeface::embedded()?;
         let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+        // Jobs carry their place in `work`, so pages are committed in day order whichever
+        // worker finishes first: the same store composes to the same catalog bytes.
         type Job = (
+            u64,
             String,
             Vec<(DayItem, Option<Vec<u8>>)>,
             Vec<(u64, u64)>,
             PageOptions,
         );
         let (job_tx, job_rx) = crossbeam_channel::bounded::<Job>(workers);
-        let (done_tx, done_rx) = crossbeam_channel::bounded::<Result<Composed>>(workers);
+        let (done_tx, done_rx) = crossbeam_channel::bounded::<(u64, Result<Composed>)>(workers);
         std::thread::scope(|scope| -> Result<()> {
             for _ in 0..workers {
                 let (job_rx, done_tx, face) = (job_rx.clone(), done_tx.clone(), face.clone());
                 scope.spawn(move || {
-                    for (day, items, handled, options) in job_rx {
+                    for (at, day, items, handled, options) in job_rx {
                         let composed = compose_day(&face, day, items, options).map(|mut c| {
                             c.handled = handled;
                             c
                         });
-                        if done_tx.send(composed).is_err() {
+                        if done_tx.send((at, composed)).is_err() {
                             break;
                         }
                     }
@@ -559,7 +562,7 @@ impl Store {
             // memory however large the library.
             let snapshot = &snapshot;
             let feeder = scope.spawn(move || -> Result<()> {
-                for (day, items, handled, options) in work {
+                for (at, (day, items, handled, options)) in (0u64..).zip(work) {
                     let mut job = Vec::with_capacity(items.len());
                     for (item, original) in items {
                         let bytes = match original {
@@ -568,7 +571,7 @@ impl Store {
                         };
                         job.push((item, bytes));
                     }
-                    if job_tx.send((day, job, handled, options)).is_err() {
+                    if job_tx.send((at, day, job, handled, options)).is_err() {
                         break;
                     }
                 }
@@ -576,7 +579,19 @@ impl Store {
             });
             let mut done = 0u64;
             let mut pending = 0usize;
-            for composed in done_rx {
+            // Finished out of turn: at most one per worker waits here.
+            let mut early: BTreeMap<u64, Result<Composed>> = BTreeMap::new();
+            let mut next_at = 0u64;
+            let in_order = done_rx.into_iter().flat_map(move |(at, composed)| {
+                early.insert(at, composed);
+                let mut ready = Vec::new();
+                while let Some(next) = early.remove(&next_at) {
+                    ready.push(next);
+                    next_at += 1;
+                }
+                ready
+            });
+            for composed in in_order {
                 let composed = composed?;
                 if composed.parts.is_empty() {
                     report.text_pages += 1;
