@@ -755,7 +755,8 @@ cross-validated full recall: {} settings (dense / lexical / graph weights / cont
         "| held out | questions | chosen | R@1 | R@5 | R@10 | R@20 | R@10 cat 1 | cat 2 | cat 3 | cat 4 | cat 5 |"
     );
     println!("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
-    let row = |name: &str, n: usize, chosen: &str, sums: [f64; 4], cats: [(f64, usize); 5]| {
+    // One table row: a fold's (or the pool's) recall sums as percentages.
+    let row = |name: &str, n: usize, chosen: &str, (sums, cats): ([f64; 4], [(f64, usize); 5])| {
         let pct = |v: f64, n: usize| if n == 0 { 0.0 } else { 100.0 * v / n as f64 };
         let r: Vec<f64> = sums.iter().map(|v| pct(*v, n)).collect();
         let c: Vec<f64> = cats.iter().map(|(v, n)| pct(*v, *n)).collect();
@@ -820,21 +821,14 @@ cross-validated full recall: {} settings (dense / lexical / graph weights / cont
             &conv.name,
             conv.questions.len(),
             &grid[g].label(),
-            scored.0,
-            scored.1,
+            scored,
         ));
         add(&mut pooled, scored);
         add(&mut defaults, recall_sums(&conv.questions, &fused(conv, 0)));
     }
     let total: usize = conversations.iter().map(|c| c.questions.len()).sum();
-    let pooled = row("pooled held-out", total, "per fold", pooled.0, pooled.1);
-    let defaults = row(
-        "defaults (same run)",
-        total,
-        &grid[0].label(),
-        defaults.0,
-        defaults.1,
-    );
+    let pooled = row("pooled held-out", total, "per fold", pooled);
+    let defaults = row("defaults (same run)", total, &grid[0].label(), defaults);
 
     // The reranker (issue 26): fitted on four conversations' candidates, scored on the fifth;
     // first on the default fusion's candidates, then on those of the fusion setting the fold
@@ -894,16 +888,10 @@ cross-validated full recall: {} settings (dense / lexical / graph weights / cont
                 .collect();
             let model = memdb::Reranker::fit(&train);
             let scored = recall_sums(&conv.questions, &reranked(&model, conv, g));
-            rows.push(row(
-                &conv.name,
-                conv.questions.len(),
-                &grid[g].label(),
-                scored.0,
-                scored.1,
-            ));
+            rows.push(row(&conv.name, conv.questions.len(), &grid[g].label(), scored));
             add(&mut sums, scored);
         }
-        let pooled = row("pooled held-out", total, "per fold", sums.0, sums.1);
+        let pooled = row("pooled held-out", total, "per fold", sums);
         tables.push(json!({"nested": nested, "folds": rows, "pooled": pooled}));
     }
     let everyone = choose(&|_| true);

@@ -579,7 +579,8 @@ impl Store {
             });
             let mut done = 0u64;
             let mut pending = 0usize;
-            // Finished out of turn: at most one per worker waits here.
+            // Pages finished out of turn wait here for the ones before them: as many as the
+            // other workers compose while one is on a slow page.
             let mut early: BTreeMap<u64, Result<Composed>> = BTreeMap::new();
             let mut next_at = 0u64;
             let in_order = done_rx.into_iter().flat_map(move |(at, composed)| {
