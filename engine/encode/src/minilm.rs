@@ -63,6 +63,12 @@ pub struct EncoderOptions {
     pub batch_size: usize,
     /// Where the model runs.
     pub backend: Backend,
+    /// Runs the dense projections in 8-bit integers (weights per output, activations per token,
+    /// smoothed; exact i32 sums) where the backend is the CPU and the CPU has the packed i8
+    /// kernel (AVX-512 VNNI or AVX-VNNI): about twice the sentences per second, vectors within
+    /// a cosine of about 0.995 of the f32 model's. `false`, or a CPU without the kernel: f32
+    /// throughout, the model as published.
+    pub int8: bool,
 }
 
 impl Default for EncoderOptions {
@@ -71,6 +77,7 @@ impl Default for EncoderOptions {
             threads: None,
             batch_size: 32,
             backend: Backend::Cpu,
+            int8: true,
         }
     }
 }
@@ -95,6 +102,7 @@ impl std::fmt::Debug for MiniLm {
             .field("device", &self.device)
             .field("threads", &self.pool.current_num_threads())
             .field("batch_size", &self.batch_size)
+            .field("int8", &self.model.int8())
             .finish_non_exhaustive()
     }
 }
@@ -156,8 +164,15 @@ impl MiniLm {
         let identity = model::file_identity(&weights_path)?;
         let (digest, model) = std::thread::scope(|scope| {
             let hasher = scope.spawn(|| model::check_digest(&weights_path, model::WEIGHTS));
-            let model =
-                pool.install(|| Bert::load(BertConfig::MINILM_L6, &weights_path, &device, kernels));
+            let model = pool.install(|| {
+                Bert::load(
+                    BertConfig::MINILM_L6,
+                    &weights_path,
+                    &device,
+                    kernels,
+                    options.int8,
+                )
+            });
             let digest = hasher.join().unwrap_or_else(|_| {
                 Err(EncodeError::Backend {
                     what: "weights digest",
@@ -193,6 +208,12 @@ impl MiniLm {
     /// Changes how many texts go through the model per forward pass (≥ 1).
     pub fn set_batch_size(&mut self, batch_size: usize) {
         self.batch_size = batch_size.max(1);
+    }
+
+    /// Whether the dense projections run in 8-bit integers ([`EncoderOptions::int8`] and a CPU
+    /// with the packed i8 kernel).
+    pub fn int8(&self) -> bool {
+        self.model.int8()
     }
 
     /// Threads in the inference pool.

@@ -88,20 +88,20 @@ const FIT_STEPS: usize = 400;
 const FIT_STEP: f64 = 2.0;
 const FIT_L2: f64 = 1e-3;
 
-/// Printed by `locomo --cv` ("reranker weights fitted on all 5 conversations"): the bias, then
-/// the features in [`FEATURES`]'s order. The place feature's 0 is LoCoMo's (no places).
+/// Printed by `locomo --cv` ("reranker weights fitted on all 5 conversations", with the
+/// encoder's default int8 projections): the bias, then the features in [`FEATURES`]'s order. The place feature's 0 is LoCoMo's (no places).
 const LEARNED_WEIGHTS: Features = [
-    -3.613054596960266,
-    0.3947966072345778,
-    1.3420794035229304,
-    0.7948169491820934,
-    1.636703038578352,
-    1.012225540833937,
+    -3.603283396545404,
+    0.39311930305459253,
+    1.3148980143512008,
+    0.7873590465273653,
+    1.651831632603066,
+    1.012396498110581,
     0.0,
-    -0.06188050773561484,
-    0.3082773324098929,
-    -1.3067902122947037,
-    -0.8124642341178369,
+    -0.05432955106505299,
+    0.2944598725282903,
+    -1.3023184520359024,
+    -0.8035116948273416,
 ];
 
 /// What the reranker reads of an item, kept per item in the recall index.

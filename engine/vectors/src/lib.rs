@@ -26,6 +26,8 @@
 //!   with exact f32 rows; and its exact search, which scans the i8 rows with a certified upper
 //!   bound per row and reads an f32 row only where the bound can still reach the top k, giving
 //!   the f32 scan's answer bit for bit from about a quarter of the bytes.
+//! - `linear_i8`: [`QuantizedLinear`], a dense layer in 8-bit integers on `matmul`'s packed i8
+//!   kernel (the encoder's projections).
 //! - `parallel`: spreading a batch's queries over threads.
 //! - `hnsw`: [`HnswIndex`], the approximate index over an f32 block: i8-code traversal, f32
 //!   rerank, filtered search with a flat fallback, parallel build, and the conversion to and
@@ -50,6 +52,7 @@ mod i4;
 mod index;
 mod kernels;
 mod layout;
+mod linear_i8;
 mod matmul;
 mod parallel;
 mod refine;
@@ -67,6 +70,7 @@ pub use hnsw::{
 pub use index::{FlatIndex, FlatIndexWriter};
 pub use kernels::{Precision, dot_f32};
 pub use layout::FlatView;
+pub use linear_i8::{LinearShapeError, QuantizedLinear};
 pub use refine::{DEFAULT_REFINE_FACTOR, RefinedFlatIndex};
 pub use topk::Hit;
 pub use vector_index::VectorIndex;
