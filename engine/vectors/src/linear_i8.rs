@@ -5,7 +5,8 @@
 //! scale (`max |w| / 127`); each input row (a token's activations) is quantized the same way
 //! when the layer runs. The product of the two is the exact i32 dot of the codes, which the
 //! kernel scales back by both scales; the bias is added in f32. The only error is the two
-//! roundings to 8 bits.
+//! roundings to 8 bits (weights' halves away from zero, as the store's vectors round;
+//! activations' to even, which keeps their per-call loop free of branches).
 //!
 //! A token's scale is set by its largest input, so a few inputs that are always large (a
 //! transformer's outlier channels, made by its layer norms' scales) would leave the others few
@@ -19,6 +20,10 @@
 //! reads or writes outside the slices it is given: a shape that does not fit is an error.
 
 use crate::matmul::{I8Kernel, I8Panels, biased_query_len, packed_i8_runs, scores_i8_with};
+
+/// Side of the square tiles in which [`QuantizedLinear::new`] transposes the weight's codes: a
+/// cache line of them.
+const TRANSPOSE_TILE: usize = 64;
 
 /// The weights of a dense layer, quantized and packed for the i8 kernel.
 #[derive(Debug)]
@@ -75,9 +80,9 @@ impl QuantizedLinear {
             })
             .collect();
         // One column of the weight is one packed row: the output's weights over the inputs,
-        // quantized as `kernels::quantize_i8` quantizes a row (its maximum, then each value). Both
-        // passes walk the weight in its own row-major order, the writes going to the columns:
-        // a column at a time would stride through the whole matrix per column.
+        // quantized by their maximum as `kernels::quantize_i8` quantizes a row. The codes are
+        // made in the weight's own row-major order, then transposed in tiles of 64 × 64 bytes
+        // that stay in cache (a column at a time strided through the whole matrix).
         let mut column_max = vec![0f32; outputs];
         for (row, s) in weight.chunks_exact(outputs).zip(&smoothing) {
             for (m, w) in column_max.iter_mut().zip(row) {
@@ -94,10 +99,24 @@ impl QuantizedLinear {
                 }
             })
             .collect();
+        let mut by_input = vec![0i8; inputs * outputs];
+        for ((codes, row), s) in by_input
+            .chunks_exact_mut(outputs)
+            .zip(weight.chunks_exact(outputs))
+            .zip(&smoothing)
+        {
+            for ((code, w), inverse) in codes.iter_mut().zip(row).zip(&inverses) {
+                *code = to_code_away(w * s * inverse);
+            }
+        }
         let mut codes = vec![0i8; inputs * outputs];
-        for (j, (row, s)) in weight.chunks_exact(outputs).zip(&smoothing).enumerate() {
-            for (o, (w, inverse)) in row.iter().zip(&inverses).enumerate() {
-                codes[o * inputs + j] = ((w * s) * inverse).round().clamp(-127.0, 127.0) as i8;
+        for j0 in (0..inputs).step_by(TRANSPOSE_TILE) {
+            for o0 in (0..outputs).step_by(TRANSPOSE_TILE) {
+                for j in j0..(j0 + TRANSPOSE_TILE).min(inputs) {
+                    for o in o0..(o0 + TRANSPOSE_TILE).min(outputs) {
+                        codes[o * inputs + j] = by_input[j * outputs + o];
+                    }
+                }
             }
         }
         let scales: Vec<f32> = column_max
@@ -172,8 +191,33 @@ impl QuantizedLinear {
     }
 }
 
-/// Quantizes `x` as `kernels::quantize_i8` does (`s = max |x| / 127`, codes in -127..=127, halves
-/// rounded to even) and writes each code biased by +128 into `out` (same length), the
+/// As [`to_code`], but halves away from zero, as `kernels::quantize_i8` (and `f32::round`)
+/// round: the weights' codes, so that a weight column is quantized exactly as the store
+/// quantizes a vector. Branch-free (the fraction `x - trunc(x)` is exact below 2²³).
+#[inline]
+fn to_code_away(x: f32) -> i8 {
+    let x = x.clamp(-127.0, 127.0);
+    let whole = x as i32;
+    let fraction = x - whole as f32;
+    let rounded = whole + i32::from(fraction >= 0.5) - i32::from(fraction <= -0.5);
+    rounded.clamp(-127, 127) as i8
+}
+
+/// The code of a value already scaled to the code range (`|x| ≤ 127`): rounded to nearest,
+/// halves to even, by adding 1.5·2²³, after which the sum's low mantissa bits are the rounded
+/// value offset by the constant's own bits. Integer work only, so loops of it vectorize with
+/// no call to `roundf` and no saturation check; the clamp keeps even a NaN's garbage inside
+/// the code range.
+#[inline]
+fn to_code(x: f32) -> i8 {
+    const MAGIC: f32 = 12_582_912.0;
+    const MAGIC_BITS: i32 = 0x4B40_0000;
+    let code = ((x + MAGIC).to_bits() as i32).wrapping_sub(MAGIC_BITS);
+    code.clamp(-127, 127) as i8
+}
+
+/// Quantizes `x` as `kernels::quantize_i8` does (`s = max |x| / 127`, codes in -127..=127; but
+/// halves to even) and writes each code biased by +128 into `out` (same length), the
 /// form the kernel reads; returns `s`. Written to vectorize: it runs on every token of every
 /// layer.
 fn quantize_biased(x: &[f32], divisors: &[f32], out: &mut [u8]) -> f32 {
@@ -195,15 +239,8 @@ fn quantize_biased(x: &[f32], divisors: &[f32], out: &mut [u8]) -> f32 {
         return 0.0;
     }
     let inverse = 127.0 / max;
-    // Round to nearest (ties to even) by adding 1.5·2²³: the sum's low mantissa bits are then
-    // the rounded value, offset by the constant's own bits. Integer work only, so it vectorizes
-    // with no per-value call or saturation check; |scaled| ≤ 127, and the clamp keeps even a
-    // NaN input's garbage inside the code range.
-    const MAGIC: f32 = 12_582_912.0;
-    const MAGIC_BITS: i32 = 0x4B40_0000;
     for ((o, &v), &d) in out.iter_mut().zip(x).zip(divisors) {
-        let code = ((v * d * inverse + MAGIC).to_bits() as i32).wrapping_sub(MAGIC_BITS);
-        *o = (code.clamp(-127, 127) + 128) as u8;
+        *o = (i16::from(to_code(v * d * inverse)) + 128) as u8;
     }
     max / 127.0
 }
@@ -240,9 +277,16 @@ mod tests {
                 let column: Vec<f32> = (0..inputs)
                     .map(|j| weight[j * outputs + o] * smoothing[j])
                     .collect();
-                let mut code = vec![0i8; inputs];
-                let scale = quantize_i8(&column, &mut code);
-                (code, scale)
+                let max = column.iter().fold(0f32, |m, v| m.max(v.abs()));
+                if max == 0.0 {
+                    return (vec![0; inputs], 0.0);
+                }
+                let inverse = 127.0 / max;
+                let code = column
+                    .iter()
+                    .map(|v| (v * inverse).round().clamp(-127.0, 127.0) as i8)
+                    .collect();
+                (code, max / 127.0)
             })
             .collect();
         let mut out = Vec::new();
@@ -387,6 +431,26 @@ mod tests {
                 ran.join(", ")
             }
         );
+    }
+
+    #[test]
+    fn codes_round_to_nearest_halves_to_even_or_away_from_zero() {
+        for i in -300_000..=300_000 {
+            let x = i as f32 / 2_000.0;
+            let want = x.round_ties_even().clamp(-127.0, 127.0) as i8;
+            assert_eq!(to_code(x), want, "{x}");
+        }
+        for (x, want) in [
+            (0.5f32, 0i8),
+            (-0.5, 0),
+            (1.5, 2),
+            (-2.5, -2),
+            (126.5, 126),
+            (127.4, 127),
+            (-130.0, -127),
+        ] {
+            assert_eq!(to_code(x), want, "{x}");
+        }
     }
 
     #[test]
