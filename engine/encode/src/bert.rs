@@ -260,27 +260,32 @@ enum Projection {
 }
 
 impl Projection {
-    /// Turns the layer into its 8-bit form where the CPU runs the packed i8 kernel (else it
-    /// stays f32). `input` is the layer norm whose output the layer reads, if one does: its
-    /// parameters scale each input's range, which smoothing moves into the weights.
-    fn quantize(&mut self, input: Option<&Norm>) -> Result<(), EncodeError> {
+    /// The layer in its 8-bit form where the CPU runs the packed i8 kernel (else as it was).
+    /// `input` is the layer norm whose output the layer reads, if one does: its parameters
+    /// scale each input's range, which smoothing moves into the weights. Takes the layer by
+    /// value, so that reading its weights is not a copy of them.
+    fn quantized(self, input: Option<&Norm>) -> Result<Self, EncodeError> {
         let Projection::F32(dense) = self else {
-            return Ok(());
+            return Ok(self);
         };
-        let [inputs, outputs] = dense.weight.dims();
-        let weight = dense.weight.clone().into_data();
-        let bias = dense.bias.clone().into_data();
+        let Dense { weight, bias } = *dense;
+        let [inputs, outputs] = weight.dims();
+        let device = weight.device();
+        let (weight, bias) = (weight.into_data(), bias.into_data());
         let ranges = input.map(Norm::ranges).transpose()?;
-        if let Some(layer) = memdb_vectors::QuantizedLinear::new(
+        match memdb_vectors::QuantizedLinear::new(
             host_slice(&weight, "dense layer weights")?,
             host_slice(&bias, "dense layer bias")?,
             inputs,
             outputs,
             ranges.as_deref(),
         ) {
-            *self = Projection::Int8(layer);
+            Some(layer) => Ok(Projection::Int8(layer)),
+            None => Ok(Projection::F32(Box::new(Dense {
+                weight: Tensor::from_data(weight, &device),
+                bias: Tensor::from_data(bias, &device),
+            }))),
         }
-        Ok(())
     }
 
     fn forward(&self, x: Tensor<2>) -> Result<Tensor<2>, EncodeError> {
@@ -396,18 +401,16 @@ impl Bert {
     /// query/key/value projection reads the previous layer's output norm (the embeddings' norm
     /// first) and the intermediate one the attention's norm, so both are smoothed by them.
     fn quantize(&mut self) -> Result<(), EncodeError> {
-        for i in 0..self.layers.len() {
-            let (before, rest) = self.layers.split_at_mut(i);
-            let Some(layer) = rest.first_mut() else {
-                break;
-            };
-            let previous = before
+        for mut layer in std::mem::take(&mut self.layers) {
+            let previous = self
+                .layers
                 .last()
                 .map_or(&self.embeddings_norm, |l| &l.output_norm);
-            layer.qkv.quantize(Some(previous))?;
-            layer.attention_out.quantize(None)?;
-            layer.intermediate.quantize(Some(&layer.attention_norm))?;
-            layer.output.quantize(None)?;
+            layer.qkv = layer.qkv.quantized(Some(previous))?;
+            layer.attention_out = layer.attention_out.quantized(None)?;
+            layer.intermediate = layer.intermediate.quantized(Some(&layer.attention_norm))?;
+            layer.output = layer.output.quantized(None)?;
+            self.layers.push(layer);
         }
         Ok(())
     }

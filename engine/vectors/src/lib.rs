@@ -70,7 +70,7 @@ pub use hnsw::{
 pub use index::{FlatIndex, FlatIndexWriter};
 pub use kernels::{Precision, dot_f32};
 pub use layout::FlatView;
-pub use linear_i8::{LinearShapeError, QuantizedLinear};
+pub use linear_i8::QuantizedLinear;
 pub use refine::{DEFAULT_REFINE_FACTOR, RefinedFlatIndex};
 pub use topk::Hit;
 pub use vector_index::VectorIndex;

@@ -19,6 +19,7 @@
 //! ([`QuantizedLinear::new`] returns `None` elsewhere), and [`QuantizedLinear::forward`] never
 //! reads or writes outside the slices it is given: a shape that does not fit is an error.
 
+use crate::VectorError;
 use crate::matmul::{I8Kernel, I8Panels, biased_query_len, packed_i8_runs, scores_i8_with};
 
 /// Side of the square tiles in which [`QuantizedLinear::new`] transposes the weight's codes: a
@@ -35,15 +36,6 @@ pub struct QuantizedLinear {
     bias: Vec<f32>,
     inputs: usize,
     outputs: usize,
-}
-
-/// A shape that does not fit the layer.
-#[derive(Debug, thiserror::Error)]
-#[error("i8 dense layer of {inputs} inputs and {outputs} outputs: {reason}")]
-pub struct LinearShapeError {
-    inputs: usize,
-    outputs: usize,
-    reason: String,
 }
 
 impl QuantizedLinear {
@@ -141,7 +133,7 @@ impl QuantizedLinear {
     }
 
     /// `out[r·outputs..] = x[r·inputs..]·W + b` for each of the `x.len() / inputs` rows.
-    pub fn forward(&self, x: &[f32], out: &mut [f32]) -> Result<(), LinearShapeError> {
+    pub fn forward(&self, x: &[f32], out: &mut [f32]) -> Result<(), VectorError> {
         self.forward_with(I8Kernel::best(), x, out)
     }
 
@@ -152,24 +144,24 @@ impl QuantizedLinear {
         kernel: Option<I8Kernel>,
         x: &[f32],
         out: &mut [f32],
-    ) -> Result<(), LinearShapeError> {
+    ) -> Result<(), VectorError> {
         let rows = x.len() / self.inputs;
-        let shape_error = |reason: String| LinearShapeError {
-            inputs: self.inputs,
-            outputs: self.outputs,
-            reason,
-        };
         if rows * self.inputs != x.len() {
-            return Err(shape_error(format!(
-                "{} input values are not whole rows",
-                x.len()
-            )));
+            return Err(VectorError::DimensionMismatch {
+                what: "dense layer input (not whole rows)",
+                expected: self.inputs,
+                found: x.len(),
+            });
         }
         if out.len() != rows * self.outputs {
-            return Err(shape_error(format!(
-                "{} output values for {rows} rows",
-                out.len()
-            )));
+            return Err(VectorError::IndexMismatch {
+                what: "dense layer output",
+                why: format!(
+                    "{} values for {rows} rows of {} outputs",
+                    out.len(),
+                    self.outputs
+                ),
+            });
         }
         let stride = biased_query_len(self.inputs);
         let mut biased = vec![0x80u8; rows * stride];
