@@ -1,9 +1,9 @@
 //! The BERT encoder of all-MiniLM-L6-v2 in burn, and sentence pooling.
 //!
-//! Owns: the architecture (embeddings, 6 post-norm transformer layers, exact-erf GELU), loading
-//! its weights from the Hugging Face `model.safetensors` into a burn module tree, the inference
-//! form of those weights ([`Bert`]), and the forward pass from padded ids to mean-pooled,
-//! L2-normalised sentence vectors.
+//! Owns: the architecture (embeddings, 6 post-norm transformer layers, exact-erf GELU), the
+//! inference form of its weights ([`Bert`]), laid out once from the Hugging Face
+//! `model.safetensors` (read by [`crate::checkpoint`]), and the forward pass from padded ids to
+//! mean-pooled, L2-normalised sentence vectors.
 //!
 //! Everything runs as burn tensor operations on the chosen device, except two operations that
 //! burn's Flex CPU backend runs slowly (attention and GELU): on the CPU they run as host kernels
@@ -17,9 +17,8 @@
 //! from +0.5 to −0.1 points of full-recall R@10).
 //!
 //! Invariants:
-//! - the module tree mirrors the checkpoint's tensor names (after two renames, see
-//!   [`load_weights`]), so every tensor the encoder uses must be found in the file: a missing
-//!   tensor is an error, never a silently random weight;
+//! - every tensor the encoder uses is read by its checkpoint name, dtype and shape (see
+//!   [`Bert::load`]): a missing or misshapen tensor is an error, never a random weight;
 //! - padded positions never influence a real token: they are masked out of attention as keys and
 //!   excluded from the mean; what they compute for themselves is discarded;
 //! - token type ids are all 0 and positions are `0..len`, as in the reference;
@@ -28,14 +27,12 @@
 
 use std::path::Path;
 
-use burn::module::Module;
-use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig};
-use burn::store::{ModuleSnapshot, PyTorchToBurnAdapter, SafetensorsStore};
 use burn::tensor::activation::gelu;
 use burn::tensor::module::{attention as device_attention, layer_norm, linear};
 use burn::tensor::ops::AttentionModuleOptions;
 use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
 
+use crate::checkpoint::Checkpoint;
 use crate::error::EncodeError;
 use crate::{activation, attention};
 
@@ -65,106 +62,6 @@ impl BertConfig {
 
     /// BERT's layer-norm epsilon (`layer_norm_eps` in `config.json`).
     const LAYER_NORM_EPS: f64 = 1e-12;
-
-    fn init(&self, device: &Device) -> Checkpoint {
-        let layer_norm = || {
-            LayerNormConfig::new(self.hidden)
-                .with_epsilon(Self::LAYER_NORM_EPS)
-                .init(device)
-        };
-        let linear = |from: usize, to: usize| LinearConfig::new(from, to).init(device);
-        Checkpoint {
-            embeddings: Embeddings {
-                word_embeddings: EmbeddingConfig::new(self.vocab, self.hidden).init(device),
-                position_embeddings: EmbeddingConfig::new(self.max_positions, self.hidden)
-                    .init(device),
-                token_type_embeddings: EmbeddingConfig::new(self.type_vocab, self.hidden)
-                    .init(device),
-                layer_norm: layer_norm(),
-            },
-            encoder: Stack {
-                layer: (0..self.layers)
-                    .map(|_| Layer {
-                        attention: Attention {
-                            self_attn: SelfAttention {
-                                query: linear(self.hidden, self.hidden),
-                                key: linear(self.hidden, self.hidden),
-                                value: linear(self.hidden, self.hidden),
-                            },
-                            output: Output {
-                                dense: linear(self.hidden, self.hidden),
-                                layer_norm: layer_norm(),
-                            },
-                        },
-                        intermediate: Intermediate {
-                            dense: linear(self.hidden, self.intermediate),
-                        },
-                        output: Output {
-                            dense: linear(self.intermediate, self.hidden),
-                            layer_norm: layer_norm(),
-                        },
-                    })
-                    .collect(),
-            },
-            heads: self.heads,
-        }
-    }
-}
-
-// Field names are the checkpoint's (`embeddings.word_embeddings.weight`, ...) so that loading is
-// a name match; `LayerNorm` and `self` are renamed on load because they are not Rust field names.
-
-/// The checkpoint's module tree (`BertModel` without its unused pooler), used only to load.
-#[derive(Module, Debug)]
-struct Checkpoint {
-    embeddings: Embeddings,
-    encoder: Stack,
-    heads: usize,
-}
-
-#[derive(Module, Debug)]
-struct Embeddings {
-    word_embeddings: Embedding,
-    position_embeddings: Embedding,
-    token_type_embeddings: Embedding,
-    layer_norm: LayerNorm,
-}
-
-#[derive(Module, Debug)]
-struct Stack {
-    layer: Vec<Layer>,
-}
-
-#[derive(Module, Debug)]
-struct Layer {
-    attention: Attention,
-    intermediate: Intermediate,
-    output: Output,
-}
-
-#[derive(Module, Debug)]
-struct Attention {
-    self_attn: SelfAttention,
-    output: Output,
-}
-
-#[derive(Module, Debug)]
-struct SelfAttention {
-    query: Linear,
-    key: Linear,
-    value: Linear,
-}
-
-#[derive(Module, Debug)]
-struct Intermediate {
-    dense: Linear,
-}
-
-/// A projection back to the residual stream followed by post-norm: `LN(residual + dense(x))`.
-#[derive(Module, Debug)]
-struct Output {
-    dense: Linear,
-    layer_norm: LayerNorm,
 }
 
 /// A batch of token ids padded to one length, ready for [`Bert::embed`].
@@ -237,20 +134,6 @@ struct Dense {
     bias: Tensor<1>,
 }
 
-impl Dense {
-    fn from_linear(linear: Linear) -> Self {
-        let bias = match linear.bias {
-            Some(b) => b.val(),
-            // Every BERT projection has a bias; zeros keep this total.
-            None => Tensor::zeros([linear.weight.dims()[1]], &linear.weight.device()),
-        };
-        Self {
-            weight: linear.weight.val(),
-            bias,
-        }
-    }
-}
-
 /// A projection of the model: f32 (the published weights), or the same layer in 8-bit
 /// integers, which then holds no f32 copy of its weights.
 enum Projection {
@@ -260,34 +143,6 @@ enum Projection {
 }
 
 impl Projection {
-    /// The layer in its 8-bit form where the CPU runs the packed i8 kernel (else as it was).
-    /// `input` is the layer norm whose output the layer reads, if one does: its parameters
-    /// scale each input's range, which smoothing moves into the weights. Takes the layer by
-    /// value, so that reading its weights is not a copy of them.
-    fn quantized(self, input: Option<&Norm>) -> Result<Self, EncodeError> {
-        let Projection::F32(dense) = self else {
-            return Ok(self);
-        };
-        let Dense { weight, bias } = *dense;
-        let [inputs, outputs] = weight.dims();
-        let device = weight.device();
-        let (weight, bias) = (weight.into_data(), bias.into_data());
-        let ranges = input.map(Norm::ranges).transpose()?;
-        match memdb_vectors::QuantizedLinear::new(
-            host_slice(&weight, "dense layer weights")?,
-            host_slice(&bias, "dense layer bias")?,
-            inputs,
-            outputs,
-            ranges.as_deref(),
-        ) {
-            Some(layer) => Ok(Projection::Int8(layer)),
-            None => Ok(Projection::F32(Box::new(Dense {
-                weight: Tensor::from_data(weight, &device),
-                bias: Tensor::from_data(bias, &device),
-            }))),
-        }
-    }
-
     fn forward(&self, x: Tensor<2>) -> Result<Tensor<2>, EncodeError> {
         Ok(self.forward_keeping(x)?.0)
     }
@@ -324,6 +179,79 @@ impl Projection {
     }
 }
 
+/// Reads the projections of a checkpoint: each in its 8-bit form where asked for and the CPU
+/// runs the packed i8 kernel, else in f32.
+struct ProjectionReader<'a> {
+    checkpoint: &'a Checkpoint,
+    device: &'a Device,
+    int8: bool,
+    /// The weights being read, `outputs × inputs` as the checkpoint stores them; reused from
+    /// one projection to the next, so an 8-bit layer's f32 weights need no buffer of their own.
+    weight: Vec<f32>,
+}
+
+impl ProjectionReader<'_> {
+    /// One projection made of the layers `prefixes` (each `inputs → outputs`, with a `.weight`
+    /// and a `.bias`), concatenated along their outputs: the query, key and value projections
+    /// become one matrix product. `input` is the layer norm whose output the projection
+    /// reads, if one does: its parameters scale each input's range, which smoothing moves into
+    /// the 8-bit weights.
+    fn read(
+        &mut self,
+        prefixes: &[&str],
+        inputs: usize,
+        outputs: usize,
+        input: Option<&Norm>,
+    ) -> Result<Projection, EncodeError> {
+        let total = prefixes.len() * outputs;
+        self.weight.resize(total * inputs, 0.0);
+        let mut bias = vec![0f32; total];
+        for ((prefix, weight), bias) in prefixes
+            .iter()
+            .zip(self.weight.chunks_exact_mut(outputs * inputs))
+            .zip(bias.chunks_exact_mut(outputs))
+        {
+            let checkpoint = self.checkpoint;
+            checkpoint.read_into(&format!("{prefix}.weight"), &[outputs, inputs], weight)?;
+            checkpoint.read_into(&format!("{prefix}.bias"), &[outputs], bias)?;
+        }
+        if self.int8 {
+            let ranges = input.map(Norm::ranges).transpose()?;
+            if let Some(layer) = memdb_vectors::QuantizedLinear::new(
+                &self.weight,
+                &bias,
+                inputs,
+                total,
+                ranges.as_deref(),
+            ) {
+                return Ok(Projection::Int8(layer));
+            }
+        }
+        // burn's `linear` takes the weight as `inputs × outputs`.
+        let weight = transposed(&self.weight, total, inputs);
+        Ok(Projection::F32(Box::new(Dense {
+            weight: Tensor::from_data(TensorData::new(weight, [inputs, total]), self.device),
+            bias: Tensor::from_data(TensorData::new(bias, [total]), self.device),
+        })))
+    }
+}
+
+/// `matrix` (`rows × cols`, row-major) transposed, in square tiles that stay in cache.
+fn transposed(matrix: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+    const TILE: usize = 32;
+    let mut out = vec![0f32; rows * cols];
+    for r0 in (0..rows).step_by(TILE) {
+        for c0 in (0..cols).step_by(TILE) {
+            for r in r0..(r0 + TILE).min(rows) {
+                for c in c0..(c0 + TILE).min(cols) {
+                    out[c * rows + r] = matrix[r * cols + c];
+                }
+            }
+        }
+    }
+    out
+}
+
 struct Norm {
     gamma: Tensor<1>,
     beta: Option<Tensor<1>>,
@@ -347,13 +275,6 @@ impl Norm {
             .collect())
     }
 
-    fn from_layer_norm(norm: LayerNorm) -> Self {
-        Self {
-            gamma: norm.gamma.val(),
-            beta: norm.beta.map(|b| b.val()),
-        }
-    }
-
     fn forward(&self, x: Tensor<2>) -> Tensor<2> {
         layer_norm(
             x,
@@ -374,13 +295,10 @@ struct LayerWeights {
 }
 
 impl Bert {
-    /// Builds the architecture on `device` and fills it from a safetensors checkpoint.
-    ///
-    /// `bytes` is the file's content (read once by the caller, which also hashes it); `path`
-    /// only labels errors.
-    /// Loads the weights from the safetensors file at `path`, mapped rather than read: each
-    /// tensor is copied once, from the page cache into its own buffer, with no whole-file copy
-    /// first. The caller checks that the file is the pinned one (`MiniLm::load`).
+    /// The encoder of `config` on `device`, its weights read from the safetensors checkpoint at
+    /// `path`, each by its name in the Hugging Face checkpoint with its dtype and shape checked.
+    /// With `int8` (and [`Kernels::Host`]), each projection is quantized as it is read, where
+    /// the CPU has the packed i8 kernel, and its f32 weights are never kept.
     pub(crate) fn load(
         config: BertConfig,
         path: &Path,
@@ -388,31 +306,95 @@ impl Bert {
         kernels: Kernels,
         int8: bool,
     ) -> Result<Self, EncodeError> {
-        let mut checkpoint = config.init(device);
-        load_weights(&mut checkpoint, SafetensorsStore::from_file(path), path)?;
-        let mut model = Self::from_checkpoint(checkpoint, kernels);
-        if int8 && kernels == Kernels::Host {
-            model.quantize()?;
+        let checkpoint = Checkpoint::open(path)?;
+        let hidden = config.hidden;
+        let vector = |name: &str, len: usize| -> Result<Tensor<1>, EncodeError> {
+            let values = checkpoint.read(name, &[len])?;
+            Ok(Tensor::from_data(TensorData::new(values, [len]), device))
+        };
+        let matrix = |name: &str, rows: usize| -> Result<Tensor<2>, EncodeError> {
+            let values = checkpoint.read(name, &[rows, hidden])?;
+            Ok(Tensor::from_data(
+                TensorData::new(values, [rows, hidden]),
+                device,
+            ))
+        };
+        let norm = |prefix: &str| -> Result<Norm, EncodeError> {
+            Ok(Norm {
+                gamma: vector(&format!("{prefix}.LayerNorm.weight"), hidden)?,
+                beta: Some(vector(&format!("{prefix}.LayerNorm.bias"), hidden)?),
+            })
+        };
+        let mut projections = ProjectionReader {
+            checkpoint: &checkpoint,
+            device,
+            int8: int8 && kernels == Kernels::Host,
+            weight: Vec::new(),
+        };
+        let embeddings_norm = norm("embeddings")?;
+        let mut layers: Vec<LayerWeights> = Vec::with_capacity(config.layers);
+        for i in 0..config.layers {
+            let prefix = format!("encoder.layer.{i}");
+            // The query/key/value projection reads the previous layer's output norm (the
+            // embeddings' norm first) and the intermediate one the attention's norm: their
+            // ranges smooth the 8-bit layers.
+            let previous = layers.last().map_or(&embeddings_norm, |l| &l.output_norm);
+            let qkv = projections.read(
+                &[
+                    &format!("{prefix}.attention.self.query"),
+                    &format!("{prefix}.attention.self.key"),
+                    &format!("{prefix}.attention.self.value"),
+                ],
+                hidden,
+                hidden,
+                Some(previous),
+            )?;
+            let attention_out = projections.read(
+                &[&format!("{prefix}.attention.output.dense")],
+                hidden,
+                hidden,
+                None,
+            )?;
+            let attention_norm = norm(&format!("{prefix}.attention.output"))?;
+            let intermediate = projections.read(
+                &[&format!("{prefix}.intermediate.dense")],
+                hidden,
+                config.intermediate,
+                Some(&attention_norm),
+            )?;
+            let output = projections.read(
+                &[&format!("{prefix}.output.dense")],
+                config.intermediate,
+                hidden,
+                None,
+            )?;
+            layers.push(LayerWeights {
+                qkv,
+                attention_out,
+                attention_norm,
+                intermediate,
+                output,
+                output_norm: norm(&format!("{prefix}.output"))?,
+            });
         }
-        Ok(model)
-    }
-
-    /// Gives every projection its 8-bit form where the CPU runs the packed i8 kernel. The
-    /// query/key/value projection reads the previous layer's output norm (the embeddings' norm
-    /// first) and the intermediate one the attention's norm, so both are smoothed by them.
-    fn quantize(&mut self) -> Result<(), EncodeError> {
-        for mut layer in std::mem::take(&mut self.layers) {
-            let previous = self
-                .layers
-                .last()
-                .map_or(&self.embeddings_norm, |l| &l.output_norm);
-            layer.qkv = layer.qkv.quantized(Some(previous))?;
-            layer.attention_out = layer.attention_out.quantized(None)?;
-            layer.intermediate = layer.intermediate.quantized(Some(&layer.attention_norm))?;
-            layer.output = layer.output.quantized(None)?;
-            self.layers.push(layer);
-        }
-        Ok(())
+        let mut token_types = checkpoint.read(
+            "embeddings.token_type_embeddings.weight",
+            &[config.type_vocab, hidden],
+        )?;
+        // Token type ids are all 0: only the first row is used.
+        token_types.truncate(hidden);
+        Ok(Self {
+            word_embeddings: matrix("embeddings.word_embeddings.weight", config.vocab)?,
+            position_embeddings: matrix(
+                "embeddings.position_embeddings.weight",
+                config.max_positions,
+            )?,
+            token_type_0: Tensor::from_data(TensorData::new(token_types, [1, hidden]), device),
+            embeddings_norm,
+            layers,
+            heads: config.heads,
+            kernels,
+        })
     }
 
     /// Whether the projections run in 8-bit integers.
@@ -422,55 +404,6 @@ impl Bert {
                 .layers
                 .iter()
                 .all(|l| matches!(l.qkv, Projection::Int8(_)))
-    }
-
-    fn from_checkpoint(checkpoint: Checkpoint, kernels: Kernels) -> Self {
-        let Checkpoint {
-            embeddings,
-            encoder,
-            heads,
-        } = checkpoint;
-        let layers = encoder
-            .layer
-            .into_iter()
-            .map(|layer| {
-                let SelfAttention { query, key, value } = layer.attention.self_attn;
-                let (q, k, v) = (
-                    Dense::from_linear(query),
-                    Dense::from_linear(key),
-                    Dense::from_linear(value),
-                );
-                LayerWeights {
-                    qkv: Projection::F32(Box::new(Dense {
-                        weight: Tensor::cat(vec![q.weight, k.weight, v.weight], 1),
-                        bias: Tensor::cat(vec![q.bias, k.bias, v.bias], 0),
-                    })),
-                    attention_out: Projection::F32(Box::new(Dense::from_linear(
-                        layer.attention.output.dense,
-                    ))),
-                    attention_norm: Norm::from_layer_norm(layer.attention.output.layer_norm),
-                    intermediate: Projection::F32(Box::new(Dense::from_linear(
-                        layer.intermediate.dense,
-                    ))),
-                    output: Projection::F32(Box::new(Dense::from_linear(layer.output.dense))),
-                    output_norm: Norm::from_layer_norm(layer.output.layer_norm),
-                }
-            })
-            .collect();
-        let embeddings_norm = Norm::from_layer_norm(embeddings.layer_norm);
-        Self {
-            word_embeddings: embeddings.word_embeddings.weight.val(),
-            position_embeddings: embeddings.position_embeddings.weight.val(),
-            token_type_0: embeddings
-                .token_type_embeddings
-                .weight
-                .val()
-                .narrow(0, 0, 1),
-            embeddings_norm,
-            layers,
-            heads,
-            kernels,
-        }
     }
 
     /// Sentence vectors for a padded batch: `[rows, hidden]`, each row unit-length.
@@ -614,31 +547,4 @@ fn mean_pool_normalise(hidden: Tensor<3>, keep: Tensor<2, Bool>) -> Tensor<2> {
         .sqrt()
         .clamp_min(1e-12);
     (mean / norm).reshape([rows, dim])
-}
-
-/// Fills `model` from the Hugging Face checkpoint: PyTorch linear weights are `[out, in]` and
-/// layer norms are `weight`/`bias`, which the PyTorch adapter converts; the pooler and the
-/// `position_ids` buffer are in the file but unused.
-fn load_weights(
-    model: &mut Checkpoint,
-    store: SafetensorsStore,
-    path: &Path,
-) -> Result<(), EncodeError> {
-    let fail = |reason: String| EncodeError::Weights {
-        path: path.to_path_buf(),
-        reason,
-    };
-    let mut store = store
-        .with_from_adapter(PyTorchToBurnAdapter)
-        .with_key_remapping(r"\.LayerNorm\.", ".layer_norm.")
-        .with_key_remapping(r"\.attention\.self\.", ".attention.self_attn.");
-    let result = model
-        .load_from(&mut store)
-        .map_err(|e| fail(e.to_string()))?;
-    if !result.errors.is_empty() || !result.missing.is_empty() {
-        return Err(fail(format!(
-            "the checkpoint does not fit all-MiniLM-L6-v2's architecture:\n{result}"
-        )));
-    }
-    Ok(())
 }

@@ -17,8 +17,9 @@
 //! ```
 //!
 //! Code map: `model` (location, install, digests) → `tokenize` (WordPiece) → `batch` (length
-//! buckets) → `bert` (the network in burn; its projections f32 or `memdb_vectors::QuantizedLinear`)
-//! → `minilm` (the [`Encoder`] that ties them together).
+//! buckets) → `checkpoint` (the safetensors file's index and tensors) → `bert` (the network in
+//! burn; its projections f32 or `memdb_vectors::QuantizedLinear`) → `minilm` (the [`Encoder`]
+//! that ties them together).
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
@@ -26,6 +27,7 @@ mod activation;
 mod attention;
 mod batch;
 mod bert;
+mod checkpoint;
 mod error;
 mod minilm;
 pub mod model;

@@ -156,8 +156,8 @@ impl MiniLm {
             .collect::<Result<Vec<_>, _>>()?;
         let device = options.backend.device();
         let kernels = options.backend.kernels();
-        // The weights are hashed (streamed, on a second thread) while burn loads them from a
-        // mapping of the same file, so a load costs the longer of the two, not their sum. The
+        // The weights are hashed (streamed, on a second thread) while the model reads its
+        // tensors from the same file, so a load costs the longer of the two, not their sum. The
         // model is used only once the digest matched, and only if the file is the same one
         // (device, inode, length, modification time) before and after: then the hash and the
         // load both read the pinned bytes.

@@ -1,8 +1,9 @@
 //! A dense layer `y = x·W + b` in 8-bit integers: the encoder's projections on the packed VNNI
 //! kernel of `matmul`.
 //!
-//! The weight's columns (one per output) are quantized once, symmetrically, each with its own
-//! scale (`max |w| / 127`); each input row (a token's activations) is quantized the same way
+//! The weights of each output (a row of the checkpoint's `outputs × inputs` matrix, which is
+//! the kernel's layout) are quantized once, symmetrically, each output with its own scale
+//! (`max |w| / 127`); each input row (a token's activations) is quantized the same way
 //! when the layer runs. The product of the two is the exact i32 dot of the codes, which the
 //! kernel scales back by both scales; the bias is added in f32. The only error is the two
 //! roundings to 8 bits (weights' halves away from zero, as the store's vectors round;
@@ -22,10 +23,6 @@
 use crate::VectorError;
 use crate::matmul::{I8Kernel, I8Panels, biased_query_len, packed_i8_runs, scores_i8_with};
 
-/// Side of the square tiles in which [`QuantizedLinear::new`] transposes the weight's codes: a
-/// cache line of them.
-const TRANSPOSE_TILE: usize = 64;
-
 /// The weights of a dense layer, quantized and packed for the i8 kernel.
 #[derive(Debug)]
 pub struct QuantizedLinear {
@@ -39,8 +36,9 @@ pub struct QuantizedLinear {
 }
 
 impl QuantizedLinear {
-    /// The layer of `weight` (`inputs × outputs`, row-major, as burn's `Linear` stores it) and
-    /// `bias` (`outputs`), smoothed by `input_ranges` (one per input: a scale of its typical
+    /// The layer of `weight` (`outputs × inputs`, row-major: one row of input weights per
+    /// output, as PyTorch's `nn.Linear` and a safetensors checkpoint store it) and `bias`
+    /// (`outputs`), smoothed by `input_ranges` (one per input: a scale of its typical
     /// magnitude) where given; or `None` where this CPU has no packed i8 kernel (the caller
     /// keeps the f32 layer) or the shapes disagree.
     pub fn new(
@@ -58,64 +56,46 @@ impl QuantizedLinear {
         {
             return None;
         }
-        // s_j per input (module header); 1 where a range or a weight row is zero.
+        // s_j per input (module header); 1 where a range or an input's weights are zero.
+        let mut input_max = vec![0f32; inputs];
+        for row in weight.chunks_exact(inputs) {
+            for (m, w) in input_max.iter_mut().zip(row) {
+                *m = m.max(w.abs());
+            }
+        }
         let smoothing: Vec<f32> = (0..inputs)
             .map(|j| {
                 let Some(range) = input_ranges.map(|r| r[j].abs()) else {
                     return 1.0;
                 };
-                let w = weight[j * outputs..(j + 1) * outputs]
-                    .iter()
-                    .fold(0f32, |m, v| m.max(v.abs()));
-                let s = (range / w).sqrt();
+                let s = (range / input_max[j]).sqrt();
                 if s.is_finite() && s > 0.0 { s } else { 1.0 }
             })
             .collect();
-        // One column of the weight is one packed row: the output's weights over the inputs,
-        // quantized by their maximum as `kernels::quantize_i8` quantizes a row. The codes are
-        // made in the weight's own row-major order, then transposed in tiles of 64 × 64 bytes
-        // that stay in cache (a column at a time strided through the whole matrix).
-        let mut column_max = vec![0f32; outputs];
-        for (row, s) in weight.chunks_exact(outputs).zip(&smoothing) {
-            for (m, w) in column_max.iter_mut().zip(row) {
-                *m = m.max((w * s).abs());
-            }
-        }
-        let inverses: Vec<f32> = column_max
-            .iter()
-            .map(|&m| {
-                if m == 0.0 || !m.is_finite() {
-                    0.0
-                } else {
-                    127.0 / m
-                }
-            })
-            .collect();
-        let mut by_input = vec![0i8; inputs * outputs];
-        for ((codes, row), s) in by_input
-            .chunks_exact_mut(outputs)
-            .zip(weight.chunks_exact(outputs))
-            .zip(&smoothing)
-        {
-            for ((code, w), inverse) in codes.iter_mut().zip(row).zip(&inverses) {
-                *code = to_code_away(w * s * inverse);
-            }
-        }
+        // One output's weights are one packed row, quantized by their maximum as
+        // `kernels::quantize_i8` quantizes a row; the layout is already the kernel's, so each
+        // row is made in place, in one pass over the weight.
         let mut codes = vec![0i8; inputs * outputs];
-        for j0 in (0..inputs).step_by(TRANSPOSE_TILE) {
-            for o0 in (0..outputs).step_by(TRANSPOSE_TILE) {
-                for j in j0..(j0 + TRANSPOSE_TILE).min(inputs) {
-                    for o in o0..(o0 + TRANSPOSE_TILE).min(outputs) {
-                        codes[o * inputs + j] = by_input[j * outputs + o];
-                    }
-                }
+        let mut scales = Vec::with_capacity(outputs);
+        let mut smoothed = vec![0f32; inputs];
+        for (row, row_codes) in weight
+            .chunks_exact(inputs)
+            .zip(codes.chunks_exact_mut(inputs))
+        {
+            for ((v, w), s) in smoothed.iter_mut().zip(row).zip(&smoothing) {
+                *v = w * s;
             }
+            let max = smoothed.iter().fold(0f32, |m, v| m.max(v.abs()));
+            let inverse = if max == 0.0 || !max.is_finite() {
+                0.0
+            } else {
+                127.0 / max
+            };
+            for (code, v) in row_codes.iter_mut().zip(&smoothed) {
+                *code = to_code_away(v * inverse);
+            }
+            scales.push(if inverse == 0.0 { 0.0 } else { max / 127.0 });
         }
-        let scales: Vec<f32> = column_max
-            .iter()
-            .zip(&inverses)
-            .map(|(&m, &inverse)| if inverse == 0.0 { 0.0 } else { m / 127.0 })
-            .collect();
         let mut panels = I8Panels::default();
         panels.pack(inputs, codes.chunks_exact(inputs), &scales);
         Some(Self {
@@ -297,6 +277,14 @@ mod tests {
         out
     }
 
+    /// `weight` (`inputs × outputs`, the product's own layout, in which the tests index it)
+    /// as [`QuantizedLinear::new`] takes it: one row per output.
+    fn output_major(weight: &[f32], inputs: usize, outputs: usize) -> Vec<f32> {
+        (0..outputs)
+            .flat_map(|o| (0..inputs).map(move |j| weight[j * outputs + o]))
+            .collect()
+    }
+
     fn values(seed: u64, n: usize) -> Vec<f32> {
         let mut next = crate::tests::unit_values(seed);
         (0..n).map(|_| next()).collect()
@@ -335,7 +323,8 @@ mod tests {
             }
             let ranges: Vec<f32> = (0..inputs).map(|j| if j % 7 == 3 { 10.0 } else { 1.0 }).collect();
             let ranges = smoothed.then_some(ranges.as_slice());
-            let Some(layer) = QuantizedLinear::new(&weight, &bias, inputs, outputs, ranges) else {
+            let by_output = output_major(&weight, inputs, outputs);
+            let Some(layer) = QuantizedLinear::new(&by_output, &bias, inputs, outputs, ranges) else {
                 // No packed kernel on this CPU: nothing to test (the encoder stays f32).
                 prop_assert!(I8Kernel::best().is_none());
                 return Ok(());
@@ -396,9 +385,10 @@ mod tests {
             (squared / exact.len() as f64).sqrt() / scale
         };
         let mut ran = Vec::new();
+        let by_output = output_major(&weight, inputs, outputs);
         if let (Some(plain), Some(smoothed)) = (
-            QuantizedLinear::new(&weight, &bias, inputs, outputs, None),
-            QuantizedLinear::new(&weight, &bias, inputs, outputs, Some(&ranges)),
+            QuantizedLinear::new(&by_output, &bias, inputs, outputs, None),
+            QuantizedLinear::new(&by_output, &bias, inputs, outputs, Some(&ranges)),
         ) {
             for kernel in I8Kernel::ALL.into_iter().filter(|k| k.available()) {
                 let (plain, smoothed) = (error(&plain, kernel), error(&smoothed, kernel));
