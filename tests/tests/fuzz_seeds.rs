@@ -21,7 +21,7 @@ use memdb_formats::segment::{
 };
 use memdb_vectors::{FlatIndexWriter, HnswIndex, HnswParams, Precision, VectorIndex};
 
-const TARGETS: [&str; 21] = [
+const TARGETS: [&str; 22] = [
     "atm_memory",
     "key_header",
     "atm_qa",
@@ -43,6 +43,7 @@ const TARGETS: [&str; 21] = [
     "forget_policy",
     "op_batch",
     "id_list",
+    "safetensors_index",
 ];
 const MAX_CORPUS_BYTES: u64 = 50 * 1024;
 

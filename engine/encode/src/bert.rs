@@ -548,3 +548,160 @@ fn mean_pool_normalise(hidden: Tensor<3>, keep: Tensor<2, Bool>) -> Tensor<2> {
         .clamp_min(1e-12);
     (mean / norm).reshape([rows, dim])
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checkpoint::tests::{f32_bytes, file_bytes};
+
+    /// A BERT small enough to write in a test, with every kind of tensor MiniLM has.
+    const TINY: BertConfig = BertConfig {
+        vocab: 12,
+        hidden: 64,
+        layers: 2,
+        heads: 4,
+        intermediate: 128,
+        max_positions: 16,
+        type_vocab: 2,
+    };
+
+    /// Every tensor [`Bert::load`] reads for `config`, by its name in a Hugging Face BERT
+    /// checkpoint (written here from the checkpoint's naming, not from the loader's code).
+    fn checkpoint_tensors(config: BertConfig) -> Vec<(String, Vec<usize>)> {
+        let h = config.hidden;
+        let mut out: Vec<(String, Vec<usize>)> = vec![
+            (
+                "embeddings.word_embeddings.weight".into(),
+                vec![config.vocab, h],
+            ),
+            (
+                "embeddings.position_embeddings.weight".into(),
+                vec![config.max_positions, h],
+            ),
+            (
+                "embeddings.token_type_embeddings.weight".into(),
+                vec![config.type_vocab, h],
+            ),
+            ("embeddings.LayerNorm.weight".into(), vec![h]),
+            ("embeddings.LayerNorm.bias".into(), vec![h]),
+        ];
+        for i in 0..config.layers {
+            let layer = format!("encoder.layer.{i}");
+            let i = config.intermediate;
+            for (name, outputs, inputs) in [
+                ("attention.self.query", h, h),
+                ("attention.self.key", h, h),
+                ("attention.self.value", h, h),
+                ("attention.output.dense", h, h),
+                ("intermediate.dense", i, h),
+                ("output.dense", h, i),
+            ] {
+                out.push((format!("{layer}.{name}.weight"), vec![outputs, inputs]));
+                out.push((format!("{layer}.{name}.bias"), vec![outputs]));
+            }
+            for norm in ["attention.output.LayerNorm", "output.LayerNorm"] {
+                out.push((format!("{layer}.{norm}.weight"), vec![h]));
+                out.push((format!("{layer}.{norm}.bias"), vec![h]));
+            }
+        }
+        out
+    }
+
+    /// Writes `tensors` with deterministic values (layer-norm scales near 1, the rest small)
+    /// as a checkpoint in `dir`, plus an unused `I64` buffer as the real file has.
+    fn write_checkpoint(dir: &Path, tensors: &[(String, Vec<usize>)]) -> std::path::PathBuf {
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move || {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            ((state >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 0.2
+        };
+        let data: Vec<Vec<u8>> = tensors
+            .iter()
+            .map(|(name, shape)| {
+                let scale = if name.ends_with("LayerNorm.weight") {
+                    1.0
+                } else {
+                    0.0
+                };
+                let values: Vec<f32> = (0..shape.iter().product::<usize>())
+                    .map(|_| scale + next())
+                    .collect();
+                f32_bytes(&values)
+            })
+            .collect();
+        let mut listed: Vec<(&str, &str, &[usize], &[u8])> =
+            vec![("embeddings.position_ids", "I64", &[1, 2], &[0; 16])];
+        for ((name, shape), bytes) in tensors.iter().zip(&data) {
+            listed.push((name, "F32", shape, bytes));
+        }
+        let path = dir.join("model.safetensors");
+        std::fs::write(&path, file_bytes(&listed)).unwrap();
+        path
+    }
+
+    fn load(path: &Path, int8: bool) -> Result<Bert, EncodeError> {
+        Bert::load(TINY, path, &Device::flex(), Kernels::Host, int8)
+    }
+
+    fn vectors(model: &Bert) -> Vec<f32> {
+        let batch = PaddedBatch::new(&[&[1, 5, 7, 2][..], &[1, 9, 2][..]]);
+        let out = model.embed(&batch, &Device::flex()).unwrap();
+        out.into_data().try_to_vec::<f32>().unwrap()
+    }
+
+    /// A checkpoint without any one of the tensors the model uses is refused, naming it.
+    #[test]
+    fn every_tensor_is_required_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let tensors = checkpoint_tensors(TINY);
+        assert!(load(&write_checkpoint(dir.path(), &tensors), false).is_ok());
+        for missing in 0..tensors.len() {
+            let mut without = tensors.clone();
+            let (name, _) = without.remove(missing);
+            let path = write_checkpoint(dir.path(), &without);
+            let message = match load(&path, true) {
+                Ok(_) => panic!("loaded without {name}"),
+                Err(e) => e.to_string(),
+            };
+            assert!(message.contains(&format!("tensor {name}:")), "{message}");
+        }
+    }
+
+    /// A tensor of another shape than the architecture's is refused, not reinterpreted.
+    #[test]
+    fn a_misshapen_tensor_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut tensors = checkpoint_tensors(TINY);
+        let query = tensors
+            .iter_mut()
+            .find(|(name, _)| name == "encoder.layer.1.attention.self.query.weight")
+            .unwrap();
+        query.1 = vec![TINY.hidden / 2, TINY.hidden * 2];
+        let message = match load(&write_checkpoint(dir.path(), &tensors), false) {
+            Ok(_) => panic!("loaded a misshapen query projection"),
+            Err(e) => e.to_string(),
+        };
+        assert!(message.contains("shape [32, 128]"), "{message}");
+    }
+
+    /// The same checkpoint loaded with f32 projections and with 8-bit ones (where this CPU
+    /// has the kernel) gives unit vectors that agree: the two paths read the same weights in
+    /// the same layout (a transposed or misplaced query, key or value block would not agree).
+    #[test]
+    fn the_f32_and_8_bit_loads_agree() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write_checkpoint(dir.path(), &checkpoint_tensors(TINY));
+        let exact = load(&path, false).unwrap();
+        let quantized = load(&path, true).unwrap();
+        assert!(!exact.int8());
+        let (a, b) = (vectors(&exact), vectors(&quantized));
+        for (row_a, row_b) in a.chunks_exact(TINY.hidden).zip(b.chunks_exact(TINY.hidden)) {
+            let dot: f32 = row_a.iter().zip(row_b).map(|(x, y)| x * y).sum();
+            let norm: f32 = row_a.iter().map(|x| x * x).sum::<f32>().sqrt();
+            assert!((norm - 1.0).abs() < 1e-4, "norm {norm}");
+            assert!(dot > 0.99, "cosine {dot} (8-bit: {})", quantized.int8());
+        }
+    }
+}
