@@ -4,9 +4,9 @@
 //! Texts: every dialogue turn of `shared/data/locomo/*.json` (2,760), as DESIGN.md §6 gives the
 //! item text: `[<session date_time>] <speaker>: <text>`, plus ` [image: <blip_caption>]` when the
 //! turn has one. Prints sentences/s at batch 32 and 128 (each after an untimed warm-up on 64
-//! texts), the model load time (from a warm page cache, as the peer's), and the peak RSS (VmHWM) while streaming 1,000 and then 10,000
-//! texts (the turns repeated) through the encoder: if memory is bounded by one batch, the two
-//! peaks are about the same. The peer (`benches/peers/encode_peer.py`) runs when `python3` can
+//! texts), the model load time (from a warm page cache, as the peer's), and the peak RSS (VmHWM)
+//! while streaming 1,000 and then 10,000 texts (the turns repeated) through the encoder: if
+//! memory is bounded by one batch, the two peaks are about the same. The peer (`benches/peers/encode_peer.py`) runs when `python3` can
 //! import sentence_transformers; ratios are memdb/peer (> 1: memdb is faster, for throughput).
 //! Where the peer's Python has onnxruntime, the peer script also exports the same weights with
 //! `torch.onnx.export` and runs them through ONNX Runtime on the same threads and texts (a second

@@ -206,12 +206,12 @@ impl ProjectionReader<'_> {
         let total = prefixes.len() * outputs;
         self.weight.resize(total * inputs, 0.0);
         let mut bias = vec![0f32; total];
+        let checkpoint = self.checkpoint;
         for ((prefix, weight), bias) in prefixes
             .iter()
             .zip(self.weight.chunks_exact_mut(outputs * inputs))
             .zip(bias.chunks_exact_mut(outputs))
         {
-            let checkpoint = self.checkpoint;
             checkpoint.read_into(&format!("{prefix}.weight"), &[outputs, inputs], weight)?;
             checkpoint.read_into(&format!("{prefix}.bias"), &[outputs], bias)?;
         }
