@@ -663,8 +663,11 @@ impl Run<'_> {
             (
                 "fuse",
                 format!(
-                    "RRF, weights {:?} and place {}, context share {}",
-                    options.weights, options.place_weight, options.context_share
+                    "RRF, weights {:?} and place {}, dense score {}, context share {}",
+                    options.weights,
+                    options.place_weight,
+                    options.dense_score_weight,
+                    options.context_share
                 ),
                 Some(options.k as u64),
                 c.fused,

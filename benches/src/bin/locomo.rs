@@ -93,6 +93,8 @@ struct Tuning {
     weights: [f64; 3],
     /// `RecallOptions::context_share`.
     context_share: f64,
+    /// `RecallOptions::dense_score_weight`.
+    dense_score_weight: f64,
     /// `RecallOptions::graph_paths`.
     graph_paths: usize,
     /// `RecallOptions::path_share`.
@@ -107,6 +109,7 @@ impl Tuning {
         Tuning {
             weights: d.weights,
             context_share: d.context_share,
+            dense_score_weight: d.dense_score_weight,
             graph_paths: d.graph_paths,
             path_share: d.path_share,
             node_match: d.node_match,
@@ -115,11 +118,12 @@ impl Tuning {
 
     fn label(&self) -> String {
         format!(
-            "{} / {} / {} / {} / {} / {} / {}",
+            "{} / {} / {} / {} / {} / {} / {} / {}",
             self.weights[0],
             self.weights[1],
             self.weights[2],
             self.context_share,
+            self.dense_score_weight,
             self.graph_paths,
             self.path_share,
             self.node_match
@@ -132,6 +136,7 @@ impl Tuning {
             k,
             weights: self.weights,
             context_share: self.context_share,
+            dense_score_weight: self.dense_score_weight,
             graph_paths: self.graph_paths,
             path_share: self.path_share,
             node_match: self.node_match,
@@ -141,9 +146,12 @@ impl Tuning {
     }
 }
 
-/// The grid `--cv` searches: each fusion weight at half, the same and one and a half times its
-/// default's scale, the context share around its default; then, at the default fusion, the
-/// graph signal's paths (4, 8, 16), path share (0.15, 0.3, 0.45) and node match (0.75, 0.8,
+/// The grid `--cv` searches. The fusion's order depends only on the ratios of its weights (the
+/// context share and the reranker's features are relative to the fused scores; the place signal
+/// is silent on LoCoMo), so the lexical weight stays at its default and the others move against
+/// it: the dense weight (0 to 0.6), the graph weight (0.6 to 0.9), the context share (0.45 to
+/// 0.75) and the dense score's weight (0 to 0.048), every combination; then, at the defaults,
+/// the graph signal's paths (4, 8, 16), path share (0.15, 0.3, 0.45) and node match (0.75, 0.8,
 /// 0.85) one at a time. The defaults first, so a tie keeps them.
 fn cv_grid() -> Vec<Tuning> {
     let defaults = Tuning::defaults();
@@ -153,13 +161,15 @@ fn cv_grid() -> Vec<Tuning> {
             grid.push(t);
         }
     };
-    for dense in [0.5, 1.0, 1.5] {
-        for lexical in [1.0, 1.5, 2.0] {
-            for graph in [0.5, 0.75, 1.0] {
-                for context_share in [0.3, 0.45, 0.6] {
+    let lexical = defaults.weights[1];
+    for dense in [0.0, 0.075, 0.15, 0.3, 0.6] {
+        for graph in [0.6, 0.75, 0.9] {
+            for context_share in [0.45, 0.6, 0.75] {
+                for dense_score_weight in [0.0, 0.012, 0.024, 0.048] {
                     push(Tuning {
                         weights: [dense, lexical, graph],
                         context_share,
+                        dense_score_weight,
                         ..defaults
                     });
                 }
@@ -502,16 +512,34 @@ fn run_conversation(
         graph: false,
         place: false,
     };
-    // (label, signals, dense space, context share, reranker, BM25 over stems)
-    let mut modes: Vec<(&str, Signals, &str, f64, bool, bool)> = vec![
-        ("memdb flat f32", dense_only, f32_space, 0.0, false, true),
-        ("memdb flat i8", dense_only, i8_space, 0.0, false, true),
+    // (label, signals, dense space, context share, reranker, BM25 over stems, dense score in
+    // the fusion)
+    let mut modes: Vec<(&str, Signals, &str, f64, bool, bool, bool)> = vec![
+        (
+            "memdb flat f32",
+            dense_only,
+            f32_space,
+            0.0,
+            false,
+            true,
+            true,
+        ),
+        (
+            "memdb flat i8",
+            dense_only,
+            i8_space,
+            0.0,
+            false,
+            true,
+            true,
+        ),
         (
             "memdb lexical (BM25)",
             lexical_only,
             ITEM_VECTORS,
             0.0,
             false,
+            true,
             true,
         ),
         (
@@ -521,6 +549,7 @@ fn run_conversation(
             0.0,
             false,
             false,
+            true,
         ),
         (
             "memdb path overlap",
@@ -534,12 +563,14 @@ fn run_conversation(
             0.0,
             false,
             true,
+            true,
         ),
         (
             "memdb full recall",
             Signals::ALL,
             ITEM_VECTORS,
             RecallOptions::default().context_share,
+            true,
             true,
             true,
         ),
@@ -550,12 +581,14 @@ fn run_conversation(
             RecallOptions::default().context_share,
             false,
             true,
+            true,
         ),
         (
             "ablation: full recall without context spread",
             Signals::ALL,
             ITEM_VECTORS,
             0.0,
+            true,
             true,
             true,
         ),
@@ -566,6 +599,7 @@ fn run_conversation(
             RecallOptions::default().context_share,
             true,
             false,
+            true,
         ),
         (
             "ablation: full recall without the graph",
@@ -579,14 +613,32 @@ fn run_conversation(
             RecallOptions::default().context_share,
             true,
             true,
+            true,
+        ),
+        (
+            "ablation: full recall without the dense score",
+            Signals::ALL,
+            ITEM_VECTORS,
+            RecallOptions::default().context_share,
+            true,
+            true,
+            false,
         ),
     ];
     if item_precision == memdb::Precision::I4 {
-        modes.push(("memdb flat i4", dense_only, ITEM_VECTORS, 0.0, false, true));
+        modes.push((
+            "memdb flat i4",
+            dense_only,
+            ITEM_VECTORS,
+            0.0,
+            false,
+            true,
+            true,
+        ));
     }
     let full_only = std::env::args().any(|a| a == "--full-only");
     let mut rankings = BTreeMap::new();
-    for (label, signals, space, context_share, rerank, stems) in modes {
+    for (label, signals, space, context_share, rerank, stems, dense_score) in modes {
         let is_full = label == "memdb full recall";
         if full_only && !is_full {
             continue;
@@ -599,6 +651,11 @@ fn run_conversation(
             weights,
             reranker: rerank.then(|| std::sync::Arc::new(memdb::Reranker::learned())),
             stems,
+            dense_score_weight: if dense_score {
+                RecallOptions::default().dense_score_weight
+            } else {
+                0.0
+            },
             ..RecallOptions::default()
         };
         let mut per_question = Vec::new();
@@ -757,7 +814,7 @@ fn recall_sums(questions: &[Question], lists: &[Vec<String>]) -> ([f64; 4], [(f6
 fn cross_validate(conversations: &[Conversation], grid: &[Tuning]) -> Value {
     println!(
         "
-cross-validated full recall: {} settings (dense / lexical / graph weights / context share / graph paths / path share / node match), each fold tuned on the other conversations and scored on its own
+cross-validated full recall: {} settings (dense / lexical / graph weights / context share / dense score weight / graph paths / path share / node match), each fold tuned on the other conversations and scored on its own
 ",
         grid.len()
     );

@@ -171,6 +171,29 @@ fn update_builds_paths_per_day_merges_aliases_and_is_incremental() {
     assert_consistent(&store);
 }
 
+/// Stores each item's embedding (of its item text) in the item vector space; returns the items.
+fn put_item_vectors(store: &Store) -> Vec<memdb_formats::item::ItemRecord> {
+    let snap = store.snapshot().unwrap();
+    let items = snap.scan(&crate::store::ScanFilter::default()).unwrap();
+    drop(snap);
+    let mut batch = store.batch();
+    for item in &items {
+        let v = HashEmbedder
+            .embed(&[&crate::recall::item_text(item)])
+            .unwrap()
+            .remove(0);
+        batch.put_vector(
+            crate::store::ITEM_VECTORS,
+            item.id,
+            item.fields.time.unix_ms,
+            item.fields.source.code(),
+            v,
+        );
+    }
+    batch.commit().unwrap();
+    items
+}
+
 #[test]
 fn recall_finds_evidence_respects_filters_and_explains() {
     let (_dir, store) = store_with(&[
@@ -198,24 +221,7 @@ fn recall_finds_evidence_respects_filters_and_explains() {
         .update_graph(&HashEmbedder, &GraphOptions::default(), &mut |_, _| {})
         .unwrap();
     // Dense vectors for the items too.
-    let snap = store.snapshot().unwrap();
-    let items = snap.scan(&crate::store::ScanFilter::default()).unwrap();
-    drop(snap);
-    let mut batch = store.batch();
-    for item in &items {
-        let v = HashEmbedder
-            .embed(&[&crate::recall::item_text(item)])
-            .unwrap()
-            .remove(0);
-        batch.put_vector(
-            crate::store::ITEM_VECTORS,
-            item.id,
-            item.fields.time.unix_ms,
-            item.fields.source.code(),
-            v,
-        );
-    }
-    batch.commit().unwrap();
+    let items = put_item_vectors(&store);
     let id_of = |ext: &str| {
         items
             .iter()
@@ -291,6 +297,65 @@ fn recall_finds_evidence_respects_filters_and_explains() {
         hits.iter()
             .all(|h| h.item == id_of("a") || h.item == id_of("b")),
         "{hits:?}"
+    );
+}
+
+#[test]
+fn the_dense_score_adds_each_dense_hits_normalised_cosine_to_its_fused_score() {
+    let (_dir, store) = store_with(&[
+        chat(
+            "2023-05-08",
+            "Caroline",
+            "I signed up for a pottery class.",
+            "a",
+        ),
+        chat("2023-05-08", "Melanie", "I went camping at the lake.", "b"),
+        chat(
+            "2023-06-01",
+            "Caroline",
+            "I researched adoption agencies.",
+            "c",
+        ),
+        chat("2023-06-01", "Melanie", "My kids loved the museum.", "d"),
+    ]);
+    put_item_vectors(&store);
+    let question = "Which adoption agencies did Caroline research?";
+    let dense_only = |dense_score_weight: f64| RecallOptions {
+        k: 4,
+        signals: Signals {
+            dense: true,
+            lexical: false,
+            graph: false,
+            place: false,
+        },
+        context_share: 0.0,
+        reranker: None,
+        dense_score_weight,
+        ..RecallOptions::default()
+    };
+    let ranks_only = store
+        .recall(question, &dense_only(0.0), &HashEmbedder)
+        .unwrap()
+        .hits;
+    let with_score = store
+        .recall(question, &dense_only(0.5), &HashEmbedder)
+        .unwrap()
+        .hits;
+    assert_eq!(ranks_only.len(), 4);
+    // The score is monotone in the cosine, as the rank is: one signal keeps its order.
+    let order = |hits: &[crate::recall::RecallHit]| hits.iter().map(|h| h.item).collect::<Vec<_>>();
+    assert_eq!(order(&ranks_only), order(&with_score));
+    // The best dense hit gains the whole weight, the last none, the others a share between.
+    let gains: Vec<f64> = ranks_only
+        .iter()
+        .zip(&with_score)
+        .map(|(a, b)| b.score - a.score)
+        .collect();
+    assert!((gains[0] - 0.5).abs() < 1e-9, "{gains:?}");
+    assert!(gains[3].abs() < 1e-9, "{gains:?}");
+    assert!(
+        gains[1] < 0.5 && gains[2] > 0.0 && gains[1] >= gains[2],
+        "{gains:?}"
     );
 }
 

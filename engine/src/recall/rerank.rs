@@ -91,17 +91,17 @@ const FIT_L2: f64 = 1e-3;
 /// Printed by `locomo --cv` ("reranker weights fitted on all 5 conversations", with the
 /// encoder's default int8 projections): the bias, then the features in [`FEATURES`]'s order. The place feature's 0 is LoCoMo's (no places).
 const LEARNED_WEIGHTS: Features = [
-    -3.603283396545404,
-    0.39311930305459253,
-    1.3148980143512008,
-    0.7873590465273653,
-    1.651831632603066,
-    1.012396498110581,
+    -3.64605877237103,
+    0.5870415777522018,
+    1.3135553561907387,
+    0.5629536960935134,
+    1.6758538417634266,
+    1.0028588974679593,
     0.0,
-    -0.05432955106505299,
-    0.2944598725282903,
-    -1.3023184520359024,
-    -0.8035116948273416,
+    -0.08169784921391302,
+    0.2812870682207424,
+    -1.3153426818829097,
+    -0.817922527820297,
 ];
 
 /// What the reranker reads of an item, kept per item in the recall index.
