@@ -22,8 +22,9 @@
 //! recall is held against the f32 model's by two runs, one with the flag.
 //!
 //! `--cv` cross-validates the full recall's fusion parameters across the conversations (issue
-//! 26): every setting of a grid (dense, lexical and graph weights, context share; the graph
-//! signal's paths, path share and node match) is run on every conversation; for each conversation held out, the setting with the best mean of
+//! 26): every setting of a grid (dense and graph weights against the lexical one, context
+//! share, the dense score's weight; the graph signal's paths, path share and node match) is run
+//! on every conversation; for each conversation held out, the setting with the best mean of
 //! R@1/5/10/20 over the other conversations' questions is chosen and scored on the held-out
 //! one. The per-fold table and the pooled held-out figures print beside the defaults' row of
 //! the same run, so a parameter tuned on the conversations it is scored on shows as the gap.
@@ -149,10 +150,10 @@ impl Tuning {
 /// The grid `--cv` searches. The fusion's order depends only on the ratios of its weights (the
 /// context share and the reranker's features are relative to the fused scores; the place signal
 /// is silent on LoCoMo), so the lexical weight stays at its default and the others move against
-/// it: the dense weight (0 to 0.6), the graph weight (0.6 to 0.9), the context share (0.45 to
+/// it: the dense weight (0 to 0.6), the graph weight (0.75 to 1.05), the context share (0.3 to
 /// 0.75) and the dense score's weight (0 to 0.048), every combination; then, at the defaults,
-/// the graph signal's paths (4, 8, 16), path share (0.15, 0.3, 0.45) and node match (0.75, 0.8,
-/// 0.85) one at a time. The defaults first, so a tie keeps them.
+/// the graph signal's paths (4, 8, 16) with its path share (0.15, 0.3, 0.45), and its node
+/// match (0.75, 0.8, 0.85). The defaults first, so a tie keeps them.
 fn cv_grid() -> Vec<Tuning> {
     let defaults = Tuning::defaults();
     let mut grid = vec![defaults];
@@ -163,8 +164,8 @@ fn cv_grid() -> Vec<Tuning> {
     };
     let lexical = defaults.weights[1];
     for dense in [0.0, 0.075, 0.15, 0.3, 0.6] {
-        for graph in [0.6, 0.75, 0.9] {
-            for context_share in [0.45, 0.6, 0.75] {
+        for graph in [0.75, 0.9, 1.05] {
+            for context_share in [0.3, 0.45, 0.6, 0.75] {
                 for dense_score_weight in [0.0, 0.012, 0.024, 0.048] {
                     push(Tuning {
                         weights: [dense, lexical, graph],

@@ -103,7 +103,7 @@ pub struct RecallOptions {
     pub place_weight: f64,
     /// Weight of the dense signal's score in the fusion, on top of its rank: each dense hit
     /// adds this times its cosine min-max normalised over the dense list (the best hit 1, the
-    /// `depth`-th 0). 0: ranks alone.
+    /// last 0). 0 (or less): ranks alone.
     pub dense_score_weight: f64,
     /// Candidates each signal contributes before fusion.
     pub depth: usize,
@@ -712,21 +712,25 @@ fn recall_in(
 }
 
 /// Each hit's score min-max normalised over the list: the best 1, the last 0; every hit 1 when
-/// they all score alike (a list of one included).
+/// they all score alike (a list of one included). A score that is not finite (an embedder's
+/// NaN, met in time travel's fresh embeddings) counts as the last: 0, and is left out of the
+/// range, so it cannot turn the fused scores it joins into NaN.
 fn min_max(hits: &[(u64, f32)]) -> Vec<(u64, f64)> {
-    let best = hits
-        .iter()
-        .map(|h| f64::from(h.1))
-        .fold(f64::NEG_INFINITY, f64::max);
-    let worst = hits
-        .iter()
-        .map(|h| f64::from(h.1))
-        .fold(f64::INFINITY, f64::min);
+    let finite = || {
+        hits.iter()
+            .map(|h| f64::from(h.1))
+            .filter(|s| s.is_finite())
+    };
+    let best = finite().fold(f64::NEG_INFINITY, f64::max);
+    let worst = finite().fold(f64::INFINITY, f64::min);
     let span = best - worst;
     hits.iter()
         .map(|&(key, score)| {
-            let normalized = if span > 0.0 {
-                (f64::from(score) - worst) / span
+            let score = f64::from(score);
+            let normalized = if !score.is_finite() {
+                0.0
+            } else if span > 0.0 {
+                (score - worst) / span
             } else {
                 1.0
             };
@@ -849,5 +853,12 @@ mod tests {
         assert_eq!(min_max(&[(1, 0.3)]), vec![(1, 1.0)]);
         assert_eq!(min_max(&[(1, 0.3), (2, 0.3)]), vec![(1, 1.0), (2, 1.0)]);
         assert!(min_max(&[]).is_empty());
+    }
+
+    #[test]
+    fn min_max_scores_a_score_that_is_not_finite_zero_and_ranges_over_the_rest() {
+        let normalized = min_max(&[(1, 0.8), (2, f32::NAN), (3, 0.4), (4, f32::INFINITY)]);
+        assert_eq!(normalized, vec![(1, 1.0), (2, 0.0), (3, 0.0), (4, 0.0)]);
+        assert_eq!(min_max(&[(1, f32::NAN)]), vec![(1, 0.0)]);
     }
 }
