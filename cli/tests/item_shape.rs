@@ -128,6 +128,7 @@ fn get_ls_similar_recall_and_query_rows_print_one_item_shape() {
     ]));
     let hit = &recall["hits"][0];
     assert!(hit["why"]["dense_rank"].is_number(), "{recall}");
+    assert!(hit["why"]["dense_score"].is_number(), "{recall}");
     assert_eq!(without(hit, &["score", "why"]), hotel);
 }
 

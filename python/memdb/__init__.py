@@ -60,10 +60,12 @@ _DOCUMENT_KEYS = frozenset({"statement", "kind", "plan", "query_nodes"})
 
 @dataclass(frozen=True)
 class Explanation:
-    """Why recall found an item: its rank under each signal that found it (1-based), the graph
-    nodes and the place of the question it matched, and its EM-Path and page (day)."""
+    """Why recall found an item: its rank under each signal that found it (1-based), the dense
+    signal's cosine of it and the question, the graph nodes and the place of the question it
+    matched, and its EM-Path and page (day)."""
 
     dense_rank: Optional[int]
+    dense_score: Optional[float]
     lexical_rank: Optional[int]
     graph_rank: Optional[int]
     place_rank: Optional[int]

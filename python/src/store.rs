@@ -532,7 +532,8 @@ impl PyStore {
         for (hit, item, text) in hits {
             let e = &hit.explanation;
             let explanation = json!({
-                "dense_rank": e.dense_rank, "lexical_rank": e.lexical_rank,
+                "dense_rank": e.dense_rank, "dense_score": e.dense_score,
+                "lexical_rank": e.lexical_rank,
                 "graph_rank": e.graph_rank, "place_rank": e.place_rank, "place": e.place,
                 "nodes": e.nodes,
                 "path": e.path.as_ref().map(|(id, _)| id),

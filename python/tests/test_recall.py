@@ -50,6 +50,7 @@ def test_hits_are_plain_objects_with_their_items(locomo_store: memdb.Store, ques
         assert hit.text and hit.item["text"] == hit.text
         e = hit.explanation
         assert any(r is not None for r in (e.dense_rank, e.lexical_rank, e.graph_rank)), e
+        assert (e.dense_score is None) == (e.dense_rank is None), e
         assert e.page is not None and e.path is not None
     # Dataclasses, not handles: comparable, hashable fields, convertible.
     import dataclasses
@@ -73,7 +74,9 @@ def test_recall_filters(locomo_store: memdb.Store, questions: list) -> None:
     assert on_day and all(h.item["time"][:10] == day for h in on_day)
 
     lexical = locomo_store.recall(question, k=5, filters={"signals": ["lexical"]})
-    assert lexical and all(h.explanation.dense_rank is None for h in lexical)
+    assert lexical and all(
+        h.explanation.dense_rank is None and h.explanation.dense_score is None for h in lexical
+    )
     assert all(h.explanation.lexical_rank is not None for h in lexical)
 
 

@@ -417,6 +417,7 @@ pub fn item_row_json(row: &ItemRow) -> Value {
     if let Some(e) = &row.why {
         v["why"] = json!({
             "dense_rank": e.dense_rank,
+            "dense_score": e.dense_score,
             "lexical_rank": e.lexical_rank,
             "graph_rank": e.graph_rank,
             "place_rank": e.place_rank,

@@ -161,6 +161,10 @@ impl Default for RecallOptions {
 pub struct Explanation {
     /// Rank (1-based) under each signal that found it.
     pub dense_rank: Option<usize>,
+    /// The dense signal's score of it: the cosine of its vector and the question's (as the
+    /// item space's precision computes it), when dense search found it. The fusion adds it
+    /// min-max normalised ([`RecallOptions::dense_score_weight`]).
+    pub dense_score: Option<f32>,
     /// Rank under BM25.
     pub lexical_rank: Option<usize>,
     /// Rank under path overlap.
@@ -471,7 +475,8 @@ fn recall_in(
     };
 
     let mut ranked: [Vec<u64>; 4] = Default::default();
-    let mut dense_scores: Vec<(u64, f64)> = Vec::new();
+    // The dense signal's hits with their cosines, best first.
+    let mut dense_hits: Vec<(u64, f32)> = Vec::new();
 
     let started = Instant::now();
     if options.signals.dense
@@ -497,10 +502,8 @@ fn recall_in(
             hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
             hits.truncate(depth);
         }
-        if options.dense_score_weight > 0.0 {
-            dense_scores = min_max(&hits);
-        }
-        ranked[0] = hits.into_iter().map(|(key, _)| key).collect();
+        ranked[0] = hits.iter().map(|&(key, _)| key).collect();
+        dense_hits = hits;
     }
     timings.dense_us = micros(started);
 
@@ -569,8 +572,16 @@ fn recall_in(
     // list keeps that margin, where reciprocal rank alone lets items that several weak signals
     // found bury it (a convex combination of normalised scores, after Bruch et al., "An
     // Analysis of Fusion Functions for Hybrid Retrieval", ACM TOIS 2023).
-    for (item, normalized) in dense_scores {
-        fused.entry(item).or_default().0 += options.dense_score_weight * normalized;
+    let dense_score_weight = if options.dense_score_weight > 0.0 {
+        options.dense_score_weight
+    } else {
+        0.0
+    };
+    for (&(item, cosine), (_, normalized)) in dense_hits.iter().zip(min_max(&dense_hits)) {
+        let entry = fused.entry(item).or_default();
+        // x + 0.0 is x: a weight of 0 leaves the ranks' fusion as it was.
+        entry.0 += dense_score_weight * normalized;
+        entry.1.dense_score = Some(cosine);
     }
     // Conversation context: a turn next to a strong candidate in its path (the same day, in
     // order) shares a part of its score — answers often sit one turn after the question. Only
