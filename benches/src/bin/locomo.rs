@@ -366,6 +366,23 @@ fn gate_stages(mode: Option<&str>, files: &[PathBuf]) -> Vec<Option<memdb::gate:
     }
 }
 
+/// One row of the recall table: how each question is asked for it.
+#[derive(Clone, Copy)]
+struct Mode<'a> {
+    label: &'a str,
+    signals: Signals,
+    /// The vector space dense search reads.
+    space: &'a str,
+    /// `RecallOptions::context_share`.
+    context_share: f64,
+    /// Whether the learned reranker reorders the fused top.
+    reranker: bool,
+    /// BM25 over stems (false: over the words as written).
+    stems: bool,
+    /// The dense score in the fusion (false: `dense_score_weight` 0).
+    dense_score: bool,
+}
+
 #[allow(clippy::too_many_arguments)]
 fn run_conversation(
     file: &Path,
@@ -513,46 +530,37 @@ fn run_conversation(
         graph: false,
         place: false,
     };
-    // (label, signals, dense space, context share, reranker, BM25 over stems, dense score in
-    // the fusion)
-    let mut modes: Vec<(&str, Signals, &str, f64, bool, bool, bool)> = vec![
-        (
-            "memdb flat f32",
-            dense_only,
-            f32_space,
-            0.0,
-            false,
-            true,
-            true,
-        ),
-        (
-            "memdb flat i8",
-            dense_only,
-            i8_space,
-            0.0,
-            false,
-            true,
-            true,
-        ),
-        (
-            "memdb lexical (BM25)",
-            lexical_only,
-            ITEM_VECTORS,
-            0.0,
-            false,
-            true,
-            true,
-        ),
-        (
-            "memdb lexical (BM25), words not stems",
-            lexical_only,
-            ITEM_VECTORS,
-            0.0,
-            false,
-            false,
-            true,
-        ),
-        (
+    let single = |label, signals, space| Mode {
+        label,
+        signals,
+        space,
+        context_share: 0.0,
+        reranker: false,
+        stems: true,
+        dense_score: true,
+    };
+    let full = Mode {
+        label: "memdb full recall",
+        signals: Signals::ALL,
+        space: ITEM_VECTORS,
+        context_share: RecallOptions::default().context_share,
+        reranker: true,
+        stems: true,
+        dense_score: true,
+    };
+    let mut modes = vec![
+        single("memdb flat f32", dense_only, f32_space),
+        single("memdb flat i8", dense_only, i8_space),
+        single("memdb lexical (BM25)", lexical_only, ITEM_VECTORS),
+        Mode {
+            stems: false,
+            ..single(
+                "memdb lexical (BM25), words not stems",
+                lexical_only,
+                ITEM_VECTORS,
+            )
+        },
+        single(
             "memdb path overlap",
             Signals {
                 dense: false,
@@ -561,86 +569,53 @@ fn run_conversation(
                 place: false,
             },
             ITEM_VECTORS,
-            0.0,
-            false,
-            true,
-            true,
         ),
-        (
-            "memdb full recall",
-            Signals::ALL,
-            ITEM_VECTORS,
-            RecallOptions::default().context_share,
-            true,
-            true,
-            true,
-        ),
-        (
-            "ablation: full recall without the reranker",
-            Signals::ALL,
-            ITEM_VECTORS,
-            RecallOptions::default().context_share,
-            false,
-            true,
-            true,
-        ),
-        (
-            "ablation: full recall without context spread",
-            Signals::ALL,
-            ITEM_VECTORS,
-            0.0,
-            true,
-            true,
-            true,
-        ),
-        (
-            "ablation: full recall, BM25 over words not stems",
-            Signals::ALL,
-            ITEM_VECTORS,
-            RecallOptions::default().context_share,
-            true,
-            false,
-            true,
-        ),
-        (
-            "ablation: full recall without the graph",
-            Signals {
-                dense: true,
-                lexical: true,
+        full,
+        Mode {
+            label: "ablation: full recall without the reranker",
+            reranker: false,
+            ..full
+        },
+        Mode {
+            label: "ablation: full recall without context spread",
+            context_share: 0.0,
+            ..full
+        },
+        Mode {
+            label: "ablation: full recall, BM25 over words not stems",
+            stems: false,
+            ..full
+        },
+        Mode {
+            label: "ablation: full recall without the graph",
+            signals: Signals {
                 graph: false,
-                place: true,
+                ..Signals::ALL
             },
-            ITEM_VECTORS,
-            RecallOptions::default().context_share,
-            true,
-            true,
-            true,
-        ),
-        (
-            "ablation: full recall without the dense score",
-            Signals::ALL,
-            ITEM_VECTORS,
-            RecallOptions::default().context_share,
-            true,
-            true,
-            false,
-        ),
+            ..full
+        },
+        Mode {
+            label: "ablation: full recall without the dense score",
+            dense_score: false,
+            ..full
+        },
     ];
     if item_precision == memdb::Precision::I4 {
-        modes.push((
-            "memdb flat i4",
-            dense_only,
-            ITEM_VECTORS,
-            0.0,
-            false,
-            true,
-            true,
-        ));
+        modes.push(single("memdb flat i4", dense_only, ITEM_VECTORS));
     }
     let full_only = std::env::args().any(|a| a == "--full-only");
     let mut rankings = BTreeMap::new();
-    for (label, signals, space, context_share, rerank, stems, dense_score) in modes {
-        let is_full = label == "memdb full recall";
+    for Mode {
+        label,
+        signals,
+        space,
+        context_share,
+        reranker,
+        stems,
+        dense_score,
+    } in modes
+    {
+        let is_full = label == full.label;
         if full_only && !is_full {
             continue;
         }
@@ -650,7 +625,7 @@ fn run_conversation(
             context_share,
             dense_space: space.to_owned(),
             weights,
-            reranker: rerank.then(|| std::sync::Arc::new(memdb::Reranker::learned())),
+            reranker: reranker.then(|| std::sync::Arc::new(memdb::Reranker::learned())),
             stems,
             dense_score_weight: if dense_score {
                 RecallOptions::default().dense_score_weight

@@ -572,11 +572,8 @@ fn recall_in(
     // list keeps that margin, where reciprocal rank alone lets items that several weak signals
     // found bury it (a convex combination of normalised scores, after Bruch et al., "An
     // Analysis of Fusion Functions for Hybrid Retrieval", ACM TOIS 2023).
-    let dense_score_weight = if options.dense_score_weight > 0.0 {
-        options.dense_score_weight
-    } else {
-        0.0
-    };
+    // A weight below 0 (or NaN, which `max` drops) counts as 0.
+    let dense_score_weight = options.dense_score_weight.max(0.0);
     for (&(item, cosine), (_, normalized)) in dense_hits.iter().zip(min_max(&dense_hits)) {
         let entry = fused.entry(item).or_default();
         // x + 0.0 is x: a weight of 0 leaves the ranks' fusion as it was.
