@@ -62,8 +62,9 @@ pub use memdb_formats::item::{
 };
 pub use place::{DEFAULT_PLACE_CAP_KM, PlaceOptions, PlaceReport, fill_place, place_of};
 pub use recall::{
-    Explanation, FEATURES, Features, ItemTextStyle, RERANK_DEPTH, Recall, RecallCounts, RecallHit,
-    RecallOptions, RecallTimings, Reranker, Signals, item_text, item_text_in,
+    Explanation, FEATURES, Features, ItemTextStyle, QuestionForm, RERANK_DEPTH, Recall,
+    RecallCounts, RecallHit, RecallOptions, RecallTimings, Reranker, Signals, item_text,
+    item_text_in,
 };
 pub use roaring::RoaringTreemap;
 pub use store::io::{OpenMode, OsIo, StorageIo};

@@ -663,10 +663,15 @@ impl Run<'_> {
             (
                 "fuse",
                 format!(
-                    "RRF, weights {:?} and place {}, dense score {}, context share {}",
+                    "RRF, weights {:?} and place {}, dense score {} (a question of {}), \
+                     context share {}",
                     options.weights,
                     options.place_weight,
-                    options.dense_score_weight,
+                    match recall.form {
+                        memdb::QuestionForm::Fact => options.dense_score_weight,
+                        memdb::QuestionForm::Inference => options.inference_dense_score_weight,
+                    },
+                    recall.form.name(),
                     options.context_share
                 ),
                 Some(options.k as u64),

@@ -23,10 +23,14 @@
 //!
 //! `--cv` cross-validates the full recall's fusion parameters across the conversations (issue
 //! 26): every setting of a grid (dense and graph weights against the lexical one, context
-//! share, the dense score's weight; the graph signal's paths, path share and node match) is run
+//! share, the dense score's weight for questions of fact and for questions that ask for an
+//! inference; the graph signal's paths, path share and node match) is run
 //! on every conversation; for each conversation held out, the setting with the best mean of
 //! R@1/5/10/20 over the other conversations' questions is chosen and scored on the held-out
-//! one. The per-fold table and the pooled held-out figures print beside the defaults' row of
+//! one. The inference weight is then chosen with the reranker in the loop (for the pipeline
+//! tables below): among the settings that differ from the chosen one only in it, the one whose
+//! fused candidates, reranked by a model fitted on all but one of the training conversations,
+//! score best on that one, each in turn. The per-fold table and the pooled held-out figures print beside the defaults' row of
 //! the same run, so a parameter tuned on the conversations it is scored on shows as the gap.
 //! Then the reranker: fitted on four conversations' candidates under the default fusion and
 //! scored on the fifth; and the whole pipeline cross-validated — each fold's fusion setting
@@ -59,6 +63,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
 use std::time::Instant;
 
 use memdb::{ITEM_VECTORS, Options, RecallOptions, Signals, Store};
@@ -96,6 +101,8 @@ struct Tuning {
     context_share: f64,
     /// `RecallOptions::dense_score_weight`.
     dense_score_weight: f64,
+    /// `RecallOptions::inference_dense_score_weight`.
+    inference_dense_score_weight: f64,
     /// `RecallOptions::graph_paths`.
     graph_paths: usize,
     /// `RecallOptions::path_share`.
@@ -111,6 +118,7 @@ impl Tuning {
             weights: d.weights,
             context_share: d.context_share,
             dense_score_weight: d.dense_score_weight,
+            inference_dense_score_weight: d.inference_dense_score_weight,
             graph_paths: d.graph_paths,
             path_share: d.path_share,
             node_match: d.node_match,
@@ -119,16 +127,27 @@ impl Tuning {
 
     fn label(&self) -> String {
         format!(
-            "{} / {} / {} / {} / {} / {} / {} / {}",
+            "{} / {} / {} / {} / {} / {} / {} / {} / {}",
             self.weights[0],
             self.weights[1],
             self.weights[2],
             self.context_share,
             self.dense_score_weight,
+            self.inference_dense_score_weight,
             self.graph_paths,
             self.path_share,
             self.node_match
         )
+    }
+
+    /// The setting with the inference weight left out: settings with the same base recall a
+    /// question of fact alike.
+    fn base_label(&self) -> String {
+        Tuning {
+            inference_dense_score_weight: 0.0,
+            ..*self
+        }
+        .label()
     }
 
     /// The full recall under this setting, without the reranker.
@@ -138,6 +157,7 @@ impl Tuning {
             weights: self.weights,
             context_share: self.context_share,
             dense_score_weight: self.dense_score_weight,
+            inference_dense_score_weight: self.inference_dense_score_weight,
             graph_paths: self.graph_paths,
             path_share: self.path_share,
             node_match: self.node_match,
@@ -153,47 +173,73 @@ impl Tuning {
 /// it: the dense weight (0 to 0.6), the graph weight (0.75 to 1.05), the context share (0.3 to
 /// 0.75) and the dense score's weight (0 to 0.048), every combination; then, at the defaults,
 /// the graph signal's paths (4, 8, 16) with its path share (0.15, 0.3, 0.45), and its node
-/// match (0.75, 0.8, 0.85). The defaults first, so a tie keeps them.
+/// match (0.75, 0.8, 0.85). Each of those with every inference dense score weight (0.012 to
+/// 0.12; it changes the recall of inference questions only, so the others' runs are shared).
+/// The defaults first, so a tie keeps them.
 fn cv_grid() -> Vec<Tuning> {
     let defaults = Tuning::defaults();
     let mut grid = vec![defaults];
-    let mut push = |t: Tuning| {
+    fn push(grid: &mut Vec<Tuning>, t: Tuning) {
         if !grid.contains(&t) {
             grid.push(t);
         }
-    };
+    }
     let lexical = defaults.weights[1];
     for dense in [0.0, 0.075, 0.15, 0.3, 0.6] {
         for graph in [0.75, 0.9, 1.05] {
             for context_share in [0.3, 0.45, 0.6, 0.75] {
                 for dense_score_weight in [0.0, 0.012, 0.024, 0.048] {
-                    push(Tuning {
-                        weights: [dense, lexical, graph],
-                        context_share,
-                        dense_score_weight,
-                        ..defaults
-                    });
+                    push(
+                        &mut grid,
+                        Tuning {
+                            weights: [dense, lexical, graph],
+                            context_share,
+                            dense_score_weight,
+                            ..defaults
+                        },
+                    );
                 }
             }
         }
     }
     for graph_paths in [4, 8, 16] {
         for path_share in [0.15, 0.3, 0.45] {
-            push(Tuning {
-                graph_paths,
-                path_share,
-                ..defaults
-            });
+            push(
+                &mut grid,
+                Tuning {
+                    graph_paths,
+                    path_share,
+                    ..defaults
+                },
+            );
         }
     }
     for node_match in [0.75, 0.8, 0.85] {
-        push(Tuning {
-            node_match,
-            ..defaults
-        });
+        push(
+            &mut grid,
+            Tuning {
+                node_match,
+                ..defaults
+            },
+        );
+    }
+    let bases = grid.clone();
+    for base in bases {
+        for inference_dense_score_weight in INFERENCE_WEIGHTS {
+            push(
+                &mut grid,
+                Tuning {
+                    inference_dense_score_weight,
+                    ..base
+                },
+            );
+        }
     }
     grid
 }
+
+/// The inference dense score weights `--cv` searches.
+const INFERENCE_WEIGHTS: [f64; 6] = [0.012, 0.024, 0.048, 0.072, 0.096, 0.12];
 
 /// One question's fused candidates, best first, each with its reranker features.
 type Candidates = Vec<(String, memdb::Features)>;
@@ -206,7 +252,7 @@ struct Conversation {
     /// Under each `--cv` grid setting (grid order; the defaults first), per question the
     /// fused top `RERANK_DEPTH` (no reranker: the fusion's ranking) with each candidate's
     /// reranker features.
-    tuned: Vec<Vec<Candidates>>,
+    tuned: Vec<Vec<Arc<Candidates>>>,
     ingest_s: f64,
     /// Segment and catalog bytes of its store after ingest.
     store_bytes: u64,
@@ -381,6 +427,9 @@ struct Mode<'a> {
     stems: bool,
     /// The dense score in the fusion (false: `dense_score_weight` 0).
     dense_score: bool,
+    /// An inference question weighs the dense score by its own weight (false: as a question
+    /// of fact does).
+    inference: bool,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -538,6 +587,7 @@ fn run_conversation(
         reranker: false,
         stems: true,
         dense_score: true,
+        inference: true,
     };
     let full = Mode {
         label: "memdb full recall",
@@ -547,6 +597,7 @@ fn run_conversation(
         reranker: true,
         stems: true,
         dense_score: true,
+        inference: true,
     };
     let mut modes = vec![
         single("memdb flat f32", dense_only, f32_space),
@@ -599,11 +650,17 @@ fn run_conversation(
             dense_score: false,
             ..full
         },
+        Mode {
+            label: "ablation: full recall, inference questions weighted as facts",
+            inference: false,
+            ..full
+        },
     ];
     if item_precision == memdb::Precision::I4 {
         modes.push(single("memdb flat i4", dense_only, ITEM_VECTORS));
     }
     let full_only = std::env::args().any(|a| a == "--full-only");
+    let defaults = RecallOptions::default();
     let mut rankings = BTreeMap::new();
     for Mode {
         label,
@@ -613,6 +670,7 @@ fn run_conversation(
         reranker,
         stems,
         dense_score,
+        inference,
     } in modes
     {
         let is_full = label == full.label;
@@ -625,12 +683,17 @@ fn run_conversation(
             context_share,
             dense_space: space.to_owned(),
             weights,
-            reranker: reranker.then(|| std::sync::Arc::new(memdb::Reranker::learned())),
+            reranker: reranker.then(|| Arc::new(memdb::Reranker::learned())),
             stems,
             dense_score_weight: if dense_score {
-                RecallOptions::default().dense_score_weight
+                defaults.dense_score_weight
             } else {
                 0.0
+            },
+            inference_dense_score_weight: match (dense_score, inference) {
+                (false, _) => 0.0,
+                (true, true) => defaults.inference_dense_score_weight,
+                (true, false) => defaults.dense_score_weight,
             },
             ..RecallOptions::default()
         };
@@ -656,30 +719,39 @@ fn run_conversation(
     }
     // The grid reuses each question's vectors: only the fusion differs between settings.
     let memo = Memo::new(encoder);
-    let hits_of = |options: &RecallOptions| -> Vec<Vec<memdb::RecallHit>> {
-        questions
-            .iter()
-            .map(|q| store.recall(&q.text, options, &memo).unwrap().hits)
-            .collect()
-    };
-    // Each setting's fusion (no reranker) with the features the reranker would read: the
-    // fusion's ranking, and the reranker's candidates under that setting.
-    let tuned: Vec<Vec<Candidates>> = grid
+    let inference: Vec<bool> = questions
         .iter()
-        .map(|t| {
-            hits_of(&t.options(memdb::RERANK_DEPTH.max(KS[KS.len() - 1])))
-                .into_iter()
-                .map(|hits| {
+        .map(|q| memdb::QuestionForm::of(&q.text) == memdb::QuestionForm::Inference)
+        .collect();
+    // Each setting's fusion (no reranker) with the features the reranker would read: the
+    // fusion's ranking, and the reranker's candidates under that setting. Settings that differ
+    // only in the inference weight recall a question of fact alike: it runs once per base.
+    let mut tuned: Vec<Vec<Arc<Candidates>>> = Vec::with_capacity(grid.len());
+    let mut first_of_base: HashMap<String, usize> = HashMap::new();
+    for (g, t) in grid.iter().enumerate() {
+        let options = t.options(memdb::RERANK_DEPTH.max(KS[KS.len() - 1]));
+        let shared = *first_of_base.entry(t.base_label()).or_insert(g);
+        let per_question = questions
+            .iter()
+            .zip(&inference)
+            .enumerate()
+            .map(|(at, (q, &inference))| {
+                if shared != g && !inference {
+                    return Arc::clone(&tuned[shared][at]);
+                }
+                let hits = store.recall(&q.text, &options, &memo).unwrap().hits;
+                Arc::new(
                     hits.iter()
                         .map(|h| {
                             let features = h.explanation.features.expect("features of the top");
                             (ext_of[&h.item].clone(), features)
                         })
-                        .collect()
-                })
-                .collect()
-        })
-        .collect();
+                        .collect(),
+                )
+            })
+            .collect();
+        tuned.push(per_question);
+    }
     // The graph's size, for the record.
     let snapshot = store.snapshot().unwrap();
     let (nodes, paths) = snapshot.graph().counts().unwrap();
@@ -790,7 +862,7 @@ fn recall_sums(questions: &[Question], lists: &[Vec<String>]) -> ([f64; 4], [(f6
 fn cross_validate(conversations: &[Conversation], grid: &[Tuning]) -> Value {
     println!(
         "
-cross-validated full recall: {} settings (dense / lexical / graph weights / context share / dense score weight / graph paths / path share / node match), each fold tuned on the other conversations and scored on its own
+cross-validated full recall: {} settings (dense / lexical / graph weights / context share / dense score weight / inference dense score weight / graph paths / path share / node match), each fold tuned on the other conversations and scored on its own
 ",
         grid.len()
     );
@@ -830,24 +902,83 @@ cross-validated full recall: {} settings (dense / lexical / graph weights / cont
             .map(|cands| cands.iter().map(|(ext, _)| ext.clone()).collect())
             .collect()
     };
-    // The fusion setting with the best mean of R@1/5/10/20 over the conversations `train`
-    // names (the earlier setting on a tie).
-    let choose = |train: &dyn Fn(usize) -> bool| -> usize {
-        let mut best = (0, f64::NEG_INFINITY);
-        for g in 0..grid.len() {
-            let objective: f64 = conversations
+    // Each setting's sum of R@1/5/10/20 over each conversation's questions, computed once.
+    let objectives: Vec<Vec<f64>> = (0..grid.len())
+        .map(|g| {
+            conversations
                 .iter()
-                .enumerate()
-                .filter(|(i, _)| train(*i))
-                .map(|(_, c)| {
+                .map(|c| {
                     recall_sums(&c.questions, &fused(c, g))
                         .0
                         .iter()
                         .sum::<f64>()
                 })
+                .collect()
+        })
+        .collect();
+    // The fusion setting with the best mean of R@1/5/10/20 over the conversations `train`
+    // names (the earlier setting on a tie).
+    let choose = |train: &dyn Fn(usize) -> bool| -> usize {
+        let mut best = (0, f64::NEG_INFINITY);
+        for (g, per_conversation) in objectives.iter().enumerate() {
+            let objective: f64 = per_conversation
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| train(*i))
+                .map(|(_, o)| o)
                 .sum();
             if objective > best.1 {
                 best = (g, objective);
+            }
+        }
+        best.0
+    };
+    let labelled = |c: &Conversation, g: usize| -> Vec<(memdb::Features, bool)> {
+        c.questions
+            .iter()
+            .zip(&c.tuned[g])
+            .flat_map(|(q, cands)| cands.iter().map(|(ext, f)| (*f, q.evidence.contains(ext))))
+            .collect()
+    };
+    let reranked = |model: &memdb::Reranker, c: &Conversation, g: usize| -> Vec<Vec<String>> {
+        c.tuned[g]
+            .iter()
+            .map(|cands| {
+                let mut scored: Vec<(f64, usize, &String)> = cands
+                    .iter()
+                    .enumerate()
+                    .map(|(at, (ext, f))| (model.probability(f), at, ext))
+                    .collect();
+                scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+                scored.into_iter().map(|(_, _, ext)| ext.clone()).collect()
+            })
+            .collect()
+    };
+    // The inference weight decides which inference questions' evidence reaches the reranker,
+    // and with what features: it is chosen with the reranker in the loop. Among the settings
+    // that differ from `g` only in it, the one whose pipeline scores best over `train`, each of
+    // those conversations scored with the reranker fitted on the others (the earlier setting
+    // on a tie).
+    let with_inference_weight = |g: usize, train: &[usize]| -> usize {
+        let base = grid[g].base_label();
+        let mut best = (g, f64::NEG_INFINITY);
+        for v in (0..grid.len()).filter(|&v| grid[v].base_label() == base) {
+            let mut objective = 0.0;
+            for &inner in train {
+                let rows: Vec<(memdb::Features, bool)> = train
+                    .iter()
+                    .filter(|&&i| i != inner)
+                    .flat_map(|&i| labelled(&conversations[i], v))
+                    .collect();
+                let model = memdb::Reranker::fit(&rows);
+                let c = &conversations[inner];
+                objective += recall_sums(&c.questions, &reranked(&model, c, v))
+                    .0
+                    .iter()
+                    .sum::<f64>();
+            }
+            if objective > best.1 {
+                best = (v, objective);
             }
         }
         best.0
@@ -876,27 +1007,6 @@ cross-validated full recall: {} settings (dense / lexical / graph weights / cont
     // The reranker (issue 26): fitted on four conversations' candidates, scored on the fifth;
     // first on the default fusion's candidates, then on those of the fusion setting the fold
     // chose on its four (so no parameter of the pipeline saw the conversation it scores).
-    let labelled = |c: &Conversation, g: usize| -> Vec<(memdb::Features, bool)> {
-        c.questions
-            .iter()
-            .zip(&c.tuned[g])
-            .flat_map(|(q, cands)| cands.iter().map(|(ext, f)| (*f, q.evidence.contains(ext))))
-            .collect()
-    };
-    let reranked = |model: &memdb::Reranker, c: &Conversation, g: usize| -> Vec<Vec<String>> {
-        c.tuned[g]
-            .iter()
-            .map(|cands| {
-                let mut scored: Vec<(f64, usize, &String)> = cands
-                    .iter()
-                    .enumerate()
-                    .map(|(at, (ext, f))| (model.probability(f), at, ext))
-                    .collect();
-                scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-                scored.into_iter().map(|(_, _, ext)| ext.clone()).collect()
-            })
-            .collect()
-    };
     let mut tables = Vec::new();
     for (title, nested) in [
         (
@@ -922,7 +1032,12 @@ cross-validated full recall: {} settings (dense / lexical / graph weights / cont
         let mut rows = Vec::new();
         let mut sums = ([0.0; 4], [(0.0, 0); 5]);
         for (held, conv) in conversations.iter().enumerate() {
-            let g = if nested { chosen[held] } else { 0 };
+            let g = if nested {
+                let train: Vec<usize> = (0..conversations.len()).filter(|&i| i != held).collect();
+                with_inference_weight(chosen[held], &train)
+            } else {
+                0
+            };
             let train: Vec<(memdb::Features, bool)> = conversations
                 .iter()
                 .enumerate()
@@ -937,25 +1052,34 @@ cross-validated full recall: {} settings (dense / lexical / graph weights / cont
         let pooled = row("pooled held-out", total, "per fold", sums);
         tables.push(json!({"nested": nested, "folds": rows, "pooled": pooled}));
     }
-    let everyone = choose(&|_| true);
-    let all: Vec<(memdb::Features, bool)> =
-        conversations.iter().flat_map(|c| labelled(c, 0)).collect();
-    let fitted = memdb::Reranker::fit(&all);
+    let all: Vec<usize> = (0..conversations.len()).collect();
+    let everyone = with_inference_weight(choose(&|_| true), &all);
+    // What the engine ships: its defaults (the setting chosen on all five, as it was chosen
+    // when the defaults were last set) with the inference weight chosen on all five for them,
+    // and the reranker fitted on all five under that.
+    let shipped = with_inference_weight(0, &all);
+    let rows: Vec<(memdb::Features, bool)> = conversations
+        .iter()
+        .flat_map(|c| labelled(c, shipped))
+        .collect();
+    let fitted = memdb::Reranker::fit(&rows);
     println!(
-        "\nfusion setting chosen on all {n} conversations: {}; the engine's defaults: {}",
+        "\nfusion setting chosen on all {n} conversations: {}; the engine's defaults: {}; the \
+         defaults with the inference weight chosen on all {n}: {}",
         grid[everyone].label(),
         grid[0].label(),
+        grid[shipped].label(),
         n = conversations.len(),
     );
     println!(
-        "reranker weights fitted on all {} conversations under the defaults (what the engine ships as Reranker::learned): {:?}",
+        "reranker weights fitted on all {} conversations under that last setting (what the engine ships as Reranker::learned): {:?}",
         conversations.len(),
         fitted.weights
     );
     json!({
         "settings": grid.len(), "folds": folds, "pooled": pooled, "defaults": defaults,
         "reranker": {"tables": tables, "fitted_on_all": fitted.weights.to_vec()},
-        "chosen_on_all": grid[everyone].label(),
+        "chosen_on_all": grid[everyone].label(), "shipped": grid[shipped].label(),
     })
 }
 

@@ -300,9 +300,9 @@ fn recall_finds_evidence_respects_filters_and_explains() {
     );
 }
 
-#[test]
-fn the_dense_score_adds_each_dense_hits_normalised_cosine_to_its_fused_score() {
-    let (_dir, store) = store_with(&[
+/// Four chat turns on two days, each with its item vector.
+fn four_turns_with_vectors() -> (tempfile::TempDir, Store) {
+    let (dir, store) = store_with(&[
         chat(
             "2023-05-08",
             "Caroline",
@@ -319,8 +319,13 @@ fn the_dense_score_adds_each_dense_hits_normalised_cosine_to_its_fused_score() {
         chat("2023-06-01", "Melanie", "My kids loved the museum.", "d"),
     ]);
     put_item_vectors(&store);
-    let question = "Which adoption agencies did Caroline research?";
-    let dense_only = |dense_score_weight: f64| RecallOptions {
+    (dir, store)
+}
+
+/// A recall of all four turns by the dense signal alone, its score weighted `fact` for a
+/// question of fact and `inference` for one of inference.
+fn dense_only(fact: f64, inference: f64) -> RecallOptions {
+    RecallOptions {
         k: 4,
         signals: Signals {
             dense: true,
@@ -330,15 +335,22 @@ fn the_dense_score_adds_each_dense_hits_normalised_cosine_to_its_fused_score() {
         },
         context_share: 0.0,
         reranker: None,
-        dense_score_weight,
+        dense_score_weight: fact,
+        inference_dense_score_weight: inference,
         ..RecallOptions::default()
-    };
+    }
+}
+
+#[test]
+fn the_dense_score_adds_each_dense_hits_normalised_cosine_to_its_fused_score() {
+    let (_dir, store) = four_turns_with_vectors();
+    let question = "Which adoption agencies did Caroline research?";
     let ranks_only = store
-        .recall(question, &dense_only(0.0), &HashEmbedder)
+        .recall(question, &dense_only(0.0, 0.0), &HashEmbedder)
         .unwrap()
         .hits;
     let with_score = store
-        .recall(question, &dense_only(0.5), &HashEmbedder)
+        .recall(question, &dense_only(0.5, 0.0), &HashEmbedder)
         .unwrap()
         .hits;
     assert_eq!(ranks_only.len(), 4);
@@ -361,6 +373,31 @@ fn the_dense_score_adds_each_dense_hits_normalised_cosine_to_its_fused_score() {
         .collect();
     assert!(cosines.windows(2).all(|w| w[0] >= w[1]), "{cosines:?}");
     assert!(cosines[0] > cosines[3], "{cosines:?}");
+}
+
+#[test]
+fn a_question_that_asks_for_an_inference_weighs_the_dense_score_by_the_inference_weight() {
+    let (_dir, store) = four_turns_with_vectors();
+    // The best dense hit's gain over the ranks alone: the weight the fusion used.
+    let gain = |question: &str, fact: f64, inference: f64| {
+        let ranks_only = store
+            .recall(question, &dense_only(0.0, 0.0), &HashEmbedder)
+            .unwrap();
+        let scored = store
+            .recall(question, &dense_only(fact, inference), &HashEmbedder)
+            .unwrap();
+        assert_eq!(ranks_only.form, scored.form);
+        (scored.form, scored.hits[0].score - ranks_only.hits[0].score)
+    };
+    let (form, g) = gain("Would Melanie enjoy a national park?", 0.1, 0.7);
+    assert_eq!(form, crate::recall::QuestionForm::Inference);
+    assert!((g - 0.7).abs() < 1e-9, "{g}");
+    let (form, g) = gain("Where did Melanie go camping?", 0.1, 0.7);
+    assert_eq!(form, crate::recall::QuestionForm::Fact);
+    assert!((g - 0.1).abs() < 1e-9, "{g}");
+    // Below 0 counts as 0, as the fact weight does.
+    let (_, g) = gain("Would Melanie enjoy a national park?", 0.1, -1.0);
+    assert!(g.abs() < 1e-9, "{g}");
 }
 
 #[test]

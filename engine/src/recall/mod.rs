@@ -18,6 +18,8 @@
 //! found ahead of reciprocal rank alone for hybrid retrieval); then each chat turn among the
 //! candidates lends a share of its fused score to the turns before and after it in its EM-Path
 //! (conversation context: an answer is often the turn after the one that names the topic).
+//! A question that asks for an inference ("Would she enjoy …?", [`form`]) weighs the dense
+//! score by its own weight: its evidence says the same in other words.
 //! A learned reranker ([`rerank`]) then reorders the chat turns among the fused top candidates
 //! (first rank: which of the turns on the topic holds the answer). Every hit carries its
 //! explanation: its rank under each signal, the graph nodes it matched, the place of the
@@ -27,7 +29,7 @@
 //! model) matches only the graph node of the same phrase, never one that merely embeds alike,
 //! as the graph's own merges keep them apart.
 //!
-//! The fusion weights of the first three, the dense score's weight and the context share were
+//! The fusion weights of the first three, the dense score's weights and the context share were
 //! chosen on the five LoCoMo conversations the locomo bench runs (the only labelled data
 //! here), one setting for every store: the setting of `locomo --cv`'s grid best on all five;
 //! the graph signal's paths, path share and node match were set with them. `locomo --cv`
@@ -37,6 +39,7 @@
 //! The place signal's weight is BM25's, set by reasoning, not fitted: LoCoMo has no places, and
 //! the shared photos are the measurement, not a training set.
 
+mod form;
 mod item_text;
 mod lexical;
 mod place;
@@ -54,6 +57,7 @@ use crate::graph::{Embedder, NODE_VECTORS, embed_checked};
 use crate::store::{ITEM_VECTORS, ScanFilter, Snapshot, Store, VectorScope};
 use lexical::Bm25;
 
+pub use form::QuestionForm;
 pub(crate) use item_text::{ITEM_TEXT_SETTING, Recipe, RecipeLock, changed_sources};
 pub use item_text::{ItemTextStyle, item_text, item_text_in};
 pub use rerank::{FEATURES, Features, RERANK_DEPTH, Reranker};
@@ -103,8 +107,13 @@ pub struct RecallOptions {
     pub place_weight: f64,
     /// Weight of the dense signal's score in the fusion, on top of its rank: each dense hit
     /// adds this times its cosine min-max normalised over the dense list (the best hit 1, the
-    /// last 0). 0 (or less): ranks alone.
+    /// last 0). 0 (or less): ranks alone. For a question that states a fact
+    /// ([`QuestionForm::Fact`]).
     pub dense_score_weight: f64,
+    /// The dense score's weight for a question that asks for an inference
+    /// ([`QuestionForm::Inference`]: "Would she enjoy …?", "What might his degree be in?"),
+    /// whose evidence says the same in other words, so its meaning counts for more.
+    pub inference_dense_score_weight: f64,
     /// Candidates each signal contributes before fusion.
     pub depth: usize,
     /// Cosine at or above which a graph node counts as matching a query node.
@@ -144,6 +153,10 @@ impl Default for RecallOptions {
             // matches, with the place's meaning (its neighbourhoods and surroundings) added.
             place_weight: 1.5,
             dense_score_weight: 0.024,
+            // For these weights, the inference weight whose pipeline (the reranker fitted
+            // under it) scored best on all five, each conversation by a model fitted on the
+            // other four (`locomo --cv`).
+            inference_dense_score_weight: 0.048,
             depth: 100,
             node_match: 0.80,
             graph_paths: 8,
@@ -252,6 +265,8 @@ pub struct Recall {
     pub hits: Vec<RecallHit>,
     /// The question's nodes, as extracted.
     pub query_nodes: Vec<String>,
+    /// What the question asks for (which dense score weight the fusion used).
+    pub form: QuestionForm,
     /// Time per stage.
     pub timings: RecallTimings,
     /// Candidates per stage.
@@ -572,8 +587,14 @@ fn recall_in(
     // list keeps that margin, where reciprocal rank alone lets items that several weak signals
     // found bury it (a convex combination of normalised scores, after Bruch et al., "An
     // Analysis of Fusion Functions for Hybrid Retrieval", ACM TOIS 2023).
-    // A weight below 0 (or NaN, which `max` drops) counts as 0.
-    let dense_score_weight = options.dense_score_weight.max(0.0);
+    // An inference's evidence says the same in other words: its meaning weighs by its own
+    // weight. A weight below 0 (or NaN, which `max` drops) counts as 0.
+    let form = QuestionForm::of(question);
+    let dense_score_weight = match form {
+        QuestionForm::Fact => options.dense_score_weight,
+        QuestionForm::Inference => options.inference_dense_score_weight,
+    }
+    .max(0.0);
     for (&(item, cosine), (_, normalized)) in dense_hits.iter().zip(min_max(&dense_hits)) {
         let entry = fused.entry(item).or_default();
         // x + 0.0 is x: a weight of 0 leaves the ranks' fusion as it was.
@@ -714,6 +735,7 @@ fn recall_in(
     Ok(Recall {
         hits,
         query_nodes: nodes.into_iter().map(|n| n.phrase).collect(),
+        form,
         timings,
         counts,
     })

@@ -88,20 +88,21 @@ const FIT_STEPS: usize = 400;
 const FIT_STEP: f64 = 2.0;
 const FIT_L2: f64 = 1e-3;
 
-/// Printed by `locomo --cv` ("reranker weights fitted on all 5 conversations", with the
-/// encoder's default int8 projections): the bias, then the features in [`FEATURES`]'s order. The place feature's 0 is LoCoMo's (no places).
+/// Printed by `locomo --cv` ("reranker weights fitted on all 5 conversations", under the
+/// default fusion, with the encoder's default int8 projections): the bias, then the features
+/// in [`FEATURES`]'s order. The place feature's 0 is LoCoMo's (no places).
 const LEARNED_WEIGHTS: Features = [
-    -3.64605877237103,
-    0.5870415777522018,
-    1.3135553561907387,
-    0.5629536960935134,
-    1.6758538417634266,
-    1.0028588974679593,
+    -3.6453620979665775,
+    0.5921738603189413,
+    1.308301739448996,
+    0.5523334591891069,
+    1.6810212672703562,
+    1.0045883217776177,
     0.0,
-    -0.08169784921391302,
-    0.2812870682207424,
-    -1.3153426818829097,
-    -0.817922527820297,
+    -0.08868589760718538,
+    0.28396714851952676,
+    -1.31781221857127,
+    -0.8138586985736647,
 ];
 
 /// What the reranker reads of an item, kept per item in the recall index.
