@@ -668,59 +668,67 @@ pub struct ItemRecord {
 /// The record layout of version 1, field for field in the order SPEC.md §4.2 gives. It exists
 /// so the wire order is one declaration, separate from the public types. Version 2 is this
 /// followed by [`RecordV2Tail`].
+///
+/// Generic in how it holds text, so one declaration serves both ways: decoded, it owns its
+/// strings and lists ([`RecordV1Owned`]); encoded, it borrows the item's
+/// ([`RecordV1Borrowed`]), so a write copies no field before bincode writes it. bincode writes
+/// a `&str` as a `String` and a slice as a `Vec`, so both are the same bytes.
 #[derive(bincode::Encode, bincode::Decode)]
-struct RecordV1 {
+struct RecordV1<S, L, B> {
     id: u64,
     ingest_time_ms: i64,
-    external_id: Option<String>,
+    external_id: Option<S>,
     source: u8,
     time_unix_ms: i64,
     time_offset_minutes: i16,
-    location_name: Option<String>,
+    location_name: Option<S>,
     geo: Option<(f64, f64)>,
-    entities: Vec<String>,
-    tags: Vec<String>,
-    ocr: Option<String>,
-    caption: Option<String>,
-    summary: Option<String>,
-    body: Option<String>,
-    speaker: Option<String>,
-    from: Option<String>,
-    to: Vec<String>,
+    entities: L,
+    tags: L,
+    ocr: Option<S>,
+    caption: Option<S>,
+    summary: Option<S>,
+    body: Option<S>,
+    speaker: Option<S>,
+    from: Option<S>,
+    to: L,
     supersedes: Option<u64>,
-    blobs: Vec<u64>,
+    blobs: B,
 }
+
+type RecordV1Owned = RecordV1<String, Vec<String>, Vec<u64>>;
+type RecordV1Borrowed<'a> = RecordV1<&'a str, &'a [String], &'a [u64]>;
 
 /// Fields 20–24 of a version-2 record (SPEC.md §4.2), after version 1's nineteen: bincode
 /// writes a struct as its fields one after another, so `(RecordV1, RecordV2Tail)` is exactly
-/// the field list of the table.
+/// the field list of the table. Generic in its text as [`RecordV1`] is.
 #[derive(bincode::Encode, bincode::Decode, Default)]
-struct RecordV2Tail {
-    place: Option<PlaceWire>,
-    camera: Option<CameraWire>,
+struct RecordV2Tail<S> {
+    place: Option<PlaceWire<S>>,
+    camera: Option<CameraWire<S>>,
     /// 0 unknown, else [`Orientation::code`].
     orientation: u8,
-    short_caption: Option<String>,
+    short_caption: Option<S>,
     /// (model, at UTC ms).
-    caption_provenance: Option<(String, i64)>,
+    caption_provenance: Option<(S, i64)>,
 }
 
 #[derive(bincode::Encode, bincode::Decode)]
-struct PlaceWire {
-    city: String,
-    locality: Option<String>,
-    region: Option<String>,
-    country: Option<String>,
-    country_code: Option<String>,
+struct PlaceWire<S> {
+    city: S,
+    locality: Option<S>,
+    region: Option<S>,
+    country: Option<S>,
+    country_code: Option<S>,
     distance_m: Option<u32>,
     geonames_id: Option<u32>,
 }
 
 #[derive(bincode::Encode, bincode::Decode)]
-struct CameraWire {
-    make: Option<String>,
-    model: Option<String>,
-    lens: Option<String>,
+struct CameraWire<S> {
+    make: Option<S>,
+    model: Option<S>,
+    lens: Option<S>,
 }
 
 fn bincode_config() -> impl bincode::config::Config {
@@ -737,60 +745,58 @@ const RECORD: &str = "item record";
 /// where they are at least [`COMPRESS_MIN_BYTES`] long and the frame saves an eighth.
 pub fn encode_record(record: &ItemRecord) -> Result<Vec<u8>, FormatError> {
     let f = &record.fields;
-    let (location_name, geo, place) = match &f.location {
-        Some(l) => (
-            l.name.clone(),
-            l.geo.map(|g| (g.lat, g.lon)),
-            l.place.clone().map(|p| PlaceWire {
-                city: p.city,
-                locality: p.locality,
-                region: p.region,
-                country: p.country,
-                country_code: p.country_code,
-                distance_m: p.distance_m,
-                geonames_id: p.geonames_id,
-            }),
-        ),
-        None => (None, None, None),
-    };
-    let head = RecordV1 {
+    let location = f.location.as_ref();
+    let head: RecordV1Borrowed<'_> = RecordV1 {
         id: record.id,
         ingest_time_ms: record.ingest_time_ms,
-        external_id: f.external_id.clone(),
+        external_id: f.external_id.as_deref(),
         source: f.source.code(),
         time_unix_ms: f.time.unix_ms,
         time_offset_minutes: f.time.offset_minutes,
-        location_name,
-        geo,
-        entities: f.entities.clone(),
-        tags: f.tags.clone(),
-        ocr: f.ocr.clone(),
-        caption: f.caption.clone(),
-        summary: f.summary.clone(),
-        body: f.body.clone(),
-        speaker: f.speaker.clone(),
-        from: f.from.clone(),
-        to: f.to.clone(),
+        location_name: location.and_then(|l| l.name.as_deref()),
+        geo: location.and_then(|l| l.geo).map(|g| (g.lat, g.lon)),
+        entities: &f.entities,
+        tags: &f.tags,
+        ocr: f.ocr.as_deref(),
+        caption: f.caption.as_deref(),
+        summary: f.summary.as_deref(),
+        body: f.body.as_deref(),
+        speaker: f.speaker.as_deref(),
+        from: f.from.as_deref(),
+        to: &f.to,
         supersedes: record.supersedes,
-        blobs: record.blobs.clone(),
+        blobs: &record.blobs,
     };
-    let tail = RecordV2Tail {
-        place,
-        camera: f.camera.clone().map(|c| CameraWire {
-            make: c.make,
-            model: c.model,
-            lens: c.lens,
+    let tail: RecordV2Tail<&str> = RecordV2Tail {
+        place: location.and_then(|l| l.place.as_ref()).map(|p| PlaceWire {
+            city: p.city.as_str(),
+            locality: p.locality.as_deref(),
+            region: p.region.as_deref(),
+            country: p.country.as_deref(),
+            country_code: p.country_code.as_deref(),
+            distance_m: p.distance_m,
+            geonames_id: p.geonames_id,
+        }),
+        camera: f.camera.as_ref().map(|c| CameraWire {
+            make: c.make.as_deref(),
+            model: c.model.as_deref(),
+            lens: c.lens.as_deref(),
         }),
         orientation: f.orientation.map_or(0, Orientation::code),
-        short_caption: f.short_caption.clone(),
-        caption_provenance: f.caption_provenance.clone().map(|p| (p.model, p.at_ms)),
+        short_caption: f.short_caption.as_deref(),
+        caption_provenance: f
+            .caption_provenance
+            .as_ref()
+            .map(|p| (p.model.as_str(), p.at_ms)),
     };
     let invalid = |e: bincode::error::EncodeError| FormatError::Invalid {
         what: RECORD,
         offset: 0,
         reason: e.to_string(),
     };
-    let mut out = vec![RECORD_VERSION];
+    // Sized once: the text, plus room for the numbers and lengths around it.
+    let mut out = Vec::with_capacity(1 + 96 + text_bytes(record));
+    out.push(RECORD_VERSION);
     bincode::encode_into_std_write(&head, &mut out, bincode_config()).map_err(invalid)?;
     bincode::encode_into_std_write(&tail, &mut out, bincode_config()).map_err(invalid)?;
     // `out` holds the version byte, then the fields.
@@ -811,6 +817,37 @@ pub fn encode_record(record: &ItemRecord) -> Result<Vec<u8>, FormatError> {
         });
     }
     Ok(out)
+}
+
+/// The bytes of `record`'s text fields, what most of its encoding is.
+fn text_bytes(record: &ItemRecord) -> usize {
+    let f = &record.fields;
+    let optional = [
+        &f.external_id,
+        &f.ocr,
+        &f.caption,
+        &f.summary,
+        &f.body,
+        &f.speaker,
+        &f.from,
+        &f.short_caption,
+    ];
+    let lists = [&f.entities, &f.tags, &f.to];
+    optional
+        .iter()
+        .map(|t| t.as_ref().map_or(0, String::len))
+        .sum::<usize>()
+        + lists
+            .iter()
+            .flat_map(|l| l.iter())
+            .map(|t| t.len() + 2)
+            .sum::<usize>()
+        + f.location.as_ref().map_or(0, |l| {
+            l.name.as_ref().map_or(0, String::len)
+                + l.place.as_ref().map_or(0, |p| p.city.len() + 64)
+        })
+        + f.camera.as_ref().map_or(0, |_| 64)
+        + 8 * record.blobs.len()
 }
 
 /// `fields` in a version-3 record (its version byte, then one zstd frame that declares its
@@ -927,13 +964,13 @@ fn decode_fields(version: u8, body: &[u8]) -> Result<ItemRecord, FormatError> {
         offset: 0,
         reason,
     };
-    let (head, mut used): (RecordV1, usize) =
+    let (head, mut used): (RecordV1Owned, usize) =
         bincode::decode_from_slice(body, bincode_config()).map_err(|e| invalid(e.to_string()))?;
     let tail = if version == RECORD_VERSION_1 {
         RecordV2Tail::default()
     } else {
         let rest = body.get(used..).unwrap_or_default();
-        let (tail, tail_used): (RecordV2Tail, usize) =
+        let (tail, tail_used): (RecordV2Tail<String>, usize) =
             bincode::decode_from_slice(rest, bincode_config())
                 .map_err(|e| invalid(e.to_string()))?;
         used += tail_used;
