@@ -667,10 +667,7 @@ impl Run<'_> {
                      context share {}",
                     options.weights,
                     options.place_weight,
-                    match recall.form {
-                        memdb::QuestionForm::Fact => options.dense_score_weight,
-                        memdb::QuestionForm::Inference => options.inference_dense_score_weight,
-                    },
+                    options.dense_score_weight_for(recall.form),
                     recall.form.name(),
                     options.context_share
                 ),

@@ -841,6 +841,11 @@ fn run_peer(
 /// Recall@k of one ranking: the share of the evidence in its first k.
 /// Sums of Recall@k (k in [`KS`]) over `questions` ranked by `lists`, and per category the sum
 /// of Recall@10 and the count.
+/// The sum of R@1/5/10/20 over `questions` (recall per question), what `--cv` maximises.
+fn objective(questions: &[Question], lists: &[Vec<String>]) -> f64 {
+    recall_sums(questions, lists).0.iter().sum()
+}
+
 fn recall_sums(questions: &[Question], lists: &[Vec<String>]) -> ([f64; 4], [(f64, usize); 5]) {
     let mut sums = [0.0; 4];
     let mut by_cat = [(0.0, 0); 5];
@@ -907,12 +912,7 @@ cross-validated full recall: {} settings (dense / lexical / graph weights / cont
         .map(|g| {
             conversations
                 .iter()
-                .map(|c| {
-                    recall_sums(&c.questions, &fused(c, g))
-                        .0
-                        .iter()
-                        .sum::<f64>()
-                })
+                .map(|c| objective(&c.questions, &fused(c, g)))
                 .collect()
         })
         .collect();
@@ -963,7 +963,7 @@ cross-validated full recall: {} settings (dense / lexical / graph weights / cont
         let base = grid[g].base_label();
         let mut best = (g, f64::NEG_INFINITY);
         for v in (0..grid.len()).filter(|&v| grid[v].base_label() == base) {
-            let mut objective = 0.0;
+            let mut total = 0.0;
             for &inner in train {
                 let rows: Vec<(memdb::Features, bool)> = train
                     .iter()
@@ -972,13 +972,10 @@ cross-validated full recall: {} settings (dense / lexical / graph weights / cont
                     .collect();
                 let model = memdb::Reranker::fit(&rows);
                 let c = &conversations[inner];
-                objective += recall_sums(&c.questions, &reranked(&model, c, v))
-                    .0
-                    .iter()
-                    .sum::<f64>();
+                total += objective(&c.questions, &reranked(&model, c, v));
             }
-            if objective > best.1 {
-                best = (v, objective);
+            if total > best.1 {
+                best = (v, total);
             }
         }
         best.0

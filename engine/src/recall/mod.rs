@@ -135,6 +135,17 @@ pub struct RecallOptions {
     pub stems: bool,
 }
 
+impl RecallOptions {
+    /// The dense score's weight for a question of `form` (below 0, or NaN, counts as 0).
+    pub fn dense_score_weight_for(&self, form: QuestionForm) -> f64 {
+        match form {
+            QuestionForm::Fact => self.dense_score_weight,
+            QuestionForm::Inference => self.inference_dense_score_weight,
+        }
+        .max(0.0)
+    }
+}
+
 impl Default for RecallOptions {
     fn default() -> Self {
         RecallOptions {
@@ -588,13 +599,9 @@ fn recall_in(
     // found bury it (a convex combination of normalised scores, after Bruch et al., "An
     // Analysis of Fusion Functions for Hybrid Retrieval", ACM TOIS 2023).
     // An inference's evidence says the same in other words: its meaning weighs by its own
-    // weight. A weight below 0 (or NaN, which `max` drops) counts as 0.
+    // weight.
     let form = QuestionForm::of(question);
-    let dense_score_weight = match form {
-        QuestionForm::Fact => options.dense_score_weight,
-        QuestionForm::Inference => options.inference_dense_score_weight,
-    }
-    .max(0.0);
+    let dense_score_weight = options.dense_score_weight_for(form);
     for (&(item, cosine), (_, normalized)) in dense_hits.iter().zip(min_max(&dense_hits)) {
         let entry = fused.entry(item).or_default();
         // x + 0.0 is x: a weight of 0 leaves the ranks' fusion as it was.
