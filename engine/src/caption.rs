@@ -196,16 +196,6 @@ impl Store {
     }
 }
 
-/// The media type a data URL must say for an image file (`None`: not one the captioner sends).
-pub(crate) fn image_media_type(bytes: &[u8]) -> Option<&'static str> {
-    use memdb_formats::import::{FileKind, sniff};
-    match sniff(bytes) {
-        FileKind::Jpeg => Some("image/jpeg"),
-        FileKind::Png => Some("image/png"),
-        _ => None,
-    }
-}
-
 #[cfg(feature = "llm")]
 pub use vision::{VisionCaptioner, VisionOptions};
 
@@ -219,8 +209,19 @@ mod vision {
     use memdb_formats::caption::{CaptionFields, parse_caption_reply};
     use serde_json::json;
 
-    use super::{CaptionError, Captioner, image_media_type};
+    use super::{CaptionError, Captioner};
     use crate::endpoint::{EndpointError, LoopbackChat};
+
+    /// The media type a data URL must say for an image file (`None`: not one the captioner
+    /// sends).
+    fn image_media_type(bytes: &[u8]) -> Option<&'static str> {
+        use memdb_formats::import::{FileKind, sniff};
+        match sniff(bytes) {
+            FileKind::Jpeg => Some("image/jpeg"),
+            FileKind::Png => Some("image/png"),
+            _ => None,
+        }
+    }
 
     /// The instruction sent with every photo: ATM-Bench's SGM image fields as one JSON object.
     pub(crate) const CAPTION_PROMPT: &str = "Describe this photo for a personal memory archive. Answer with ONE JSON object and nothing else (no markdown, no explanation), with exactly these keys: \"caption\": one or two sentences on what the photo shows; \"short_caption\": at most eight words; \"ocr_text\": all legible text in the photo, or \"\" if none; \"tags\": up to 10 short lowercase labels (objects, scene, activity); \"entities\": named things visible (landmarks, brands, shops, people's names on signs), or [] if none.";

@@ -590,3 +590,49 @@ fn an_encrypted_version_9_store_becomes_version_11_at_its_first_write() {
     );
     assert!(store.check().unwrap().is_clean());
 }
+
+/// A batch files its time-index keys at its end, in key order; whatever it did to an item
+/// before then (put twice, moved and moved back, deleted), each current item is filed once,
+/// under its last time, and nothing else is.
+#[test]
+fn the_time_index_files_each_item_once_under_its_last_time_whatever_the_batch_did() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::create(dir.path().join("s"), small()).unwrap();
+    let mut b = store.batch();
+    b.put(draft("kept", 5, "committed"))
+        .put(draft("gone", 6, "committed"));
+    b.commit().unwrap();
+    let mut b = store.batch();
+    b.put(draft("new", 1, "first time"))
+        .put(draft("new", 9, "second time"))
+        .put(draft("kept", 7, "moved"))
+        .put(draft("kept", 5, "moved back"))
+        .put(draft("other", 2, "filed once"))
+        .delete_external("gone");
+    b.commit().unwrap();
+
+    let filed: Vec<(u8, i64, u64)> = {
+        let txn = store.inner.db.begin_read().unwrap();
+        let by_source = txn.open_table(catalog::BY_SOURCE).unwrap();
+        by_source
+            .iter()
+            .unwrap()
+            .map(|row| row.unwrap().0.value())
+            .collect()
+    };
+    let snap = store.snapshot().unwrap();
+    let mut current: Vec<(u8, i64, u64)> = snap
+        .scan(&ScanFilter::default())
+        .unwrap()
+        .iter()
+        .map(|i| (i.fields.source.code(), i.fields.time.unix_ms, i.id))
+        .collect();
+    current.sort_unstable();
+    let minute = |m: i64| 1_700_000_000_000 + m * 60_000;
+    assert_eq!(
+        current.iter().map(|k| k.1).collect::<Vec<_>>(),
+        [minute(2), minute(5), minute(9)]
+    );
+    assert_eq!(filed, current);
+    assert!(store.check().unwrap().is_clean());
+}

