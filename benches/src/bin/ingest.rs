@@ -103,7 +103,6 @@ fn record(id: u64, draft: ItemDraft) -> Vec<u8> {
 // Both sides take the drafts by value from one iterator, `batch` at a time: the loops around
 // the timed writes cost the same, and nothing is copied (an earlier `Vec::split_off` loop moved
 // every remaining draft on each of memdb's batches, a cost of the harness, not of memdb).
-
 fn ingest_memdb(dir: &std::path::Path, n: u64, batch: u64) -> Duration {
     let store = Store::create(dir, Options::default()).unwrap();
     let drafts: Vec<ItemDraft> = (0..n).map(item).collect();

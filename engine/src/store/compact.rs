@@ -387,7 +387,7 @@ impl Store {
             output.flush_block(&mut t)?;
             output.seal_current()?;
             write_segment_rows(&mut t, &rows, victims, &output.finished, &mut report)?;
-            t.flush_counters()
+            t.flush_deferred()
         })();
         let written: Vec<u64> = output
             .finished

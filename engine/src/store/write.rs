@@ -421,12 +421,12 @@ pub(crate) struct Tables<'t> {
     pub(super) valid_time: redb::Table<'t, (u64, u64), (i64, i64, i64)>,
     /// An encrypted store's segment salts; `None` in a store that is not encrypted.
     pub(super) segment_keys: Option<redb::Table<'t, u64, &'static [u8]>>,
-    /// Counters read once per transaction and written back by `flush_counters`.
+    /// Counters read once per transaction and written back by `flush_deferred`.
     counters: HashMap<&'static str, u64>,
-    /// Ops logged in this transaction, written to `op_batches` by `flush_counters`.
+    /// Ops logged in this transaction, written to `op_batches` by `flush_deferred`.
     op_log: catalog::OpLogWriter,
     /// Time-index keys (`by_source`) this transaction files, written in key order by
-    /// `flush_counters`. Items come in any time order, so filing each as it is staged
+    /// `flush_deferred`. Items come in any time order, so filing each as it is staged
     /// descends the B-tree to a random leaf per item; in key order the same leaves are visited
     /// once after another (the write of a batch of 10,000 is about a tenth faster). A key
     /// taken out again before the flush leaves the set; see [`Tables::unindex_time`].
@@ -542,9 +542,9 @@ impl<'t> Tables<'t> {
         self.counter(catalog::KEY_NEXT_OP)
     }
 
-    /// Writes the counters taken in this transaction, the ops it logged and the time-index
-    /// keys it filed; call before commit.
-    pub(super) fn flush_counters(&mut self) -> Result<()> {
+    /// Writes what this transaction deferred: the counters it took, the ops it logged and the
+    /// time-index keys it filed; call before commit.
+    pub(super) fn flush_deferred(&mut self) -> Result<()> {
         for (key, value) in self.counters.drain() {
             self.meta.insert(key, value).ctx("advance counter")?;
         }
@@ -569,7 +569,9 @@ impl<'t> Tables<'t> {
 
     /// Takes item `id` out of the time index it was filed in under `time_ms` and `source` (its
     /// external id stays): out of the keys this transaction has yet to write, and out of the
-    /// table.
+    /// table. A key is in one place only (every caller takes an item's old key out before
+    /// filing a new one); removing it from both is right wherever it is, for one extra lookup
+    /// when an item changes twice in a batch.
     pub(super) fn unindex_time(&mut self, id: u64, time_ms: i64, source: u8) -> Result<()> {
         let key = (source, time_ms, id);
         self.time_keys.remove(&key);
@@ -831,7 +833,7 @@ fn commit_locked(store: &Store, writer: &mut Writer, ops: Vec<BatchOp>) -> Resul
         forget_derived(store, &txn, &mut batch)?;
         let new_graphs = stage_vector_blocks(store, &txn, &mut t, &mut batch)?;
         append_staged(store, writer, &mut t, &batch, &mut new_segments)?;
-        t.flush_counters()?;
+        t.flush_deferred()?;
         new_graphs
     };
     commit_catalog(store, writer, txn, &new_segments)?;
