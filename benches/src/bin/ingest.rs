@@ -6,6 +6,13 @@
 //! latency (p50/p99, one snapshot / one read transaction, record decoded in both), with
 //! memdb/redb ratios (> 1 means memdb is faster).
 //!
+//! Then a diagnostic, not a peer: the same batches written as memdb's catalog rows alone —
+//! redb configured as memdb's catalog is (multi-process `SingleWriter` mode, 64 MiB cache), per
+//! item the external-id lookup and the four rows memdb's write path inserts (`items`,
+//! `external_ids`, `by_source` in key order, `memory_ops`), no record, no segment, one thread.
+//! What it prints bounds what any write path that keeps those rows in redb, written in the
+//! commit, can reach against redb alone.
+//!
 //! `--locomo` instead measures LoCoMo end to end, the figure a person importing a chat history
 //! sees: every turn of `shared/data/locomo/*.json` parsed (as `memdb import locomo` does),
 //! committed, embedded with all-MiniLM-L6-v2 on two threads and added to the memory graph,
@@ -23,7 +30,7 @@ use memdb::{
     EventTime, IngestItem, IngestOptions, ItemDraft, ItemFields, Options, PageStage, Source, Store,
 };
 use memdb_formats::item::{ItemRecord, decode_record, encode_record};
-use redb::{ReadableDatabase, TableDefinition};
+use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 
 const TABLE: TableDefinition<u64, &[u8]> = TableDefinition::new("items");
 
@@ -130,6 +137,54 @@ fn ingest_redb(path: &std::path::Path, n: u64, batch: u64) -> Duration {
             let mut t = txn.open_table(TABLE).unwrap();
             for (d, id) in drafts.by_ref().take(batch as usize) {
                 t.insert(id, record(id, d).as_slice()).unwrap();
+            }
+        }
+        txn.commit().unwrap();
+    }
+    start.elapsed()
+}
+
+// memdb's catalog tables as `engine/src/store/catalog.rs` defines them (same key and value
+// types); the rows-only diagnostic writes them.
+const CATALOG_ITEMS: TableDefinition<u64, (u64, u64, u32, i64, u8)> = TableDefinition::new("items");
+const CATALOG_EXTERNAL_IDS: TableDefinition<&str, u64> = TableDefinition::new("external_ids");
+const CATALOG_BY_SOURCE: TableDefinition<(u8, i64, u64), ()> = TableDefinition::new("by_source");
+const CATALOG_MEMORY_OPS: TableDefinition<(u64, u64), (u8, i64, i64, u64)> =
+    TableDefinition::new("memory_ops");
+
+/// The rows-only diagnostic (see the module header): memdb's four catalog rows per item in
+/// redb configured as memdb's catalog, nothing else.
+fn ingest_catalog_rows(path: &std::path::Path, n: u64, batch: u64) -> Duration {
+    let db = redb::Builder::new()
+        .set_cache_size(Options::default().catalog_cache_bytes)
+        .set_concurrency_mode(redb::ConcurrencyMode::SingleWriter)
+        .create(path)
+        .unwrap();
+    let drafts: Vec<ItemDraft> = (0..n).map(item).collect();
+    let start = Instant::now();
+    let mut drafts = drafts.into_iter().zip(1u64..).peekable();
+    let mut offset = 0u64;
+    while drafts.peek().is_some() {
+        let txn = db.begin_write().unwrap();
+        {
+            let mut items = txn.open_table(CATALOG_ITEMS).unwrap();
+            let mut external = txn.open_table(CATALOG_EXTERNAL_IDS).unwrap();
+            let mut by_source = txn.open_table(CATALOG_BY_SOURCE).unwrap();
+            let mut memory_ops = txn.open_table(CATALOG_MEMORY_OPS).unwrap();
+            let mut time_keys = std::collections::BTreeSet::new();
+            for (d, id) in drafts.by_ref().take(batch as usize) {
+                let f = &d.fields;
+                let ext = f.external_id.as_deref().unwrap();
+                assert!(external.get(ext).unwrap().is_none());
+                external.insert(ext, id).unwrap();
+                memory_ops.insert((id, id), (1, 0, i64::MIN, 0)).unwrap();
+                let (source, time) = (f.source.code(), f.time.unix_ms);
+                time_keys.insert((source, time, id));
+                items.insert(id, (1, offset, 300, time, source)).unwrap();
+                offset += 300;
+            }
+            for key in time_keys {
+                by_source.insert(key, ()).unwrap();
             }
         }
         txn.commit().unwrap();
@@ -253,11 +308,27 @@ fn main() {
     } else {
         &[(1, 500), (100, 20_000), (10_000, 100_000)]
     };
+    let mut rows_only = Vec::new();
     for (k, &(batch, n)) in plans.iter().enumerate() {
         let m = ingest_memdb(&dir.path().join(format!("m{k}")), n, batch);
         let r = ingest_redb(&dir.path().join(format!("r{k}.redb")), n, batch);
+        let c = ingest_catalog_rows(&dir.path().join(format!("c{k}.redb")), n, batch);
         let (mr, rr) = (n as f64 / m.as_secs_f64(), n as f64 / r.as_secs_f64());
+        rows_only.push((batch, n, mr, rr, n as f64 / c.as_secs_f64()));
         println!("| {batch} | {n} | {mr:.0} | {rr:.0} | {:.2} |", mr / rr);
+    }
+    println!(
+        "\nthe catalog rows alone (diagnostic, not a peer): redb as memdb's catalog, per item the \
+         external-id lookup and memdb's four rows, no record or segment, same batches, same run"
+    );
+    println!("| batch | items | rows-only items/s | rows-only ÷ redb alone | memdb ÷ rows-only |");
+    println!("|---|---|---|---|---|");
+    for (batch, n, mr, rr, cr) in rows_only {
+        println!(
+            "| {batch} | {n} | {cr:.0} | {:.2} | {:.2} |",
+            cr / rr,
+            mr / cr
+        );
     }
 
     // Get by id on the largest stores.

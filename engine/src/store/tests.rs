@@ -591,11 +591,34 @@ fn an_encrypted_version_9_store_becomes_version_11_at_its_first_write() {
     assert!(store.check().unwrap().is_clean());
 }
 
-/// A batch files its time-index keys at its end, in key order; whatever it did to an item
-/// before then (put twice, moved and moved back, deleted), each current item is filed once,
-/// under its last time, and nothing else is.
+/// Every row of catalog table `def` as the last commit left it, mapped by `row`.
+fn catalog_rows<K: redb::Key + 'static, V: redb::Value + 'static, T>(
+    store: &Store,
+    def: redb::TableDefinition<K, V>,
+    row: impl for<'a> Fn(K::SelfType<'a>, V::SelfType<'a>) -> T,
+) -> Vec<T> {
+    use redb::ReadableTable;
+    let txn = store.inner.db.begin_read().unwrap();
+    let table = txn.open_table(def).unwrap();
+    table
+        .iter()
+        .unwrap()
+        .map(|r| {
+            let (k, v) = r.unwrap();
+            row(k.value(), v.value())
+        })
+        .collect()
+}
+
+/// One step of a batch, applied to whichever batch a test commits it in.
+type BatchStep = Box<dyn Fn(&mut WriteBatch<'_>)>;
+
+/// A batch files its time-index keys and external ids at its end, in key order; whatever it
+/// did to an item before then (put twice, moved and moved back, deleted, deleted and put
+/// again), each current item is filed once, under its last time and its external id, and
+/// nothing else is.
 #[test]
-fn the_time_index_files_each_item_once_under_its_last_time_whatever_the_batch_did() {
+fn the_indexes_file_each_item_once_under_its_last_time_whatever_the_batch_did() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::create(dir.path().join("s"), small()).unwrap();
     let mut b = store.batch();
@@ -608,18 +631,17 @@ fn the_time_index_files_each_item_once_under_its_last_time_whatever_the_batch_di
         .put(draft("kept", 7, "moved"))
         .put(draft("kept", 5, "moved back"))
         .put(draft("other", 2, "filed once"))
-        .delete_external("gone");
+        .delete_external("gone")
+        .put(draft("brief", 3, "put and deleted"))
+        .delete_external("brief")
+        .put(draft("again", 4, "deleted, then put again"));
     b.commit().unwrap();
+    let mut b = store.batch();
+    b.delete_external("again")
+        .put(draft("again", 8, "put again"));
+    let again = b.commit().unwrap().puts[0].id;
 
-    let filed: Vec<(u8, i64, u64)> = {
-        let txn = store.inner.db.begin_read().unwrap();
-        let by_source = txn.open_table(catalog::BY_SOURCE).unwrap();
-        by_source
-            .iter()
-            .unwrap()
-            .map(|row| row.unwrap().0.value())
-            .collect()
-    };
+    let filed = catalog_rows(&store, catalog::BY_SOURCE, |key, ()| key);
     let snap = store.snapshot().unwrap();
     let mut current: Vec<(u8, i64, u64)> = snap
         .scan(&ScanFilter::default())
@@ -631,8 +653,113 @@ fn the_time_index_files_each_item_once_under_its_last_time_whatever_the_batch_di
     let minute = |m: i64| 1_700_000_000_000 + m * 60_000;
     assert_eq!(
         current.iter().map(|k| k.1).collect::<Vec<_>>(),
-        [minute(2), minute(5), minute(9)]
+        [minute(2), minute(5), minute(8), minute(9)]
     );
     assert_eq!(filed, current);
+    let named = catalog_rows(&store, catalog::EXTERNAL_IDS, |ext, id| {
+        (ext.to_owned(), id)
+    });
+    let mut expected: Vec<(String, u64)> = snap
+        .scan(&ScanFilter::default())
+        .unwrap()
+        .into_iter()
+        .map(|i| (i.fields.external_id.unwrap(), i.id))
+        .collect();
+    expected.sort();
+    assert_eq!(named, expected);
+    assert!(expected.contains(&("again".to_owned(), again)));
     assert!(store.check().unwrap().is_clean());
+}
+
+/// One batch of many puts and memory operations leaves exactly one `memory_ops` row per op on
+/// a memory, as the same ops committed one per batch do: a memory operation's note lands on
+/// the row its put logged, and a purge takes the purged memory's rows (and its own) out.
+#[test]
+fn one_large_batch_files_each_memory_op_once_as_batches_of_one_do() {
+    use crate::{MemoryOp, OpNote, Validity};
+    let note = |reason: &str| OpNote {
+        reason: reason.to_owned(),
+        actor: Some("test".to_owned()),
+        role: None,
+    };
+    const NEW_ITEMS: usize = 100;
+    // The same ops, in one batch and in batches of one: the stores must read the same.
+    let run = |per_batch: usize| {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::create(dir.path().join("s"), small()).unwrap();
+        let mut b = store.batch();
+        b.put(draft("old", 1, "committed"))
+            .put(draft("purged", 2, "committed"));
+        let ids: Vec<u64> = b.commit().unwrap().puts.iter().map(|p| p.id).collect();
+        let (old, purged) = (ids[0], ids[1]);
+        let mut ops: Vec<BatchStep> = Vec::new();
+        for i in 0..NEW_ITEMS {
+            ops.push(Box::new(move |b| {
+                b.put(draft(&format!("n{i}"), 10 + i as i64, "new"));
+            }));
+        }
+        let mut moved = draft("old", 3, "updated").fields;
+        moved.external_id = None;
+        ops.push(Box::new(move |b| {
+            b.memory(MemoryOp::Update {
+                id: old,
+                fields: moved.clone(),
+                valid: Validity::default(),
+                note: note("moved"),
+            });
+        }));
+        ops.push(Box::new(move |b| {
+            b.memory(MemoryOp::None {
+                id: old,
+                note: note("known"),
+            });
+        }));
+        ops.push(Box::new(move |b| {
+            b.purge(purged);
+        }));
+        ops.push(Box::new(move |b| {
+            b.memory(MemoryOp::Add {
+                fields: draft("added", 4, "by an op").fields,
+                valid: Validity::default(),
+                note: note("new fact"),
+            });
+        }));
+        for chunk in ops.chunks(per_batch) {
+            let mut b = store.batch();
+            for op in chunk {
+                op(&mut b);
+            }
+            b.commit().unwrap();
+        }
+        // (memory, seq) → (op code, valid time, whether it has a note).
+        let rows = catalog_rows(&store, catalog::MEMORY_OPS, |key, v| {
+            (key, (v.0, v.2, v.3 != 0))
+        });
+        assert!(rows.iter().all(|((id, _), _)| *id != purged));
+        let snap = store.snapshot().unwrap();
+        let reasons: Vec<(MemoryOpKind, String)> = snap
+            .history(old)
+            .unwrap()
+            .ops
+            .into_iter()
+            .map(|op| (op.kind, op.reason))
+            .collect();
+        assert!(store.check().unwrap().is_clean());
+        // Sequence numbers and times differ between the runs; the rows, in order, do not.
+        let rows: Vec<(u64, (u8, i64, bool))> =
+            rows.into_iter().map(|((id, _), v)| (id, v)).collect();
+        (rows, reasons)
+    };
+    let (one_batch, reasons) = run(usize::MAX);
+    assert_eq!(
+        reasons,
+        [
+            (MemoryOpKind::Add, String::new()),
+            (MemoryOpKind::Update, "moved".to_owned()),
+            (MemoryOpKind::None, "known".to_owned()),
+        ]
+    );
+    // old's add, update and none; the new items' adds; the op's add (purged: none).
+    assert_eq!(one_batch.len(), 3 + NEW_ITEMS + 1);
+    assert_eq!(one_batch, run(1).0);
 }
