@@ -145,7 +145,8 @@ fn ingest_redb(path: &std::path::Path, n: u64, batch: u64) -> Duration {
 }
 
 // memdb's catalog tables as `engine/src/store/catalog.rs` defines them (same key and value
-// types); the rows-only diagnostic writes them.
+// types; the engine keeps its definitions crate-private, so a change there must be copied
+// here); the rows-only diagnostic writes them.
 const CATALOG_ITEMS: TableDefinition<u64, (u64, u64, u32, i64, u8)> = TableDefinition::new("items");
 const CATALOG_EXTERNAL_IDS: TableDefinition<&str, u64> = TableDefinition::new("external_ids");
 const CATALOG_BY_SOURCE: TableDefinition<(u8, i64, u64), ()> = TableDefinition::new("by_source");

@@ -613,10 +613,10 @@ fn catalog_rows<K: redb::Key + 'static, V: redb::Value + 'static, T>(
 /// One step of a batch, applied to whichever batch a test commits it in.
 type BatchStep = Box<dyn Fn(&mut WriteBatch<'_>)>;
 
-/// A batch files its time-index keys and external ids at its end, in key order; whatever it
-/// did to an item before then (put twice, moved and moved back, deleted, deleted and put
-/// again), each current item is filed once, under its last time and its external id, and
-/// nothing else is.
+/// A batch files its time-index keys at its end, in key order (its external ids as it stages
+/// each item); whatever it did to an item before then (put twice, moved and moved back,
+/// deleted, deleted and put again), each current item is filed once, under its last time and
+/// its external id, and nothing else is.
 #[test]
 fn the_indexes_file_each_item_once_under_its_last_time_whatever_the_batch_did() {
     let dir = tempfile::tempdir().unwrap();
