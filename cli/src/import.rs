@@ -79,6 +79,9 @@ impl Summary {
         if self.gate_tagged > 0 {
             text.push_str(&format!(", {} tagged by the gate", self.gate_tagged));
         }
+        for d in &self.gate_dropped {
+            text.push_str(&format!("\n  dropped by the gate: {d}"));
+        }
         for w in &self.warnings {
             text.push_str(&format!("\n  warning: {w}"));
         }

@@ -57,6 +57,27 @@ enum OpsCommand {
         /// Seconds one decision may take.
         #[arg(long, default_value_t = 60)]
         timeout: u64,
+        /// Score the deterministic rules instead of the on-device default.
+        #[arg(long, conflicts_with = "model")]
+        rules: bool,
+    },
+    /// Fit the learned decider on labelled scenarios and cross-validate it against the rules:
+    /// k-fold over every scenario, and fit-on-one-file, score-on-another for each pair of files.
+    /// Prints both deciders' accuracy per operation and the confusion matrices; --write puts
+    /// the weights fitted on everything (and whether the model won) in the engine's source.
+    Train {
+        /// Scenario files (JSONL, as `ops eval` reads), one or more.
+        #[arg(long, required = true, num_args = 1..)]
+        scenarios: Vec<PathBuf>,
+        /// Folds of the k-fold run.
+        #[arg(long, default_value_t = 5)]
+        folds: usize,
+        /// Write the weights as Rust source here (engine/src/ops/decider_weights.rs).
+        #[arg(long)]
+        write: Option<PathBuf>,
+        /// Also list the learned decider's mistakes on each held-out file.
+        #[arg(long)]
+        mistakes: bool,
     },
 }
 
@@ -202,6 +223,26 @@ enum GateCommand {
 }
 
 /// What the gate adds to the GUM (`memdb gate eval` and `check`).
+/// Whose memories a command writes or reads (mem0's `user_id`, `agent_id`, `run_id`).
+#[derive(clap::Args, Debug, Clone, Default)]
+struct ScopeArgs {
+    /// The user the memories belong to.
+    #[arg(long)]
+    user_id: Option<String>,
+    /// The agent that made them.
+    #[arg(long)]
+    agent_id: Option<String>,
+    /// The session or run they were made in.
+    #[arg(long)]
+    run_id: Option<String>,
+}
+
+impl ScopeArgs {
+    fn scope(self) -> memdb::Scope {
+        memdb::Scope::new(self.user_id, self.agent_id, self.run_id)
+    }
+}
+
 #[derive(clap::Args, Clone)]
 struct GateExtrasArgs {
     /// "GUM + rule predicates": a scene's `unless` expressions ("sick of it") are not hits.
@@ -462,6 +503,14 @@ enum Command {
         /// start of their validity.
         #[arg(long)]
         time: Option<String>,
+        /// Whose memories these are: each fact is decided only against memories of the same
+        /// scope and speaker.
+        #[command(flatten)]
+        scope: ScopeArgs,
+        /// A key for this call: repeating it with the same key applies nothing and prints what
+        /// the first call applied.
+        #[arg(long)]
+        idempotency_key: Option<String>,
         /// Extract facts with this model (or LoRA adapter) at --endpoint.
         #[arg(long)]
         extract_model: Option<String>,
@@ -494,6 +543,9 @@ enum Command {
         /// How many memories to retrieve.
         #[arg(short, default_value_t = 10)]
         k: usize,
+        /// Only memories of this scope (every component given must match).
+        #[command(flatten)]
+        scope: ScopeArgs,
         /// Generate the answer with this model (or LoRA adapter) at --endpoint.
         #[arg(long)]
         model: Option<String>,
@@ -1199,17 +1251,32 @@ fn run(command: Command, out: &Out) -> Result<ExitCode> {
                     model,
                     endpoint,
                     timeout,
+                    rules,
                 },
         } => {
-            let decider = match model {
-                Some(model) => ops::DeciderChoice::Model {
+            let decider = match (model, rules) {
+                (Some(model), _) => ops::DeciderChoice::Model {
                     endpoint,
                     model,
                     timeout,
                 },
-                None => ops::DeciderChoice::Rules,
+                (None, true) => ops::DeciderChoice::Rules,
+                (None, false) => ops::DeciderChoice::OnDevice,
             };
             let summary = ops::eval(&scenarios, decider, !out.json)?;
+            out.emit(summary.json(), || summary.text());
+        }
+        Command::Ops {
+            command:
+                OpsCommand::Train {
+                    scenarios,
+                    folds,
+                    write,
+                    mistakes,
+                },
+        } => {
+            let mut summary = ops::train(&scenarios, folds, write.as_deref(), !out.json)?;
+            summary.list_mistakes = mistakes;
             out.emit(summary.json(), || summary.text());
         }
         Command::Gate {
@@ -1357,6 +1424,8 @@ fn run(command: Command, out: &Out) -> Result<ExitCode> {
             text,
             speaker,
             time,
+            scope,
+            idempotency_key,
             extract_model,
             update_model,
             endpoint,
@@ -1368,19 +1437,27 @@ fn run(command: Command, out: &Out) -> Result<ExitCode> {
                 update_model,
                 timeout,
             };
-            remember::remember(&dir, &text, speaker, time.as_deref(), &experts, out)?;
+            let call = remember::Call {
+                text: &text,
+                speaker,
+                time: time.as_deref(),
+                scope: scope.scope(),
+                idempotency_key,
+            };
+            remember::remember(&dir, call, &experts, out)?;
         }
         Command::Log { dir, since } => remember::log(&dir, since.as_deref(), out)?,
         Command::Ask {
             dir,
             question,
             k,
+            scope,
             model,
             endpoint,
             timeout,
         } => {
             let generate = model.as_deref().map(|m| (endpoint.as_str(), m, timeout));
-            remember::ask(&dir, &question, k, generate, out)?;
+            remember::ask(&dir, &question, k, &scope.scope(), generate, out)?;
         }
         Command::Caption {
             dir,

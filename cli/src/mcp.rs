@@ -26,8 +26,10 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use base64::Engine as _;
-use memdb::ops::{Message, RememberOptions, RuleDecider, RuleThresholds, SentenceExtractor};
-use memdb::{EventTime, IngestOptions, ItemFields, MemoryOp, OpNote, Source, Store, Validity};
+use memdb::ops::{Message, RememberOptions, SentenceExtractor};
+use memdb::{
+    EventTime, IngestOptions, ItemFields, MemoryOp, OpNote, Scope, Source, Store, Validity,
+};
 use memdb_encode::MiniLm;
 use memdb_query::reports::memory_text;
 use memdb_query::{
@@ -140,6 +142,19 @@ impl State {
         Ok(())
     }
 
+    /// [`State::refresh`] after a commit that already stands: a failure is the answer's warning,
+    /// not the call's error (the client would retry a write that was made), and the next write
+    /// or `memdb embed` completes what is missing.
+    fn refresh_after_commit(&mut self) -> Vec<String> {
+        match self.refresh() {
+            Ok(()) => Vec::new(),
+            Err(e) => vec![format!(
+                "stored, but bringing vectors, the memory graph and pages current failed ({e}); \
+                 the next write or `memdb embed` completes it"
+            )],
+        }
+    }
+
     fn run_statement(&mut self, statement: &Statement) -> Result<memdb_query::Output> {
         if crate::shell::needs_encoder(statement) {
             self.encoder()?;
@@ -184,8 +199,18 @@ struct AddMemories {
     /// What kind of memory it is, for infer=false: note (default), chat, email, image or video.
     /// Inferred memories are notes.
     source: Option<String>,
-    /// Who said it.
+    /// Who said it (a fact is decided only against memories of the same speaker).
     speaker: Option<String>,
+    /// The user the memories belong to (a fact is decided only against memories of the same
+    /// user_id, agent_id and run_id).
+    user_id: Option<String>,
+    /// The agent that makes them.
+    agent_id: Option<String>,
+    /// The session or run they are made in.
+    run_id: Option<String>,
+    /// A key for this call, chosen by the client: a retry with the same key (after an answer
+    /// was lost) adds nothing and answers what the first call did (`replayed`: true).
+    idempotency_key: Option<String>,
 }
 
 /// `search_memory`.
@@ -208,6 +233,12 @@ struct SearchMemory {
     /// Search what memdb held as current at this time (YYYY-MM-DD or RFC 3339): earlier versions
     /// of updated memories, memories deleted since.
     as_of: Option<String>,
+    /// Only memories of this user (with agent_id and run_id: every one given must match).
+    user_id: Option<String>,
+    /// Only memories of this agent.
+    agent_id: Option<String>,
+    /// Only memories of this run.
+    run_id: Option<String>,
 }
 
 /// `list_memories`.
@@ -217,6 +248,12 @@ struct ListMemories {
     limit: Option<u32>,
     /// Continue after this id: the `next_cursor` of the previous page.
     cursor: Option<u64>,
+    /// Only memories of this user (with agent_id and run_id: every one given must match).
+    user_id: Option<String>,
+    /// Only memories of this agent.
+    agent_id: Option<String>,
+    /// Only memories of this run.
+    run_id: Option<String>,
 }
 
 /// A memory by id.
@@ -240,13 +277,25 @@ struct UpdateMemory {
 struct DeleteMemories {
     /// The ids of the memories to delete (their versions stay in their history).
     ids: Vec<u64>,
+    /// Only memories of this user: an id of another scope is listed in not_found.
+    user_id: Option<String>,
+    /// Only memories of this agent.
+    agent_id: Option<String>,
+    /// Only memories of this run.
+    run_id: Option<String>,
 }
 
 /// `delete_all_memories`.
 #[derive(Debug, Deserialize, JsonSchema)]
 struct DeleteAll {
-    /// Must be true: every memory of the store is deleted.
+    /// Must be true: every memory of the store (or of the scope given) is deleted.
     confirm: bool,
+    /// Only memories of this user.
+    user_id: Option<String>,
+    /// Only memories of this agent.
+    agent_id: Option<String>,
+    /// Only memories of this run.
+    run_id: Option<String>,
 }
 
 /// `query`.
@@ -306,6 +355,36 @@ fn checked_text(text: &str, argument: &str) -> Result<()> {
     Ok(())
 }
 
+/// The scope a call names (components left out match anything), checked.
+fn scope_of(
+    user_id: Option<String>,
+    agent_id: Option<String>,
+    run_id: Option<String>,
+) -> Result<Scope> {
+    let scope = Scope::new(user_id, agent_id, run_id);
+    scope
+        .validate()
+        .map_err(|reason| CliError::flag("user_id/agent_id/run_id", reason))?;
+    Ok(scope)
+}
+
+/// The items of `ids` within `scope` (all of them for the empty scope).
+fn in_scope(snapshot: &memdb::Snapshot, ids: Vec<u64>, scope: &Scope) -> Result<Vec<u64>> {
+    if scope.is_empty() {
+        return Ok(ids);
+    }
+    let mut out = Vec::new();
+    for id in ids {
+        if snapshot
+            .get(id)?
+            .is_some_and(|item| item.fields.scope.within(scope))
+        {
+            out.push(id);
+        }
+    }
+    Ok(out)
+}
+
 fn instant(argument: &str, text: &str) -> Result<Instant> {
     parse_instant(text).map_err(|reason| CliError::flag(argument, reason))
 }
@@ -340,8 +419,12 @@ impl MemoryServer {
             .transpose()
             .map_err(|reason| CliError::flag("time", reason))?;
         let source = call.source.as_deref().map(source).transpose()?;
+        let scope = Scope::new(call.user_id, call.agent_id, call.run_id);
+        scope
+            .validate()
+            .map_err(|reason| CliError::flag("user_id/agent_id/run_id", reason))?;
         let mut state = self.state();
-        let results: Vec<Value> = if call.infer {
+        let report = if call.infer {
             if source.is_some_and(|s| s != Source::Note) {
                 return Err(CliError::flag(
                     "source",
@@ -349,55 +432,42 @@ impl MemoryServer {
                 ));
             }
             let (store, encoder) = state.with_encoder()?;
-            let decider = RuleDecider::new(encoder, RuleThresholds::default());
-            let options = RememberOptions {
-                extractor: &SentenceExtractor,
-                decider: &decider,
-                embedder: encoder,
-                candidates_per_fact: 5,
-                time,
-                actor: call.speaker.clone(),
-                role: Some("user".to_owned()),
-            };
-            let done = store.remember(
+            let decider = memdb::ops::on_device_decider(encoder);
+            let mut options = RememberOptions::new(&SentenceExtractor, decider.as_ref(), encoder);
+            options.time = time;
+            options.actor = call.speaker.clone();
+            options.scope = scope;
+            options.idempotency_key = call.idempotency_key;
+            store.remember(
                 &[Message {
                     speaker: call.speaker,
                     text: call.text,
                 }],
                 &options,
-            )?;
-            done.iter()
-                .map(memdb_query::reports::remembered_json)
-                .collect()
+            )?
         } else {
             let time = time.unwrap_or_else(|| EventTime::utc(now_ms()));
             let mut fields = ItemFields::new(source.unwrap_or(Source::Note), time);
             fields.body = Some(call.text.clone());
             fields.speaker = call.speaker.clone();
+            fields.scope = scope;
+            // A memory the agent made, as an inferred one is: later adds are decided against it.
+            fields.tags = vec![memdb::ops::MEMORY_TAG.to_owned()];
             fields
                 .validate()
                 .map_err(|reason| CliError::flag("text", reason))?;
-            let applied = state.store.apply(vec![MemoryOp::Add {
+            state.store.add_verbatim(
                 fields,
-                valid: Validity::default(),
-                note: OpNote {
+                OpNote {
                     reason: "stored verbatim (add_memories, infer=false)".to_owned(),
                     actor: call.speaker,
                     role: Some("user".to_owned()),
                 },
-            }])?;
-            applied
-                .iter()
-                .map(|a| {
-                    json!({
-                        "fact": call.text, "event": a.kind.name(), "memory_id": a.id,
-                        "seq": a.seq,
-                    })
-                })
-                .collect()
+                call.idempotency_key,
+            )?
         };
-        state.refresh()?;
-        Ok(json!({ "results": results }))
+        let warnings = state.refresh_after_commit();
+        Ok(memdb_query::reports::remember_json(&report, &warnings))
     }
 
     fn search(&self, call: SearchMemory) -> Result<Value> {
@@ -451,6 +521,8 @@ impl MemoryServer {
             (None, Some(_)) => return Err(CliError::flag("near_km", "needs `near`, the place")),
             (None, None) => {}
         }
+        let scope = scope_of(call.user_id, call.agent_id, call.run_id)?;
+        filters.extend(memdb_query::ScopeField::filters(&scope));
         let at = TimeTravel {
             as_of: call
                 .as_of
@@ -491,9 +563,10 @@ impl MemoryServer {
                 format!("must be 1 to {MAX_PAGE}, got {limit}"),
             ));
         }
+        let scope = scope_of(call.user_id, call.agent_id, call.run_id)?;
         let state = self.state();
         let snapshot = state.store.snapshot()?;
-        let mut ids = snapshot.item_ids()?;
+        let mut ids = in_scope(&snapshot, snapshot.item_ids()?, &scope)?;
         ids.sort_unstable();
         let after = call.cursor.unwrap_or(0);
         let start = ids.partition_point(|&id| id <= after);
@@ -547,17 +620,22 @@ impl MemoryServer {
                 role: Some("assistant".to_owned()),
             },
         }])?;
-        state.refresh()?;
+        let warnings = state.refresh_after_commit();
         let seq = applied.first().map(|a| a.seq);
         Ok(json!({
             "memory_id": call.id, "event": "UPDATE", "old_memory": old,
-            "new_memory": call.text, "seq": seq,
+            "new_memory": call.text, "seq": seq, "warnings": warnings,
         }))
     }
 
-    /// Deletes `ids` in windows of one commit each; ids that name no memory are reported, not
-    /// fatal.
-    fn delete(state: &mut State, ids: &[u64], reason: &str) -> Result<(Vec<u64>, Vec<u64>)> {
+    /// Deletes `ids` (those within `scope`) in windows of one commit each; ids that name no
+    /// memory of the scope are reported, not fatal.
+    fn delete(
+        state: &mut State,
+        ids: &[u64],
+        scope: &Scope,
+        reason: &str,
+    ) -> Result<(Vec<u64>, Vec<u64>, Vec<String>)> {
         let snapshot = state.store.snapshot()?;
         let mut live = Vec::new();
         let mut missing = Vec::new();
@@ -566,7 +644,10 @@ impl MemoryServer {
             if !seen.insert(id) {
                 continue;
             }
-            if snapshot.get(id)?.is_some() {
+            if snapshot
+                .get(id)?
+                .is_some_and(|item| item.fields.scope.within(scope))
+            {
                 live.push(id);
             } else {
                 missing.push(id);
@@ -588,10 +669,12 @@ impl MemoryServer {
                 .collect();
             state.store.apply(ops)?;
         }
-        if !live.is_empty() {
-            state.refresh()?;
-        }
-        Ok((live, missing))
+        let warnings = if live.is_empty() {
+            Vec::new()
+        } else {
+            state.refresh_after_commit()
+        };
+        Ok((live, missing, warnings))
     }
 
     fn query_statement(&self, text: &str) -> Result<CallToolResult> {
@@ -706,16 +789,18 @@ impl MemoryServer {
         Parameters(call): Parameters<DeleteMemories>,
     ) -> CallToolResult {
         answer((|| {
+            let scope = scope_of(call.user_id, call.agent_id, call.run_id)?;
             let mut state = self.state();
-            let (deleted, not_found) = Self::delete(&mut state, &call.ids, "delete_memories")?;
-            Ok(json!({ "deleted": deleted, "not_found": not_found }))
+            let (deleted, not_found, warnings) =
+                Self::delete(&mut state, &call.ids, &scope, "delete_memories")?;
+            Ok(json!({ "deleted": deleted, "not_found": not_found, "warnings": warnings }))
         })())
     }
 
     /// Delete every memory.
     #[tool(
-        description = "Delete every memory of the store (confirm must be true). Their versions stay in \
-        memory_history."
+        description = "Delete every memory of the store, or of the scope given (user_id, agent_id, \
+        run_id); confirm must be true. Their versions stay in memory_history."
     )]
     async fn delete_all_memories(&self, Parameters(call): Parameters<DeleteAll>) -> CallToolResult {
         if !call.confirm {
@@ -725,10 +810,12 @@ impl MemoryServer {
             ));
         }
         answer((|| {
+            let scope = scope_of(call.user_id, call.agent_id, call.run_id)?;
             let mut state = self.state();
             let ids = state.store.snapshot()?.item_ids()?;
-            let (deleted, _) = Self::delete(&mut state, &ids, "delete_all_memories")?;
-            Ok(json!({ "deleted": deleted.len() }))
+            let (deleted, _, warnings) =
+                Self::delete(&mut state, &ids, &scope, "delete_all_memories")?;
+            Ok(json!({ "deleted": deleted.len(), "warnings": warnings }))
         })())
     }
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use memdb::ops::{
     Decider, FactExtractor, Message, ModelAnswerer, ModelDecider, ModelExtractor, RememberOptions,
-    RuleDecider, RuleThresholds, SentenceExtractor,
+    SentenceExtractor,
 };
 use memdb::{EventTime, Store};
 use serde_json::{Value, json};
@@ -23,19 +23,25 @@ pub(crate) struct Experts {
     pub(crate) timeout: u64,
 }
 
+/// One `memdb remember` call: what was said, by whom, when, in which scope.
+pub(crate) struct Call<'a> {
+    pub(crate) text: &'a str,
+    pub(crate) speaker: Option<String>,
+    pub(crate) time: Option<&'a str>,
+    pub(crate) scope: memdb::Scope,
+    pub(crate) idempotency_key: Option<String>,
+}
+
 /// `memdb remember STORE TEXT`.
-pub(crate) fn remember(
-    dir: &Path,
-    text: &str,
-    speaker: Option<String>,
-    time: Option<&str>,
-    experts: &Experts,
-    out: &Out,
-) -> Result<()> {
-    let time = time
+pub(crate) fn remember(dir: &Path, call: Call<'_>, experts: &Experts, out: &Out) -> Result<()> {
+    let time = call
+        .time
         .map(EventTime::parse)
         .transpose()
         .map_err(|reason| CliError::flag("--time", reason))?;
+    call.scope
+        .validate()
+        .map_err(|reason| CliError::flag("--user-id/--agent-id/--run-id", reason))?;
     let store =
         Store::open(dir, crate::keys::options_for(dir)?).map_err(|e| CliError::store(dir, e))?;
     let encoder = crate::embed::encoder_for(&store, !out.json, crate::model::Download::Ask)?;
@@ -52,53 +58,23 @@ pub(crate) fn remember(
             ModelDecider::new(&experts.endpoint, model, timeout)
                 .map_err(|e| CliError::flag("--endpoint", e))?,
         ),
-        None => Box::new(RuleDecider::new(&encoder, RuleThresholds::default())),
+        None => memdb::ops::on_device_decider(&encoder),
     };
-    let options = RememberOptions {
-        extractor: extractor.as_ref(),
-        decider: decider.as_ref(),
-        embedder: &encoder,
-        candidates_per_fact: 5,
-        time,
-        actor: speaker.clone(),
-        role: Some("user".to_owned()),
-    };
-    let done = store.remember(
+    let mut options = RememberOptions::new(extractor.as_ref(), decider.as_ref(), &encoder);
+    options.time = time;
+    options.actor = call.speaker.clone();
+    options.scope = call.scope;
+    options.idempotency_key = call.idempotency_key;
+    let report = store.remember(
         &[Message {
-            speaker,
-            text: text.to_owned(),
+            speaker: call.speaker,
+            text: call.text.to_owned(),
         }],
         &options,
     )?;
-    out.emit(
-        Value::Array(
-            done.iter()
-                .map(memdb_query::reports::remembered_json)
-                .collect(),
-        ),
-        || {
-            if done.is_empty() {
-                return "no fact to remember in that text".to_owned();
-            }
-            done.iter()
-                .map(|r| {
-                    let target = match (r.target, &r.target_text) {
-                        (Some(id), Some(text)) => format!(" memory {id} ({text:?})"),
-                        _ => String::new(),
-                    };
-                    format!(
-                        "{} {:?} → {}{target} as memory {}: {}",
-                        r.applied.kind.name(),
-                        r.fact,
-                        r.decision.op,
-                        r.applied.id,
-                        r.decision.reason
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join("\n")
-        },
-    );
+    out.emit(memdb_query::reports::remember_json(&report, &[]), || {
+        memdb_query::reports::remember_text(&report)
+    });
     Ok(())
 }
 
@@ -154,11 +130,13 @@ pub(crate) fn log(dir: &Path, since: Option<&str>, out: &Out) -> Result<()> {
     Ok(())
 }
 
-/// `memdb ask STORE QUESTION`: recall's evidence, and with `--model` an answer citing it.
+/// `memdb ask STORE QUESTION`: recall's evidence (of `scope`'s memories when it is given),
+/// and with `--model` an answer citing it.
 pub(crate) fn ask(
     dir: &Path,
     question: &str,
     k: usize,
+    scope: &memdb::Scope,
     generate: Option<(&str, &str, u64)>,
     out: &Out,
 ) -> Result<()> {
@@ -169,7 +147,7 @@ pub(crate) fn ask(
         &encoder,
         memdb_query::Recall {
             text: question.to_owned(),
-            filters: Vec::new(),
+            filters: memdb_query::ScopeField::filters(scope),
             at: memdb_query::TimeTravel::default(),
             top: Some(k as u64),
         },

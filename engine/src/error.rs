@@ -169,6 +169,13 @@ pub enum Error {
         /// The id it named.
         id: u64,
     },
+    /// A batch recorded its operations under a client's key that an earlier commit recorded
+    /// already (an idempotency key used twice): nothing of the batch was applied.
+    #[error("the key {key:?} already names an earlier call's operations: nothing was applied")]
+    KeyUsed {
+        /// The key.
+        key: String,
+    },
     /// A gate lexicon version the store does not hold (`gate::use_lexicon`).
     #[error("this store has no gate lexicon version {version}")]
     NoLexicon {

@@ -489,10 +489,12 @@ impl Ingest<'_> {
                         None => false,
                     };
                     if !stored {
+                        // What was dropped, in the person's words, so a report names the line.
+                        let said = crate::gate::excerpt(&item.draft.fields, 60);
                         self.report.gate_dropped.push(Rejected {
                             origin: item.origin,
                             external_id: item.draft.fields.external_id,
-                            reason: decision.reason,
+                            reason: format!("{} ({said:?})", decision.reason),
                         });
                         continue;
                     }

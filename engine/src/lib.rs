@@ -58,12 +58,12 @@ pub use ingest::{
 pub use memdb_formats::caption::{CaptionFields, CaptionReplyError};
 pub use memdb_formats::item::{
     Camera, CaptionProvenance, EventTime, GeoPoint, ItemDraft, ItemFields, ItemRecord as Item,
-    Location, Orientation, PlaceName, Source,
+    Location, Orientation, PlaceName, Scope, Source,
 };
 pub use place::{DEFAULT_PLACE_CAP_KM, PlaceOptions, PlaceReport, fill_place, place_of};
 pub use recall::{
-    Explanation, FEATURES, Features, ItemTextStyle, QuestionForm, RERANK_DEPTH, Recall,
-    RecallCounts, RecallHit, RecallOptions, RecallTimings, Reranker, Signals, item_text,
+    Explanation, FEATURES, Features, FusionWeights, ItemTextStyle, QuestionForm, RERANK_DEPTH,
+    Recall, RecallCounts, RecallHit, RecallOptions, RecallTimings, Reranker, Signals, item_text,
     item_text_in,
 };
 pub use roaring::RoaringTreemap;

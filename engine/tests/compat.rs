@@ -1,6 +1,6 @@
 //! Compatibility goldens (issue 18): a whole store written by the last commit of each earlier
-//! catalog format version (1–8), checked in under `tests/compat/vN/store/`, with what that
-//! version's engine said the store held in `tests/compat/vN/expected.json` (see
+//! catalog format version (1–8, 10, 12, 14), checked in under `tests/compat/vN/store/`, with
+//! what that version's engine said the store held in `tests/compat/vN/expected.json` (see
 //! `tests/compat/README.md` for the commits and commands that made them).
 //!
 //! Each store is copied to a temporary directory (the checked-in copy is never opened) and
@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 /// The format version this build writes (`STORE_FORMAT_VERSION`).
-const CURRENT_FORMAT_VERSION: u64 = 14;
+const CURRENT_FORMAT_VERSION: u64 = 16;
 
 fn golden(version: u64) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -530,6 +530,11 @@ fn a_version_10_store_opens_and_upgrades() {
 #[test]
 fn a_version_12_store_opens_and_upgrades() {
     open_and_upgrade(12);
+}
+
+#[test]
+fn a_version_14_store_opens_and_upgrades() {
+    open_and_upgrade(14);
 }
 
 #[test]

@@ -36,7 +36,7 @@ const OP_BATCHES: TableDefinition<u64, (i64, &[u8])> = TableDefinition::new("op_
 const BY_TIME: TableDefinition<(i64, u64), ()> = TableDefinition::new("by_time");
 const BY_SOURCE: TableDefinition<(u8, i64, u64), ()> = TableDefinition::new("by_source");
 /// The format version this build writes.
-const CURRENT: u64 = 14;
+const CURRENT: u64 = 16;
 
 /// One logged op: (sequence, op code, item id).
 type Op = (u64, u8, u64);
@@ -108,16 +108,19 @@ fn catalog_state(path: &std::path::Path) -> (u64, Vec<String>) {
     (version, tables)
 }
 
+/// A new store at `path` holding one note (`n1`), closed.
+fn store_with_one_note(path: &std::path::Path) {
+    let store = Store::create(path, Options::default()).unwrap();
+    let mut b = store.batch();
+    b.put(note("n1", "Dentist on Tuesday"));
+    b.commit().unwrap();
+}
+
 #[test]
 fn a_version_5_store_is_read_as_it_is_and_upgraded_at_its_first_write() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s");
-    {
-        let store = Store::create(&path, Options::default()).unwrap();
-        let mut b = store.batch();
-        b.put(note("n1", "Dentist on Tuesday"));
-        b.commit().unwrap();
-    }
+    store_with_one_note(&path);
     // Make it the version-5 layout: no tables of version 6, version 5.
     make_version_8(&path);
     {
@@ -958,4 +961,53 @@ fn a_version_14_upgrade_that_fails_at_any_operation_leaves_the_version_12_store(
         (CURRENT, (false, true), 4, true),
     );
     assert!(failed_at >= 3, "the write failed at {failed_at} operations");
+}
+
+/// Version 16 writes item records of versions 4 and 5 (SPEC.md §4.5: the scope) for items that
+/// have a scope. A version-14 store — the same catalog, `format_version` 14 — is read as it is,
+/// and its first write makes it version 16, so a build that cannot read scoped records refuses
+/// it; a scoped memory then reads back with its scope, and the store's older records keep
+/// reading with none.
+#[test]
+fn a_version_14_store_takes_scoped_items_after_its_upgrade() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s");
+    store_with_one_note(&path);
+    {
+        let db = redb::Database::open(path.join("catalog.redb")).unwrap();
+        let txn = db.begin_write().unwrap();
+        txn.open_table(META)
+            .unwrap()
+            .insert("format_version", 14)
+            .unwrap();
+        txn.commit().unwrap();
+    }
+    let store = Store::open(&path, Options::default()).unwrap();
+    assert_eq!(
+        store
+            .snapshot()
+            .unwrap()
+            .get_by_external_id("n1")
+            .unwrap()
+            .unwrap()
+            .fields
+            .scope,
+        memdb::Scope::default()
+    );
+    drop(store);
+    assert_eq!(catalog_state(&path).0, 14, "reading changes nothing");
+    let store = Store::open(&path, Options::default()).unwrap();
+    let mut scoped = note("n2", "Prefers window seats");
+    scoped.fields.scope = memdb::Scope::new(Some("ana".into()), Some("travel-bot".into()), None);
+    let mut b = store.batch();
+    b.put(scoped);
+    b.commit().unwrap();
+    drop(store);
+    assert_eq!(catalog_state(&path).0, CURRENT);
+    let store = Store::open(&path, Options::default()).unwrap();
+    let snap = store.snapshot().unwrap();
+    let item = snap.get_by_external_id("n2").unwrap().unwrap();
+    assert_eq!(item.fields.scope.user_id.as_deref(), Some("ana"));
+    assert_eq!(item.fields.scope.agent_id.as_deref(), Some("travel-bot"));
+    assert!(store.check().unwrap().is_clean());
 }

@@ -140,6 +140,9 @@ pub fn item_line(
     optional("from", json!(fields.from));
     optional("to", json!(fields.to));
     optional("supersedes", json!(supersedes));
+    optional("user_id", json!(fields.scope.user_id));
+    optional("agent_id", json!(fields.scope.agent_id));
+    optional("run_id", json!(fields.scope.run_id));
     if let Some(original) = original {
         optional(
             "original",

@@ -11,9 +11,13 @@
 //! five more (the structured place, camera, orientation, short caption and caption
 //! provenance). Version 3 ([`RECORD_VERSION_ZSTD`]) is version 2's fields in one zstd frame:
 //! the writer picks it for a record whose fields are long enough that compression pays
-//! ([`COMPRESS_MIN_BYTES`], and at least an eighth saved), version 2 for the rest. Version 1
-//! records are still read, with those five empty: stores hold records of every version side by
-//! side, and a record is only rewritten when its item changes.
+//! ([`COMPRESS_MIN_BYTES`], and at least an eighth saved), version 2 for the rest. Version 4
+//! ([`RECORD_VERSION_SCOPED`]) is version 2's fields followed by the item's [`Scope`] (whose
+//! memory it is: user, agent, run), and version 5 ([`RECORD_VERSION_SCOPED_ZSTD`]) those in one
+//! zstd frame; the writer uses them only for an item that has a scope, so every other record is
+//! written exactly as before. Version 1 records are still read, with those five empty: stores
+//! hold records of every version side by side, and a record is only rewritten when its item
+//! changes.
 //!
 //! Invariants: a decoded record always satisfies [`ItemFields::validate`]; decoding never
 //! allocates more than [`MAX_RECORD_BYTES`] whatever the input claims (a zstd frame must declare
@@ -42,6 +46,14 @@ pub const COMPRESS_MIN_BYTES: usize = 512;
 const ZSTD_LEVEL: i32 = 3;
 /// The first record version, still read (SPEC.md §4.2): fields 1–19 only.
 pub const RECORD_VERSION_1: u8 = 1;
+/// Version byte of an uncompressed record with fields 1–27: version 2's, then the scope
+/// (SPEC.md §4.5). Written only for an item with a scope.
+pub const RECORD_VERSION_SCOPED: u8 = 4;
+/// Version byte of a compressed record with fields 1–27: version 4's fields in one zstd frame
+/// (SPEC.md §4.5).
+pub const RECORD_VERSION_SCOPED_ZSTD: u8 = 5;
+/// The longest scope component (user, agent or run id), in bytes.
+pub const MAX_SCOPE_ID_BYTES: usize = 256;
 /// Largest encoded item record accepted by the decoder (and by the store).
 pub const MAX_RECORD_BYTES: usize = 16 << 20;
 /// Bytes of the frame (`len u32`, `crc32c u32`) in front of a record inside an item block.
@@ -536,6 +548,94 @@ pub struct CaptionProvenance {
     pub at_ms: i64,
 }
 
+/// Whose memory an item is: the ids mem0 names `user_id`, `agent_id` and `run_id`, each
+/// optional. An item without any (an imported photo, mail or chat) has the empty scope: it is
+/// the store owner's. Memory operations compare a fact only with memories of the same scope
+/// (and speaker); a search given a scope sees only items whose scope has every component the
+/// filter names (SPEC.md §4.5).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Scope {
+    /// The person the memory is about or belongs to.
+    pub user_id: Option<String>,
+    /// The agent that made it.
+    pub agent_id: Option<String>,
+    /// The session or run it was made in.
+    pub run_id: Option<String>,
+}
+
+impl Scope {
+    /// A scope of the given components (an empty or blank string counts as absent).
+    pub fn new(user_id: Option<String>, agent_id: Option<String>, run_id: Option<String>) -> Scope {
+        let given = |id: Option<String>| id.filter(|s| !s.trim().is_empty());
+        Scope {
+            user_id: given(user_id),
+            agent_id: given(agent_id),
+            run_id: given(run_id),
+        }
+    }
+
+    /// Whether no component is set (the store owner's items).
+    pub fn is_empty(&self) -> bool {
+        self.user_id.is_none() && self.agent_id.is_none() && self.run_id.is_none()
+    }
+
+    /// The components that are set, by name (`user_id`, `agent_id`, `run_id`).
+    pub fn components(&self) -> impl Iterator<Item = (&'static str, &str)> + '_ {
+        [
+            ("user_id", &self.user_id),
+            ("agent_id", &self.agent_id),
+            ("run_id", &self.run_id),
+        ]
+        .into_iter()
+        .filter_map(|(name, id)| id.as_deref().map(|id| (name, id)))
+    }
+
+    /// Whether an item of this scope passes `filter`: every component the filter sets is set
+    /// here to the same id (components the filter leaves out match anything; the empty filter
+    /// matches every item).
+    pub fn within(&self, filter: &Scope) -> bool {
+        let passes = |want: &Option<String>, have: &Option<String>| {
+            want.as_ref().is_none_or(|w| have.as_ref() == Some(w))
+        };
+        passes(&filter.user_id, &self.user_id)
+            && passes(&filter.agent_id, &self.agent_id)
+            && passes(&filter.run_id, &self.run_id)
+    }
+
+    /// Checks the ranges the format promises: each component set is not blank, has no control
+    /// character and is at most [`MAX_SCOPE_ID_BYTES`] long.
+    pub fn validate(&self) -> Result<(), String> {
+        for (name, id) in self.components() {
+            if id.trim().is_empty() {
+                return Err(format!("scope: {name} is blank"));
+            }
+            if id.len() > MAX_SCOPE_ID_BYTES {
+                return Err(format!(
+                    "scope: {name} is {} bytes, at most {MAX_SCOPE_ID_BYTES}",
+                    id.len()
+                ));
+            }
+            if id.chars().any(char::is_control) {
+                return Err(format!("scope: {name} holds a control character"));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_empty() {
+            return f.write_str("(no scope)");
+        }
+        let parts: Vec<String> = self
+            .components()
+            .map(|(name, id)| format!("{name}={id}"))
+            .collect();
+        f.write_str(&parts.join(" "))
+    }
+}
+
 /// The typed fields of one memory, as an importer or an application gives them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ItemFields {
@@ -575,6 +675,8 @@ pub struct ItemFields {
     pub camera: Option<Camera>,
     /// Which way up the picture is shown (photos).
     pub orientation: Option<Orientation>,
+    /// Whose memory it is (empty: the store owner's).
+    pub scope: Scope,
 }
 
 impl ItemFields {
@@ -598,6 +700,7 @@ impl ItemFields {
             caption_provenance: None,
             camera: None,
             orientation: None,
+            scope: Scope::default(),
         }
     }
 
@@ -625,6 +728,7 @@ impl ItemFields {
         if let Some(camera) = &self.camera {
             camera.validate()?;
         }
+        self.scope.validate()?;
         if let Some(p) = &self.caption_provenance {
             if p.model.trim().is_empty() {
                 return Err("caption provenance: model is empty".to_owned());
@@ -713,6 +817,15 @@ struct RecordV2Tail<S> {
     caption_provenance: Option<(S, i64)>,
 }
 
+/// Fields 25–27 of a version-4 record (SPEC.md §4.5), after version 2's twenty-four: the
+/// item's scope.
+#[derive(bincode::Encode, bincode::Decode, Default)]
+struct RecordV4Tail<S> {
+    user_id: Option<S>,
+    agent_id: Option<S>,
+    run_id: Option<S>,
+}
+
 #[derive(bincode::Encode, bincode::Decode)]
 struct PlaceWire<S> {
     city: S,
@@ -742,7 +855,8 @@ const RECORD: &str = "item record";
 
 /// Encodes `record` as a version byte followed by the bincode fields (no frame): version 2
 /// ([`RECORD_VERSION`]) as they are, or version 3 ([`RECORD_VERSION_ZSTD`]) in a zstd frame
-/// where they are at least [`COMPRESS_MIN_BYTES`] long and the frame saves an eighth.
+/// where they are at least [`COMPRESS_MIN_BYTES`] long and the frame saves an eighth; an item
+/// with a scope likewise as version 4 or 5, its scope after the other fields.
 pub fn encode_record(record: &ItemRecord) -> Result<Vec<u8>, FormatError> {
     let f = &record.fields;
     let location = f.location.as_ref();
@@ -796,13 +910,31 @@ pub fn encode_record(record: &ItemRecord) -> Result<Vec<u8>, FormatError> {
     };
     // Sized once: the text, plus room for the numbers and lengths around it.
     let mut out = Vec::with_capacity(1 + 96 + text_bytes(record));
-    out.push(RECORD_VERSION);
+    let scoped = !f.scope.is_empty();
+    out.push(if scoped {
+        RECORD_VERSION_SCOPED
+    } else {
+        RECORD_VERSION
+    });
     bincode::encode_into_std_write(&head, &mut out, bincode_config()).map_err(invalid)?;
     bincode::encode_into_std_write(&tail, &mut out, bincode_config()).map_err(invalid)?;
+    if scoped {
+        let scope: RecordV4Tail<&str> = RecordV4Tail {
+            user_id: f.scope.user_id.as_deref(),
+            agent_id: f.scope.agent_id.as_deref(),
+            run_id: f.scope.run_id.as_deref(),
+        };
+        bincode::encode_into_std_write(&scope, &mut out, bincode_config()).map_err(invalid)?;
+    }
     // `out` holds the version byte, then the fields.
     let fields_len = out.len() - 1;
+    let zstd_version = if scoped {
+        RECORD_VERSION_SCOPED_ZSTD
+    } else {
+        RECORD_VERSION_ZSTD
+    };
     if fields_len >= COMPRESS_MIN_BYTES
-        && let Some(compressed) = compress_fields(&out[1..])?
+        && let Some(compressed) = compress_fields(&out[1..], zstd_version)?
     {
         out = compressed;
     }
@@ -832,6 +964,9 @@ fn text_bytes(record: &ItemRecord) -> usize {
         &f.speaker,
         &f.from,
         &f.short_caption,
+        &f.scope.user_id,
+        &f.scope.agent_id,
+        &f.scope.run_id,
     ];
     let lists = [&f.entities, &f.tags, &f.to];
     optional
@@ -845,9 +980,9 @@ fn text_bytes(record: &ItemRecord) -> usize {
             .sum::<usize>()
 }
 
-/// `fields` in a version-3 record (its version byte, then one zstd frame that declares its
-/// content size), or `None` where that would not save an eighth of them.
-fn compress_fields(fields: &[u8]) -> Result<Option<Vec<u8>>, FormatError> {
+/// `fields` in a compressed record of `version` (3 or 5: its version byte, then one zstd frame
+/// that declares its content size), or `None` where that would not save an eighth of them.
+fn compress_fields(fields: &[u8], version: u8) -> Result<Option<Vec<u8>>, FormatError> {
     thread_local! {
         // A compression context holds about a megabyte of tables: made once per thread, not per
         // record.
@@ -869,7 +1004,7 @@ fn compress_fields(fields: &[u8]) -> Result<Option<Vec<u8>>, FormatError> {
         if out.len() + 1 + fields.len() / 8 > fields.len() {
             return Ok(None);
         }
-        out.insert(0, RECORD_VERSION_ZSTD);
+        out.insert(0, version);
         Ok(Some(out))
     })
 }
@@ -935,24 +1070,29 @@ fn decompress_fields(frame: &[u8]) -> Result<Vec<u8>, FormatError> {
     Ok(out)
 }
 
-/// Decodes a record written by [`encode_record`]: of version 2, of version 3 (version 2's
+/// Decodes a record written by [`encode_record`]: of version 2 or 4, of version 3 or 5 (their
 /// fields compressed) or of version 1 (whose fields 20–24 read as absent). Every byte must be
 /// consumed.
 pub fn decode_record(bytes: &[u8]) -> Result<ItemRecord, FormatError> {
     let mut reader = Reader::new(RECORD, bytes);
     let version = reader.u8()?;
     match version {
-        RECORD_VERSION_1 | RECORD_VERSION => decode_fields(version, &bytes[1..]),
+        RECORD_VERSION_1 | RECORD_VERSION | RECORD_VERSION_SCOPED => {
+            decode_fields(version, &bytes[1..])
+        }
         RECORD_VERSION_ZSTD => decode_fields(RECORD_VERSION, &decompress_fields(&bytes[1..])?),
+        RECORD_VERSION_SCOPED_ZSTD => {
+            decode_fields(RECORD_VERSION_SCOPED, &decompress_fields(&bytes[1..])?)
+        }
         _ => Err(FormatError::UnsupportedVersion {
             what: RECORD,
             found: version.into(),
-            supported: RECORD_VERSION_ZSTD.into(),
+            supported: RECORD_VERSION_SCOPED_ZSTD.into(),
         }),
     }
 }
 
-/// The record whose fields of `version` (1 or 2) are `body`.
+/// The record whose fields of `version` (1, 2 or 4) are `body`.
 fn decode_fields(version: u8, body: &[u8]) -> Result<ItemRecord, FormatError> {
     let invalid = |reason: String| FormatError::Invalid {
         what: RECORD,
@@ -970,6 +1110,25 @@ fn decode_fields(version: u8, body: &[u8]) -> Result<ItemRecord, FormatError> {
                 .map_err(|e| invalid(e.to_string()))?;
         used += tail_used;
         tail
+    };
+    let scope = if version == RECORD_VERSION_SCOPED {
+        let rest = body.get(used..).unwrap_or_default();
+        let (scope, scope_used): (RecordV4Tail<String>, usize) =
+            bincode::decode_from_slice(rest, bincode_config())
+                .map_err(|e| invalid(e.to_string()))?;
+        used += scope_used;
+        let scope = Scope {
+            user_id: scope.user_id,
+            agent_id: scope.agent_id,
+            run_id: scope.run_id,
+        };
+        // A version-4 record is written only for a scope: an empty one is not this writer's.
+        if scope.is_empty() {
+            return Err(invalid("a version-4 record with an empty scope".to_owned()));
+        }
+        scope
+    } else {
+        Scope::default()
     };
     if used != body.len() {
         return Err(invalid(format!(
@@ -1030,6 +1189,7 @@ fn decode_fields(version: u8, body: &[u8]) -> Result<ItemRecord, FormatError> {
             lens: c.lens,
         }),
         orientation,
+        scope,
     };
     fields.validate().map_err(invalid)?;
     Ok(ItemRecord {
@@ -1167,10 +1327,16 @@ mod tests {
             decode_record(&bytes),
             Err(FormatError::Invalid { .. })
         ));
-        bytes[0] = 4;
+        // Version 4 needs the scope after version 2's fields: without it the record ends early.
+        bytes[0] = RECORD_VERSION_SCOPED;
         assert!(matches!(
             decode_record(&bytes),
-            Err(FormatError::UnsupportedVersion { found: 4, .. })
+            Err(FormatError::Invalid { .. })
+        ));
+        bytes[0] = 6;
+        assert!(matches!(
+            decode_record(&bytes),
+            Err(FormatError::UnsupportedVersion { found: 6, .. })
         ));
         bytes[0] = 0;
         assert!(matches!(
@@ -1472,7 +1638,7 @@ mod tests {
                 x.to_le_bytes()[0]
             })
             .collect();
-        assert_eq!(compress_fields(&noise).unwrap(), None);
+        assert_eq!(compress_fields(&noise, RECORD_VERSION_ZSTD).unwrap(), None);
         let mut rec = sample();
         rec.blobs = (0..300)
             .map(|_| {

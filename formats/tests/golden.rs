@@ -1,7 +1,7 @@
 //! Golden tests: the bytes SPEC.md §3–§4 describe, built here by hand (own varint, zigzag and
 //! layout code; no memdb encoder), compared with what the encoders write and decoded back.
 //! `golden/v1/` holds the files of record version 1 (and segment format 1), `golden/v2/` those
-//! of record version 2; a missing file is written from the hand-built bytes, an existing one
+//! of record version 2, `golden/v4/` those of record version 4; a missing file is written from the hand-built bytes, an existing one
 //! must match them exactly, so a format change cannot pass without a new version directory.
 //! Version-1 files are never rewritten: the current decoder must still read them.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use memdb_formats::item::{
     self, Camera, CaptionProvenance, EventTime, GeoPoint, ItemFields, ItemRecord, Location,
-    Orientation, PlaceName, Source,
+    Orientation, PlaceName, Scope, Source,
 };
 use memdb_formats::segment::{self, EntryHeader, EntryKind, FooterRecord, SegmentHeader, Trailer};
 
@@ -410,6 +410,56 @@ fn item_record_version_3_matches_the_spec() {
     assert!(written.len() * 8 <= n * 7, "{} of {n}", written.len());
     assert_eq!(zstd::bulk::decompress(&written[1..], n).unwrap(), fields);
     assert_eq!(item::decode_record(&written).unwrap(), record);
+}
+
+/// SPEC.md §4.5: an item with a scope is a version-4 record, version 2's fields then the scope
+/// (fields 25–27); long enough, a version-5 record, those fields in one zstd frame. An item
+/// without a scope is written as before (version 2), byte for byte.
+#[test]
+fn item_record_version_4_and_5_match_the_spec() {
+    let mut record = sample_record();
+    record.fields.scope = Scope::new(Some("alice".into()), None, Some("chat-7".into()));
+    let mut spec = spec_record_fields(4, 3);
+    spec.extend_from_slice(&[0, 0, 0, 0, 0]);
+    opt_string(&mut spec, Some("alice"));
+    opt_string(&mut spec, None);
+    opt_string(&mut spec, Some("chat-7"));
+    assert_eq!(item::RECORD_VERSION_SCOPED, 4);
+    assert_eq!(item::encode_record(&record).unwrap(), spec);
+    assert_eq!(item::decode_record(&spec).unwrap(), record);
+    golden(4, "item_record_scoped.bin", &spec);
+
+    // Without its scope the same item is the version-2 record of before.
+    record.fields.scope = Scope::default();
+    assert_eq!(
+        item::encode_record(&record).unwrap(),
+        spec_record_v2_plain()
+    );
+
+    // A version-4 record must carry a scope: an empty one is refused.
+    let mut empty = spec_record_fields(4, 3);
+    empty.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0]);
+    assert!(item::decode_record(&empty).is_err());
+
+    let body: String = (0..16)
+        .map(|i| format!("Night {i}: room 4, breakfast included. "))
+        .collect();
+    let mut long = sample_record();
+    long.fields.body = Some(body.clone());
+    long.fields.scope = Scope::new(None, Some("travel-agent".into()), None);
+    let mut fields = spec_record_fields_with_body(4, 3, &body);
+    fields.extend_from_slice(&[0, 0, 0, 0, 0]);
+    opt_string(&mut fields, None);
+    opt_string(&mut fields, Some("travel-agent"));
+    opt_string(&mut fields, None);
+    let fields = &fields[1..];
+    let written = item::encode_record(&long).unwrap();
+    assert_eq!(written[0], item::RECORD_VERSION_SCOPED_ZSTD);
+    assert_eq!(
+        zstd::bulk::decompress(&written[1..], fields.len()).unwrap(),
+        fields
+    );
+    assert_eq!(item::decode_record(&written).unwrap(), long);
 }
 
 /// Record version 1 as SPEC.md §4.2 describes it, and the version-1 golden file written before

@@ -202,11 +202,31 @@ class Store:
         return self._native.embed(item_text=item_text)
 
     def remember(
-        self, text: str, *, speaker: Optional[str] = None, time: Any = None
-    ) -> List[Dict[str, Any]]:
+        self,
+        text: str,
+        *,
+        speaker: Optional[str] = None,
+        time: Any = None,
+        user_id: Optional[str] = None,
+        agent_id: Optional[str] = None,
+        run_id: Optional[str] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> Dict[str, Any]:
         """Mem0's write path: each fact of ``text`` becomes an ADD, UPDATE, DELETE or NONE of
-        a memory, decided against the most similar memories and applied in one commit."""
-        return self._native.remember(text, speaker=speaker, time=time)
+        a memory, decided against the most similar memories of the same scope (``user_id``,
+        ``agent_id``, ``run_id``) and speaker and applied in one commit. Returns ``results``
+        (one dict per operation), ``skipped`` (each sentence that gave no fact, with why),
+        ``replayed`` and ``warnings``; a call repeated with the same ``idempotency_key``
+        applies nothing and returns the first call's operations (``replayed`` True)."""
+        return self._native.remember(
+            text,
+            speaker=speaker,
+            time=time,
+            user_id=user_id,
+            agent_id=agent_id,
+            run_id=run_id,
+            idempotency_key=idempotency_key,
+        )
 
     def delete(self, key: Union[int, str], *, reason: Optional[str] = None) -> Dict[str, Any]:
         """Retires the memory with id ``key`` (or external id, a str); its versions stay."""

@@ -115,8 +115,16 @@ class Store:
     ) -> ImportSummary: ...
     def embed(self, *, item_text: Optional[str] = None) -> Dict[str, Any]: ...
     def remember(
-        self, text: str, *, speaker: Optional[str] = None, time: TimeLike = None
-    ) -> List[Dict[str, Any]]: ...
+        self,
+        text: str,
+        *,
+        speaker: Optional[str] = None,
+        time: TimeLike = None,
+        user_id: Optional[str] = None,
+        agent_id: Optional[str] = None,
+        run_id: Optional[str] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> Dict[str, Any]: ...
     def delete(self, key: Key, *, reason: Optional[str] = None) -> Dict[str, Any]: ...
     def forget(
         self,

@@ -38,8 +38,16 @@ class Store:
     def delete(self, key: Union[int, str], *, reason: Optional[str] = None) -> Dict[str, Any]: ...
     def history(self, key: Union[int, str]) -> Dict[str, Any]: ...
     def remember(
-        self, text: str, *, speaker: Optional[str] = None, time: Any = None
-    ) -> List[Dict[str, Any]]: ...
+        self,
+        text: str,
+        *,
+        speaker: Optional[str] = None,
+        time: Any = None,
+        user_id: Optional[str] = None,
+        agent_id: Optional[str] = None,
+        run_id: Optional[str] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> Dict[str, Any]: ...
     def forget(
         self, policy: str, as_of: Any = None, *, dry_run: bool = True, drop_originals: bool = False
     ) -> Dict[str, Any]: ...

@@ -34,6 +34,12 @@ pub(crate) struct Raise {
 
 pub(crate) type Result<T, E = Raise> = std::result::Result<T, E>;
 
+impl std::fmt::Display for Raise {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.class, self.message)
+    }
+}
+
 impl Raise {
     pub(crate) fn new(class: &'static str, message: impl Into<String>) -> Raise {
         Raise {

@@ -9,9 +9,7 @@ use memdb::{IngestReport, Stats};
 use memdb_query::{ItemRow, item_row_json};
 use serde_json::{Value, json};
 
-pub(crate) use memdb_query::reports::{
-    applied_json, check_json, item_detail_json, remembered_json,
-};
+pub(crate) use memdb_query::reports::{applied_json, check_json, item_detail_json, remember_json};
 
 /// `memdb stats --json`, plus the encoder model the store is bound to.
 pub(crate) fn stats_json(s: &Stats, model: Option<String>) -> Value {

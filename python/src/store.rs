@@ -58,6 +58,7 @@ pub(crate) struct RecallFilters {
     source: Option<u8>,
     items: Option<RoaringTreemap>,
     signals: Signals,
+    scope: memdb::Scope,
 }
 
 impl RecallFilters {
@@ -69,6 +70,7 @@ impl RecallFilters {
             source: None,
             items: None,
             signals: Signals::ALL,
+            scope: memdb::Scope::default(),
         }
     }
 
@@ -81,13 +83,14 @@ impl RecallFilters {
             source: self.source,
             items: self.items.clone(),
             signals: self.signals,
+            scope: (!self.scope.is_empty()).then(|| self.scope.clone()),
             ..RecallOptions::default()
         }
     }
 
     /// Filters from a dict: `source` (a source name), `from` / `to` (time bounds, both ends
     /// included), `ids` (item ids every signal is limited to), `signals` (names among dense,
-    /// lexical, graph and place).
+    /// lexical, graph and place), `user_id` / `agent_id` / `run_id` (only items of that scope).
     fn parse(k: usize, filters: Option<&Bound<'_, PyAny>>) -> PyResult<RecallFilters> {
         let mut out = RecallFilters::top(k);
         let Some(filters) = filters.filter(|f| !f.is_none()) else {
@@ -121,6 +124,24 @@ impl RecallFilters {
                     let source = Source::from_str(&name.to_cow()?)
                         .map_err(|e| Raise::value(format!("filter `source`: {e}")))?;
                     out.source = Some(source.code());
+                }
+                "user_id" | "agent_id" | "run_id" => {
+                    let Ok(id) = value.cast::<PyString>() else {
+                        return Err(Raise::type_error(format!(
+                            "filter `{key}` is a str, not {}",
+                            type_name(&value)
+                        ))
+                        .into());
+                    };
+                    let id = Some(id.to_cow()?.into_owned());
+                    match &*key {
+                        "user_id" => out.scope.user_id = id,
+                        "agent_id" => out.scope.agent_id = id,
+                        _ => out.scope.run_id = id,
+                    }
+                    out.scope
+                        .validate()
+                        .map_err(|e| Raise::value(format!("filter `{key}`: {e}")))?;
                 }
                 "from" => from = Some(time_bound(&value, "filter `from`")?),
                 "to" => to = Some(time_bound(&value, "filter `to`")?),
@@ -182,7 +203,7 @@ impl RecallFilters {
                 }
                 other => {
                     return Err(Raise::value(format!(
-                        "unknown filter {other:?} (filters: source, from, to, ids, signals)"
+                        "unknown filter {other:?} (filters: source, from, to, ids, signals, user_id, agent_id, run_id)"
                     ))
                     .into());
                 }
@@ -291,8 +312,23 @@ impl PyStore {
             let mut importer = Importer::new(&open.store, batch)?;
             feed(&mut importer)?;
             let mut json = importer.finish()?.json();
+            // The items are committed: a derived stage that fails now is a warning (the next
+            // `embed()` completes it), never an error that would make the caller add them again.
             json["derived"] = match &encoder {
-                Some(encoder) => PyStore::derive(open, encoder)?,
+                Some(encoder) => match PyStore::derive(open, encoder) {
+                    Ok(derived) => derived,
+                    Err(e) => {
+                        let warning = format!(
+                            "stored, but embedding, the memory graph or pages failed ({e}); \
+                             embed() completes them"
+                        );
+                        match json["warnings"].as_array_mut() {
+                            Some(warnings) => warnings.push(Value::String(warning)),
+                            None => json["warnings"] = Value::Array(vec![Value::String(warning)]),
+                        }
+                        Value::Null
+                    }
+                },
                 None => Value::Null,
             };
             Ok(json)
@@ -647,15 +683,22 @@ impl PyStore {
         to_py(py, &doc)
     }
 
-    /// Mem0's write path: the facts of `text` decided against similar memories (ADD, UPDATE,
-    /// DELETE or NONE) and applied in one commit.
-    #[pyo3(signature = (text, *, speaker = None, time = None))]
+    /// Mem0's write path: the facts of `text` decided against similar memories of the same
+    /// scope and speaker (ADD, UPDATE, DELETE or NONE) and applied in one commit. Returns
+    /// `{"results", "skipped", "replayed", "warnings"}`; with `idempotency_key`, a repeated
+    /// call applies nothing and returns what the first applied.
+    #[pyo3(signature = (text, *, speaker = None, time = None, user_id = None, agent_id = None, run_id = None, idempotency_key = None))]
+    #[allow(clippy::too_many_arguments)]
     fn remember<'py>(
         &self,
         py: Python<'py>,
         text: String,
         speaker: Option<String>,
         time: Option<&Bound<'py, PyAny>>,
+        user_id: Option<String>,
+        agent_id: Option<String>,
+        run_id: Option<String>,
+        idempotency_key: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let time = match time.filter(|t| !t.is_none()) {
             Some(t) => Some(
@@ -664,25 +707,23 @@ impl PyStore {
             ),
             None => None,
         };
+        let scope = memdb::Scope::new(user_id, agent_id, run_id);
+        scope
+            .validate()
+            .map_err(|e| Raise::value(format!("user_id/agent_id/run_id: {e}")))?;
         let doc = self.run(py, move |open| {
-            use memdb::ops::{Message, RememberOptions, RuleDecider, RuleThresholds};
+            use memdb::ops::{Message, RememberOptions, SentenceExtractor};
             let encoder = open.encoder()?;
-            let decider = RuleDecider::new(&*encoder, RuleThresholds::default());
-            let options = RememberOptions {
-                extractor: &memdb::ops::SentenceExtractor,
-                decider: &decider,
-                embedder: &*encoder,
-                candidates_per_fact: 5,
-                time,
-                actor: speaker.clone(),
-                role: Some("user".to_owned()),
-            };
-            let done = open
+            let decider = memdb::ops::on_device_decider(&*encoder);
+            let mut options = RememberOptions::new(&SentenceExtractor, decider.as_ref(), &*encoder);
+            options.time = time;
+            options.actor = speaker.clone();
+            options.scope = scope;
+            options.idempotency_key = idempotency_key;
+            let report = open
                 .store
                 .remember(&[Message { speaker, text }], &options)?;
-            Ok(Value::Array(
-                done.iter().map(report::remembered_json).collect(),
-            ))
+            Ok(report::remember_json(&report, &[]))
         })?;
         to_py(py, &doc)
     }

@@ -183,7 +183,7 @@ def test_every_tool_against_the_store(memdb_bin: Path, tmp_path: Path, model: st
 
                 # Delete: gone from search and lists, both versions and the delete in history.
                 deleted = await call(session, "delete_memories", ids=[cat_id, 999_999])
-                assert deleted == {"deleted": [cat_id], "not_found": [999_999]}
+                assert deleted == {"deleted": [cat_id], "not_found": [999_999], "warnings": []}
                 hits = await call(session, "search_memory", query="grey cat Miso", k=5)
                 assert cat_id not in ids_of(hits)
                 history = (await call(session, "memory_history", id=cat_id))["history"]
@@ -346,3 +346,132 @@ def test_kill_during_add_loses_no_committed_memory(
     bodies = [item["body"] for item in listed]
     assert set(answered.values()) <= set(bodies)
     assert set(bodies) <= set(texts), bodies
+
+
+def test_scopes_and_idempotency_keys_through_mcp(
+    memdb_bin: Path, tmp_path: Path, model: str
+) -> None:
+    """A fact of one user never changes another's memory; a search of one user sees only
+    theirs; an add repeated with its idempotency key (a retry after a lost answer) adds
+    nothing and answers what the first call did."""
+    store = init_store(memdb_bin, tmp_path / "s.memdb")
+
+    async def go():
+        async with stdio_client(server(memdb_bin, store)) as (r, w):
+            async with ClientSession(r, w) as session:
+                await session.initialize()
+                alice = await call(
+                    session, "add_memories", text="I moved to Porto.", user_id="alice",
+                    idempotency_key="alice-1",
+                )
+                (moved,) = alice["results"]
+                assert moved["event"] == "ADD" and alice["replayed"] is False, alice
+                bob = await call(
+                    session, "add_memories", text="I moved to Braga.", user_id="bob"
+                )
+                assert [r["event"] for r in bob["results"]] == ["ADD"], bob
+                got = await call(session, "get_memory", id=moved["memory_id"])
+                assert got["body"] == "I moved to Porto" and got["user_id"] == "alice", got
+
+                hits = await call(session, "search_memory", query="where did I move?", user_id="bob")
+                assert [h["user_id"] for h in hits["results"]] == ["bob"], hits
+                listed = await call(session, "list_memories", user_id="alice")
+                assert [m["id"] for m in listed["memories"]] == [moved["memory_id"]], listed
+
+                before = await call(session, "list_memories")
+                again = await call(
+                    session, "add_memories", text="I moved to Porto.", user_id="alice",
+                    idempotency_key="alice-1",
+                )
+                assert again["replayed"] is True, again
+                assert [r["memory_id"] for r in again["results"]] == [moved["memory_id"]]
+                assert await call(session, "list_memories") == before
+                verbatim = await call(
+                    session, "add_memories", text="Parking spot 42", infer=False,
+                    idempotency_key="v-1",
+                )
+                twice = await call(
+                    session, "add_memories", text="Parking spot 42", infer=False,
+                    idempotency_key="v-1",
+                )
+                assert twice["replayed"] is True
+                assert twice["results"][0]["memory_id"] == verbatim["results"][0]["memory_id"]
+                assert (await call(session, "list_memories"))["total"] == 3
+
+                # Deletes keep to the scope they name.
+                refused = await call(
+                    session, "delete_memories", ids=[moved["memory_id"]], user_id="bob"
+                )
+                assert refused["deleted"] == [] and refused["not_found"] == [moved["memory_id"]]
+                gone = await call(session, "delete_all_memories", confirm=True, user_id="bob")
+                assert gone["deleted"] == 1
+                assert (await call(session, "list_memories"))["total"] == 2
+
+    run(go())
+    assert cli(memdb_bin, "check", str(store)).returncode == 0
+
+
+def locomo_turns(path: Path) -> list[tuple[str, str, str]]:
+    """(speaker, text, session date) of each turn of a LoCoMo conversation, in order."""
+    import re
+
+    conv = json.loads(path.read_text())
+    sessions = sorted(
+        (int(k.split("_")[1]), k) for k in conv if re.fullmatch(r"session_\d+", k)
+    )
+    turns = []
+    for _, key in sessions:
+        when = conv.get(f"{key}_date_time", "")
+        for turn in conv[key]:
+            text = turn.get("text", "")
+            if turn.get("blip_caption"):
+                text += f" [image: {turn['blip_caption']}]"
+            turns.append((turn["speaker"], text, when))
+    return turns
+
+
+def test_a_conversation_turn_by_turn_never_crosses_speakers(
+    memdb_bin: Path, tmp_path: Path, model: str, shared_dir: Path, report
+) -> None:
+    """LoCoMo conversation 26 added turn by turn through MCP with inference on, each turn's
+    speaker its subject: no add fails, every turn's result lists its facts or why it had none,
+    and no UPDATE or DELETE changes a memory of the other speaker (printed count 0). The turns
+    taken are MEMDB_LOCOMO_TURNS (default: all 419)."""
+    path = shared_dir / "data" / "locomo" / "26.json"
+    turns = locomo_turns(path)
+    limit = int(os.environ.get("MEMDB_LOCOMO_TURNS", len(turns)))
+    turns = turns[:limit]
+    store = init_store(memdb_bin, tmp_path / "s.memdb")
+    speaker_of: dict[int, str] = {}
+    crossings = []
+    changes = 0
+    skipped_turns = 0
+
+    async def go():
+        nonlocal changes, skipped_turns
+        async with stdio_client(server(memdb_bin, store)) as (r, w):
+            async with ClientSession(r, w) as session:
+                await session.initialize()
+                for speaker, text, _ in turns:
+                    out = await call(session, "add_memories", text=text, speaker=speaker)
+                    assert out["results"] or out["skipped"], (text, out)
+                    assert all(s["reason"] for s in out["skipped"]), out
+                    if not out["results"]:
+                        skipped_turns += 1
+                    for r in out["results"]:
+                        mid = r["memory_id"]
+                        if r["event"] == "ADD" and mid is not None:
+                            speaker_of[mid] = speaker
+                        elif r["event"] in ("UPDATE", "DELETE") and r["target"] is not None:
+                            changes += 1
+                            if speaker_of.get(r["target"], speaker) != speaker:
+                                crossings.append((speaker, text, r))
+
+    run(go())
+    report(
+        f"MCP add_memories, LoCoMo conversation 26 turn by turn ({len(turns)} turns): "
+        f"{len(speaker_of)} memories added, {changes} updates or deletes, {len(crossings)} "
+        f"crossing speakers, {skipped_turns} turns with no fact (each with its reason)"
+    )
+    assert crossings == [], crossings[:3]
+    assert cli(memdb_bin, "check", str(store)).returncode == 0

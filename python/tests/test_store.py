@@ -231,14 +231,28 @@ def test_embed_remember_and_recall(store: memdb.Store, model: str) -> None:
     assert isinstance(hits[0].explanation, memdb.Explanation)
 
     done = store.remember("I live in Lisbon. My sister Ana plays the cello.", speaker="me")
-    assert [d["event"] for d in done] == ["ADD", "ADD"], done
-    for d in done:
+    assert [d["event"] for d in done["results"]] == ["ADD", "ADD"], done
+    for d in done["results"]:
         assert store.get(d["memory_id"])["body"] == d["fact"]
         assert "memory" in store.get(d["memory_id"])["tags"]
-    again = store.remember("I live in Lisbon.")
-    assert [d["event"] for d in again] == ["NONE"], again
-    assert again[0]["memory_id"] == done[0]["memory_id"]
-    assert store.remember("Is it raining?") == []  # a question is no fact
+    again = store.remember("I live in Lisbon.", speaker="me")
+    assert [d["event"] for d in again["results"]] == ["NONE"], again
+    assert again["results"][0]["memory_id"] == done["results"][0]["memory_id"]
+    asked = store.remember("Is it raining?")  # a question is no fact, and says why
+    assert asked["results"] == [] and "question" in asked["skipped"][0]["reason"], asked
+
+    # Scopes: another user's fact never changes this one's, and recall filters by scope.
+    mine = store.remember("I drive a red Fiat Panda.", user_id="ana", idempotency_key="k1")
+    theirs = store.remember("I drive a blue Kia.", user_id="ben")
+    assert [d["event"] for d in theirs["results"]] == ["ADD"], theirs
+    hits = store.recall("what car do I drive?", k=5, filters={"user_id": "ben"})
+    assert [h.item["user_id"] for h in hits] == ["ben"], hits
+    # A retry with the idempotency key applies nothing.
+    retry = store.remember("I drive a red Fiat Panda.", user_id="ana", idempotency_key="k1")
+    assert retry["replayed"] is True
+    assert [d["memory_id"] for d in retry["results"]] == [
+        d["memory_id"] for d in mine["results"]
+    ]
 
 
 def test_forget(locomo_copy: Path, shared_dir: Path) -> None:

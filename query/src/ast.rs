@@ -140,6 +140,8 @@ pub enum Filter {
     Tag(String),
     /// `entity = '…'` (exact, case-insensitive; the speaker or sender counts).
     Entity(String),
+    /// `user_id = '…'`, `agent_id = '…'` or `run_id = '…'`: items of that scope (exact).
+    Scope(ScopeField, String),
     /// `NEAR(lat, lon, distance)`: items whose place lies within the distance.
     Near {
         /// Degrees north.
@@ -162,6 +164,48 @@ pub enum Filter {
     Supersedes(u64),
     /// `CURRENT`: items no other item supersedes.
     Current,
+}
+
+/// A component of an item's scope (SPEC.md §4.5), as a filter names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScopeField {
+    /// `user_id`.
+    User,
+    /// `agent_id`.
+    Agent,
+    /// `run_id`.
+    Run,
+}
+
+impl ScopeField {
+    /// Every component, in the order a scope lists them.
+    pub const ALL: [ScopeField; 3] = [ScopeField::User, ScopeField::Agent, ScopeField::Run];
+
+    /// Its name in the language (and in mem0): `user_id`, `agent_id`, `run_id`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ScopeField::User => "user_id",
+            ScopeField::Agent => "agent_id",
+            ScopeField::Run => "run_id",
+        }
+    }
+
+    /// The component of `scope` it names.
+    pub fn of(self, scope: &memdb::Scope) -> Option<&str> {
+        match self {
+            ScopeField::User => scope.user_id.as_deref(),
+            ScopeField::Agent => scope.agent_id.as_deref(),
+            ScopeField::Run => scope.run_id.as_deref(),
+        }
+    }
+
+    /// The filters that keep the items of `scope`: one per component it sets.
+    pub fn filters(scope: &memdb::Scope) -> Vec<Filter> {
+        ScopeField::ALL
+            .into_iter()
+            .filter_map(|field| Some(Filter::Scope(field, field.of(scope)?.to_owned())))
+            .collect()
+    }
 }
 
 /// A time condition. Dates name whole UTC days.
@@ -368,6 +412,7 @@ impl fmt::Display for Filter {
             Filter::Time(t) => write!(f, "time {t}"),
             Filter::Tag(t) => write!(f, "tag = {}", quote(t)),
             Filter::Entity(e) => write!(f, "entity = {}", quote(e)),
+            Filter::Scope(field, id) => write!(f, "{} = {}", field.name(), quote(id)),
             Filter::Near { lat, lon, radius } => {
                 write!(
                     f,

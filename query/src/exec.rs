@@ -1064,6 +1064,7 @@ fn passes(item: &Item, filter: &Filter, superseded: &HashMap<u64, u64>) -> bool 
             .is_some_and(|g| haversine_m(*lat, *lon, g.lat, g.lon) <= radius.metres()),
         // `push_down` resolved it into a `Near`; an unresolved one passes nothing.
         Filter::NearPlace { .. } => false,
+        Filter::Scope(field, id) => field.of(&f.scope) == Some(id.as_str()),
         Filter::Supersedes(id) => item.supersedes == Some(*id),
         Filter::Current => !superseded.contains_key(&item.id),
     }

@@ -31,7 +31,7 @@ use std::time::Instant as Clock;
 
 pub use ast::{
     Distance, DistanceUnit, Filter, Forget, History, Instant, Items, Order, Paths, Query, Recall,
-    Show, Statement, TimeFilter, TimeTravel, Unit,
+    ScopeField, Show, Statement, TimeFilter, TimeTravel, Unit,
 };
 pub use error::{ParseError, QueryError};
 pub use exec::{

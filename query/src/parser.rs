@@ -14,13 +14,14 @@ use memdb::Source;
 
 use crate::ast::{
     Distance, DistanceUnit, Filter, Forget, History, Instant, Items, Order, Paths, Query, Recall,
-    Show, Statement, TimeFilter, TimeTravel, Unit,
+    ScopeField, Show, Statement, TimeFilter, TimeTravel, Unit,
 };
 use crate::error::ParseError;
 use crate::lexer::{Tok, Token, tokenize};
 
 /// Every keyword of the language (the shell completes these; typos are matched against them).
 pub const KEYWORDS: &[&str] = &[
+    "AGENT_ID",
     "AND",
     "AS",
     "ASC",
@@ -53,6 +54,7 @@ pub const KEYWORDS: &[&str] = &[
     "PATHS",
     "RECALL",
     "RUN",
+    "RUN_ID",
     "SHOW",
     "SOURCE",
     "STATS",
@@ -60,6 +62,7 @@ pub const KEYWORDS: &[&str] = &[
     "TAG",
     "TIME",
     "TOP",
+    "USER_ID",
     "VALID",
     "WHERE",
     "HOURS",
@@ -389,6 +392,17 @@ impl<'t> Parser<'t> {
         if self.keyword("ENTITY") {
             self.require_punct("=")?;
             return Ok(Filter::Entity(self.string()?));
+        }
+        for field in ScopeField::ALL {
+            if self.keyword(field.name()) {
+                self.require_punct("=")?;
+                let at = self.pos;
+                let id = self.string()?;
+                if id.trim().is_empty() {
+                    return Err(self.error_at(at, format!("{} cannot be empty", field.name())));
+                }
+                return Ok(Filter::Scope(field, id));
+            }
         }
         if self.keyword("NEAR") {
             self.require_punct("(")?;

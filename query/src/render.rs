@@ -394,6 +394,7 @@ pub fn item_json(item: &Item) -> Value {
         "orientation": f.orientation.map(|o| o.name()),
         "summary": f.summary, "body": f.body, "speaker": f.speaker, "from": f.from, "to": f.to,
         "supersedes": item.supersedes, "blobs": item.blobs,
+        "user_id": f.scope.user_id, "agent_id": f.scope.agent_id, "run_id": f.scope.run_id,
         "text": item_text(item),
     })
 }

@@ -109,19 +109,63 @@ pub fn applied_json(a: &memdb::AppliedOp) -> Value {
     })
 }
 
-/// One fact of `Store::remember` (`memdb remember --json`): what was decided and done, and why.
+/// One operation of `Store::remember`: what was decided and done on which memory, and why.
 pub fn remembered_json(r: &memdb::ops::Remembered) -> Value {
     json!({
         "fact": r.fact,
-        "event": r.applied.kind.name(),
+        "said": r.said,
+        "event": r.event.name(),
         "decided": r.decision.op.name(),
-        "memory_id": r.applied.id,
-        "target": r.target,
-        "old_memory": r.target_text,
+        "memory_id": r.memory_id,
+        "target": if r.event == memdb::ops::Operation::Add { None } else { r.memory_id },
+        "old_memory": r.old_text,
         "reason": r.decision.reason,
-        "seq": r.applied.seq,
-        "created_at": rfc3339(r.applied.system_ms),
+        "seq": r.applied.as_ref().map(|a| a.seq),
+        "created_at": r.applied.as_ref().map(|a| rfc3339(a.system_ms)),
     })
+}
+
+/// What `Store::remember` did (`memdb remember --json`, MCP `add_memories`, Python
+/// `remember`): `results` (one per operation, [`remembered_json`]), `skipped` (each sentence
+/// that gave no fact, with why), `replayed` (an idempotency key named an earlier call: nothing
+/// was applied now) and `warnings` (a stage after the commit that failed: the commit stands).
+pub fn remember_json(report: &memdb::ops::RememberReport, warnings: &[String]) -> Value {
+    json!({
+        "results": report.results.iter().map(remembered_json).collect::<Vec<_>>(),
+        "skipped": report.skipped.iter().map(|s| json!({"said": s.said, "reason": s.reason})).collect::<Vec<_>>(),
+        "replayed": report.replayed,
+        "warnings": warnings,
+    })
+}
+
+/// [`remember_json`] as lines a person reads: one per operation, then one per skipped
+/// sentence.
+pub fn remember_text(report: &memdb::ops::RememberReport) -> String {
+    let mut lines: Vec<String> = Vec::new();
+    if report.replayed {
+        lines.push("already applied under this idempotency key; nothing done now:".to_owned());
+    }
+    for r in &report.results {
+        let target = match (r.event, &r.old_text) {
+            (memdb::ops::Operation::Add, _) | (_, None) => String::new(),
+            (_, Some(text)) => format!(" ({text:?})"),
+        };
+        let memory = match r.memory_id {
+            Some(id) => format!("memory {id}{target}"),
+            None => format!("a memory of this input{target}, not stored"),
+        };
+        lines.push(format!(
+            "{} {:?} → {}: {}",
+            r.event, r.fact, memory, r.decision.reason
+        ));
+    }
+    for s in &report.skipped {
+        lines.push(format!("skipped {:?}: {}", s.said, s.reason));
+    }
+    if lines.is_empty() {
+        return "nothing said".to_owned();
+    }
+    lines.join("\n")
 }
 
 /// One op of the log in Mem0's history columns (`memdb log --json`), with the texts of the
@@ -158,18 +202,6 @@ pub fn history_ops_json(history: &MemoryHistory) -> Vec<Value> {
 /// its memory's `history`.
 pub fn texts_of(history: &MemoryHistory, row: &MemoryOpRow) -> (Option<String>, Option<String>) {
     let text = |v: &MemoryVersion| memory_text(&v.record);
-    let old = history
-        .versions
-        .iter()
-        .find(|v| v.closed_by == Some(row.seq))
-        .map(text);
-    let new = match row.kind {
-        MemoryOpKind::Add | MemoryOpKind::Update => history
-            .versions
-            .iter()
-            .find(|v| v.system_from_ms() == row.system_ms)
-            .map(text),
-        _ => None,
-    };
-    (old, new)
+    let (old, new) = history.versions_of(row);
+    (old.map(text), new.map(text))
 }

@@ -21,7 +21,7 @@ use memdb_formats::segment::{
 };
 use memdb_vectors::{FlatIndexWriter, HnswIndex, HnswParams, Precision, VectorIndex};
 
-const TARGETS: [&str; 22] = [
+const TARGETS: [&str; 23] = [
     "atm_memory",
     "key_header",
     "atm_qa",
@@ -44,6 +44,7 @@ const TARGETS: [&str; 22] = [
     "op_batch",
     "id_list",
     "safetensors_index",
+    "remember_text",
 ];
 const MAX_CORPUS_BYTES: u64 = 50 * 1024;
 

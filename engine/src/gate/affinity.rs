@@ -1,13 +1,13 @@
 //! The intent × scene affinity matrix of a store (SAMD's `E`), counted from its items: an
 //! item's intent is its source kind (the importer context memdb records: image, video, email,
-//! chat, note), its scenes those the GUM finds in its recall text. A scene belongs to an
+//! chat, note), its scenes those the GUM finds in its own words (the gate's text, never the
+//! date, place or field names memdb writes around them). A scene belongs to an
 //! intent when at least `min_share` of that intent's items hit it.
 
 use memdb_formats::item::Source;
 
 use super::gum::Gum;
 use crate::error::Result;
-use crate::recall::item_text;
 use crate::store::{ScanFilter, Snapshot};
 
 /// `E` with its labels and counts.
@@ -36,7 +36,7 @@ pub fn store_affinity(snapshot: &Snapshot, gum: &Gum, min_share: f64) -> Result<
             .position(|s| *s == item.fields.source)
             .unwrap_or(0);
         items[row] += 1;
-        for hit in gum.hits(&item_text(&item), None).scenes {
+        for hit in gum.hits(&super::stage::text_of(&item.fields), None).scenes {
             hits[row * scenes + hit.scene] += 1;
         }
     }

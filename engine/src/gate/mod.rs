@@ -47,6 +47,7 @@ pub use roleplay::{
     roleplay_system,
 };
 pub use scenes::{BUILTIN_SCENES, Scene, SceneError, Scenes};
+pub(crate) use stage::excerpt;
 pub use stage::{
     GateDecision, GateMode, GateStage, JudgeStage, TAG_LEXICON_PREFIX, TAG_MEMORABLE,
     TAG_NOT_MEMORABLE, TAG_SCENE_PREFIX,

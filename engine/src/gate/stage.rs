@@ -14,7 +14,7 @@
 
 use std::sync::Arc;
 
-use memdb_formats::item::{ItemFields, ItemRecord, Source};
+use memdb_formats::item::{ItemFields, Source};
 
 use super::gum::{Gum, GumHits};
 use super::judge::{ClusterPrompts, Judge};
@@ -36,15 +36,47 @@ const GATE_TAGS: [&str; 4] = [
     TAG_LEXICON_PREFIX,
 ];
 
-/// The recall text of an item not stored yet (what the gate reads).
-fn text_of(fields: &ItemFields) -> String {
-    crate::recall::item_text(&ItemRecord {
-        id: 0,
-        ingest_time_ms: 0,
-        fields: fields.clone(),
-        supersedes: None,
-        blobs: Vec::new(),
-    })
+/// What the gate reads of an item: the person's own words only — its subject line or summary,
+/// body, caption, short caption, text read from the image, the entities and tags its source
+/// gave — never what memdb writes around them for recall (the date and time of day, the season,
+/// the place line, the speaker's label, SGM field names): "hi" said in March is not about a
+/// protest march, and a note's date decides nothing about whether it is worth keeping.
+pub(crate) fn text_of(fields: &ItemFields) -> String {
+    let mut parts: Vec<&str> = [
+        &fields.summary,
+        &fields.body,
+        &fields.caption,
+        &fields.short_caption,
+        &fields.ocr,
+    ]
+    .into_iter()
+    .flatten()
+    .map(String::as_str)
+    .collect();
+    parts.extend(fields.entities.iter().map(String::as_str));
+    parts.extend(
+        fields
+            .tags
+            .iter()
+            .filter(|t| !t.starts_with("gate:") && t.as_str() != crate::ops::MEMORY_TAG)
+            .map(String::as_str),
+    );
+    parts.join("\n")
+}
+
+/// The first `max` characters of what the gate reads of `fields` (its words, one line), with
+/// `…` when cut: what a report shows of a dropped item.
+pub(crate) fn excerpt(fields: &ItemFields, max: usize) -> String {
+    let text = text_of(fields)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    if text.chars().count() <= max {
+        return text;
+    }
+    let mut cut: String = text.chars().take(max).collect();
+    cut.push('…');
+    cut
 }
 
 /// What the stage does with its decision.
@@ -244,4 +276,96 @@ fn describe(hits: &GumHits) -> String {
         .map(|s| format!("{} (\"{}\")", s.name, s.words.join("\", \"")))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gate::{Gum, Scenes};
+    use memdb_formats::item::{EventTime, GeoPoint, ItemRecord, Location, PlaceName};
+
+    fn builtin(mode: GateMode) -> GateStage {
+        let scenes = Scenes::builtin().unwrap_or_else(|e| panic!("{e}"));
+        let gum = Gum::new(scenes).unwrap_or_else(|e| panic!("{e}"));
+        GateStage::new(Arc::new(gum), mode, "builtin")
+    }
+
+    /// A chat turn said by `speaker` on 3 March 2024 (a Sunday morning, in spring), at a place:
+    /// everything memdb writes around a text for recall names words the scenes hold ("march",
+    /// "mom", "church" …).
+    fn turn(speaker: &str, text: &str) -> ItemFields {
+        let time = EventTime::parse("2024-03-03T09:30:00+00:00").unwrap_or_else(|e| panic!("{e}"));
+        let mut f = ItemFields::new(Source::Chat, time);
+        f.speaker = Some(speaker.to_owned());
+        f.body = Some(text.to_owned());
+        f.location = Some(Location {
+            name: Some("St Mary's Church, Family Court".to_owned()),
+            geo: Some(GeoPoint {
+                lat: 51.5,
+                lon: -0.12,
+            }),
+            place: Some(PlaceName {
+                city: "London".to_owned(),
+                locality: None,
+                region: Some("England".to_owned()),
+                country: Some("United Kingdom".to_owned()),
+                country_code: Some("GB".to_owned()),
+                distance_m: None,
+                geonames_id: None,
+            }),
+        });
+        f
+    }
+
+    #[test]
+    fn words_memdb_writes_never_decide_and_the_persons_words_do() {
+        let gate = builtin(GateMode::Drop);
+        // The recall text of these turns holds "March", "Mom" and "Church": none is the
+        // person's.
+        for small_talk in ["hi", "lol ok", "Thanks, see you"] {
+            let mut f = turn("Mom", small_talk);
+            assert!(
+                crate::recall::item_text(&ItemRecord {
+                    id: 1,
+                    ingest_time_ms: 0,
+                    fields: f.clone(),
+                    supersedes: None,
+                    blobs: Vec::new(),
+                })
+                .contains("March"),
+                "the test's premise: the recall text names the month"
+            );
+            let decision = gate.apply(&mut f);
+            assert!(!decision.keep, "{small_talk:?}: {}", decision.reason);
+        }
+        for memorable in [
+            "The wifi password at the cabin is bluefjord42",
+            "My sister just had a baby girl",
+            "The door code for the new office is 4471",
+        ] {
+            let mut f = turn("Mom", memorable);
+            let decision = gate.apply(&mut f);
+            assert!(decision.keep, "{memorable:?}: {}", decision.reason);
+        }
+    }
+
+    #[test]
+    fn the_gate_reads_the_persons_words_only() {
+        let mut f = turn("Mom", "hello there");
+        f.tags = vec![
+            "gate:scene:family".to_owned(),
+            crate::ops::MEMORY_TAG.to_owned(),
+            "wedding".to_owned(),
+        ];
+        f.summary = Some("Re: plans".to_owned());
+        let text = text_of(&f);
+        for absent in [
+            "March", "Mom", "Church", "London", "morning", "spring", "gate:", "memory",
+        ] {
+            assert!(!text.contains(absent), "{absent:?} in {text:?}");
+        }
+        for present in ["hello there", "Re: plans", "wedding"] {
+            assert!(text.contains(present), "{present:?} not in {text:?}");
+        }
+    }
 }

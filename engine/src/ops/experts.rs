@@ -12,8 +12,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::DeciderError;
+use super::extract::{Extracted, FactExtractor};
 use super::model::malformed;
-use super::remember::{FactExtractor, Message};
+use super::remember::Message;
 use crate::endpoint::LoopbackChat;
 use crate::endpoint::{json_mode_request, json_reply};
 use crate::error::Result;
@@ -72,7 +73,27 @@ pub fn parse_facts_reply(content: &str) -> std::result::Result<Vec<String>, Deci
 }
 
 impl FactExtractor for ModelExtractor {
-    fn extract(&self, messages: &[Message]) -> Result<Vec<String>> {
+    /// One [`Extracted`] per message, each message asked on its own.
+    fn extract(&self, messages: &[Message]) -> Result<Vec<Extracted>> {
+        let mut out = Vec::with_capacity(messages.len());
+        for message in messages {
+            let facts = self.extract_one(std::slice::from_ref(message))?;
+            out.push(Extracted {
+                said: message.text.clone(),
+                speaker: message.speaker.clone(),
+                skipped: facts
+                    .is_empty()
+                    .then(|| "the extraction model found no fact in it".to_owned()),
+                facts,
+            });
+        }
+        Ok(out)
+    }
+}
+
+impl ModelExtractor {
+    /// The facts the model finds in `messages`.
+    fn extract_one(&self, messages: &[Message]) -> Result<Vec<String>> {
         let conversation: Vec<String> = messages
             .iter()
             .map(|m| format!("{}: {}", m.speaker.as_deref().unwrap_or("user"), m.text))
@@ -239,7 +260,12 @@ mod tests {
             speaker: Some("Ana".into()),
             text: "We moved to Porto".into(),
         }]);
-        assert_eq!(facts.ok(), Some(vec!["Moved to Porto".to_owned()]));
+        let facts: Vec<Vec<String>> = facts
+            .unwrap_or_default()
+            .into_iter()
+            .map(|e| e.facts)
+            .collect();
+        assert_eq!(facts, [vec!["Moved to Porto".to_owned()]]);
         let answer = answerer.answer("Where do I live?", &[(3, "Moved to Porto".into())]);
         assert_eq!(answer.ok().map(|a| a.cited), Some(vec![3]));
         let requests = server.join().unwrap_or_default();

@@ -298,6 +298,69 @@ pub(super) const MONTHS: [&str; 12] = [
     "December",
 ];
 
+/// Words that say a text is about someone other than the person: the people of their life by
+/// relation ("my sister"), read by the decider and by recall's subject match.
+pub(crate) const OTHERS: &[&str] = &[
+    "sister",
+    "brother",
+    "mother",
+    "mom",
+    "mum",
+    "father",
+    "dad",
+    "wife",
+    "husband",
+    "son",
+    "daughter",
+    "friend",
+    "boss",
+    "colleague",
+    "girlfriend",
+    "boyfriend",
+    "aunt",
+    "uncle",
+    "cousin",
+    "grandmother",
+    "grandfather",
+    "grandma",
+    "grandpa",
+    "neighbor",
+    "neighbour",
+    "roommate",
+    "parents",
+    "partner",
+    "fiance",
+    "fiancee",
+    "niece",
+    "nephew",
+    "grandson",
+    "granddaughter",
+    "stepmother",
+    "stepfather",
+    "stepson",
+    "stepdaughter",
+    "flatmate",
+    "housemate",
+];
+
+/// The relation words of `text` ("sister", "mother" for "mum"), lowercased and read through
+/// the lexicon.
+pub(crate) fn relations_in(text: &str) -> std::collections::BTreeSet<&'static str> {
+    crate::text::words(text)
+        .filter_map(|w| {
+            let read = synonym(&w);
+            OTHERS
+                .iter()
+                .find(|o| **o == read || **o == w.as_str())
+                .copied()
+        })
+        .map(|o| {
+            let read = synonym(o);
+            OTHERS.iter().find(|x| **x == read).copied().unwrap_or(o)
+        })
+        .collect()
+}
+
 /// The word `word` is read as (itself when the lexicon has nothing for it).
 pub(super) fn synonym(word: &str) -> &str {
     SYNONYMS

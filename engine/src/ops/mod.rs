@@ -11,10 +11,14 @@
 //! Invariant: a decision for UPDATE, DELETE or NONE always has a target within the candidates;
 //! an ADD never has one.
 
+mod cues;
+mod decider_weights;
 pub mod eval;
 #[cfg(feature = "llm")]
 mod experts;
-mod lexicon;
+mod extract;
+pub mod learned;
+pub(crate) mod lexicon;
 #[cfg(feature = "llm")]
 mod model;
 mod remember;
@@ -25,10 +29,13 @@ pub use experts::{
     Answer, MAX_FACT_CHARS, MAX_FACTS, ModelAnswerer, ModelExtractor, parse_answer_reply,
     parse_facts_reply,
 };
+pub use extract::{Extracted, FactExtractor, SentenceExtractor};
+pub use learned::LearnedDecider;
 #[cfg(feature = "llm")]
 pub use model::{ModelDecider, parse_update_reply};
 pub use remember::{
-    FactExtractor, MEMORY_TAG, Message, RememberOptions, Remembered, SentenceExtractor,
+    MAX_IDEMPOTENCY_KEY_BYTES, MEMORY_TAG, Message, RememberOptions, RememberReport, Remembered,
+    Skipped,
 };
 pub use rules::{RuleDecider, RuleThresholds};
 
@@ -126,6 +133,11 @@ pub struct Decision {
     pub target: Option<usize>,
     /// Why, in words (shown by `memdb remember` and logged with the operation).
     pub reason: String,
+    /// Other candidates the fact makes untrue besides the target, by position, each with why:
+    /// a move closes every current residence of the person, not only the most similar one;
+    /// "forget about the Toyota" retires every memory of it. Each is retired (a DELETE) in the
+    /// same commit. Never the target, never twice.
+    pub closes: Vec<(usize, String)>,
 }
 
 impl Decision {
@@ -135,6 +147,7 @@ impl Decision {
             op: Operation::Add,
             target: None,
             reason: reason.into(),
+            closes: Vec::new(),
         }
     }
 
@@ -144,7 +157,18 @@ impl Decision {
             op,
             target: Some(target),
             reason: reason.into(),
+            closes: Vec::new(),
         }
+    }
+
+    /// This decision, also closing `closes` (the target and repeats left out).
+    pub fn closing(mut self, closes: impl IntoIterator<Item = (usize, String)>) -> Decision {
+        for (at, why) in closes {
+            if Some(at) != self.target && !self.closes.iter().any(|(c, _)| *c == at) {
+                self.closes.push((at, why));
+            }
+        }
+        self
     }
 }
 
@@ -152,4 +176,25 @@ impl Decision {
 pub trait Decider: Send + Sync + std::fmt::Debug {
     /// The decision for `fact` given `candidates` (most similar first; possibly none).
     fn decide(&self, fact: &str, candidates: &[Candidate]) -> Result<Decision>;
+}
+
+/// The decider memdb runs on the device when no model is named, over `embedder` (the store's
+/// encoder): the learned decider with its shipped weights when it beat the rules out of sample
+/// in the run that fitted them ([`learned::CHOSEN`]), the rules otherwise (SPEC.md §5.6, "The
+/// on-device decider").
+pub fn on_device_decider<'e, E>(embedder: E) -> Box<dyn Decider + 'e>
+where
+    E: crate::graph::Embedder + Send + Sync + std::fmt::Debug + 'e,
+{
+    let rules = RuleDecider::new(embedder, RuleThresholds::default());
+    if learned::CHOSEN {
+        Box::new(LearnedDecider::new(rules, learned::SHIPPED))
+    } else {
+        Box::new(rules)
+    }
+}
+
+/// The name of the decider [`on_device_decider`] runs: `learned` or `rules`.
+pub fn on_device_decider_name() -> &'static str {
+    if learned::CHOSEN { "learned" } else { "rules" }
 }

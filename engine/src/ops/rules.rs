@@ -40,10 +40,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::lexicon::{
-    CURRENCIES, GRADING, LIGHT_VERBS, MONTHS, MULTIPLIERS, NUMBER_WORDS, PHRASES, fold, is_listed,
-    synonym,
+    CURRENCIES, GRADING, LIGHT_VERBS, MONTHS, MULTIPLIERS, NUMBER_WORDS, OTHERS, PHRASES, fold,
+    is_listed, synonym,
 };
-use super::{Candidate, Decider, Decision, Operation};
+use super::{Candidate, Decider, Decision, Operation, cues};
 use crate::error::Result;
 use rust_stemmers::{Algorithm, Stemmer};
 
@@ -147,48 +147,62 @@ const REPLACING_WORDS: &[&str] = &[
 /// Words that say the fact is in addition to what is stored ("also", "another").
 const ADDING_WORDS: &[&str] = &["also", "another", "other", "too", "additionally"];
 
-/// Words that say the fact is about someone other than the person.
-const OTHERS: &[&str] = &[
-    "sister",
-    "brother",
-    "mother",
-    "mom",
-    "mum",
-    "father",
-    "dad",
-    "wife",
-    "husband",
-    "son",
-    "daughter",
-    "friend",
-    "boss",
-    "colleague",
-    "girlfriend",
-    "boyfriend",
-    "aunt",
-    "uncle",
-    "cousin",
-    "grandmother",
-    "grandfather",
-    "grandma",
-    "grandpa",
-    "neighbor",
-    "neighbour",
-    "roommate",
-    "parents",
-    "partner",
-    "fiance",
-    "fiancee",
-    "niece",
-    "nephew",
-    "grandson",
-    "granddaughter",
-    "stepmother",
-    "stepfather",
-    "stepson",
-    "stepdaughter",
-    "flatmate",
-    "housemate",
+/// Words that hint a fact stands beside a stored one rather than replacing it ("a second car",
+/// "the return flight", "as well", "both"): read by the learned decider only (the rules' own
+/// "in addition" is [`ADDING_WORDS`]).
+const ADDITION_HINTS: &[&str] = &[
+    "also",
+    "another",
+    "other",
+    "too",
+    "additionally",
+    "second",
+    "third",
+    "return",
+    "both",
+    "extra",
+    "spare",
+    "besides",
+    "plus",
+    "well",
+    "either",
+    "each",
+];
+
+/// Words that hint a fact changes something ("now", "moved", "rescheduled"): read by the
+/// learned decider only.
+const CHANGE_HINTS: &[&str] = &[
+    "now",
+    "new",
+    "changed",
+    "change",
+    "moved",
+    "switched",
+    "instead",
+    "rescheduled",
+    "postponed",
+    "pushed",
+    "brought",
+    "upgraded",
+    "downgraded",
+    "promoted",
+    "became",
+    "become",
+    "currently",
+    "anymore",
+    "longer",
+    "updated",
+    "raised",
+    "increased",
+    "reduced",
+    "dropped",
+    "cut",
+    "went",
+    "got",
+    "finally",
+    "started",
+    "today",
+    "actually",
 ];
 
 /// Words of a slot that holds one value at a time, with the slot they fill: a different filler
@@ -290,7 +304,7 @@ const PREFERENCE_LINKS: &[&str] = &["to", "over", "than"];
 
 /// One content word or value of a text, in the order of the text.
 #[derive(Debug, Clone)]
-struct Token {
+pub(super) struct Token {
     /// What it compares by: a stem, a number's digits, or an abbreviation lowercased.
     key: String,
     /// Whether it is written as an abbreviation ("F1", "VW", "BSc"): its letters are initials.
@@ -301,38 +315,56 @@ struct Token {
 
 /// What the rules read in a text.
 #[derive(Debug, Default)]
-struct Reading {
+pub(super) struct Reading {
     /// Content words, stemmed and read through the lexicon (no function words, no retraction
     /// words, no values).
-    content: BTreeSet<String>,
+    pub(super) content: BTreeSet<String>,
     /// Numbers (digits, leading zeros dropped; number words as digits) and capitalised names,
     /// lowercased.
-    values: BTreeSet<String>,
+    pub(super) values: BTreeSet<String>,
     /// The content words and values in order.
-    tokens: Vec<Token>,
+    pub(super) tokens: Vec<Token>,
     /// Whether it retracts something.
-    retracts: bool,
+    pub(super) retracts: bool,
     /// Whether it names a replacement.
-    replaces: bool,
+    pub(super) replaces: bool,
     /// Whether it says it is in addition to something.
-    adds: bool,
+    pub(super) adds: bool,
+    /// Whether a word hints it stands beside something stored ([`ADDITION_HINTS`]).
+    pub(super) addition_hint: bool,
+    /// Whether a word hints it changes something ([`CHANGE_HINTS`]).
+    pub(super) change_hint: bool,
     /// Others it is about ("sister").
-    others: BTreeSet<String>,
+    pub(super) others: BTreeSet<String>,
     /// The owner named by a leading possessive ("Rex" of "Rex's vet is …"), when not one of
     /// the others: the fact is about something of theirs.
-    possessor: Option<String>,
+    pub(super) possessor: Option<String>,
     /// The one-valued slots it fills.
-    slots: BTreeSet<&'static str>,
+    pub(super) slots: BTreeSet<&'static str>,
     /// The word qualifying a slot's word ("work" in "work email"), by slot.
-    qualifiers: BTreeMap<&'static str, String>,
+    pub(super) qualifiers: BTreeMap<&'static str, String>,
     /// Whether it says the person dislikes something ("hates", "can't stand", "doesn't like").
-    dislikes: bool,
+    pub(super) dislikes: bool,
     /// Whether it says the person likes something.
-    likes: bool,
+    pub(super) likes: bool,
     /// A preference of one thing over another ("prefers tea over coffee"): (preferred, other).
-    preference: Option<(BTreeSet<String>, BTreeSet<String>)>,
+    pub(super) preference: Option<(BTreeSet<String>, BTreeSet<String>)>,
     /// The text without its retraction words.
-    stripped: String,
+    pub(super) stripped: String,
+    /// Its words as written (lowercased), by position: what a token at `at` was.
+    pub(super) words: Vec<String>,
+}
+
+impl Reading {
+    /// The words of the tokens whose keys are in `keys`, as written, in order.
+    pub(super) fn words_of(&self, keys: &BTreeSet<String>) -> String {
+        self.tokens
+            .iter()
+            .filter(|t| keys.contains(&t.key))
+            .filter_map(|t| self.words.get(t.at).map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
 }
 
 impl Reading {
@@ -503,6 +535,8 @@ fn read(stemmer: &Stemmer, text: &str) -> Reading {
         REPLACING_WORDS.contains(&w.as_str()) && !(w == "moved" && out)
     });
     r.adds = lower.iter().any(|w| ADDING_WORDS.contains(&w.as_str()));
+    r.addition_hint = lower.iter().any(|w| ADDITION_HINTS.contains(&w.as_str()));
+    r.change_hint = lower.iter().any(|w| CHANGE_HINTS.contains(&w.as_str()));
     // A leading possessive names whose the fact is: "Rex's vet" is about Rex's vet, not Rex.
     let leading_possessive = spans.len() > 1
         && lower[1] == "s"
@@ -646,6 +680,7 @@ fn read(stemmer: &Stemmer, text: &str) -> Reading {
     }
     r.preference = preference_of(&lower, &r.tokens);
     r.stripped = kept.join(" ");
+    r.words = lower;
     r
 }
 
@@ -727,7 +762,7 @@ fn expansion<'a>(short: &Token, words: &'a [Token]) -> Option<Vec<&'a Token>> {
 
 /// How a new fact's words and values stand to a stored memory's.
 #[derive(Debug, Default)]
-struct Comparison {
+pub(super) struct Comparison {
     /// Content words of the fact the memory lacks.
     new_words: BTreeSet<String>,
     /// Content words of the memory the fact lacks.
@@ -817,7 +852,7 @@ fn compare(new: &Reading, old: &Reading, periods: &BTreeSet<String>) -> Comparis
     c
 }
 
-fn list(set: &BTreeSet<&String>) -> String {
+fn list(set: &BTreeSet<String>) -> String {
     set.iter()
         .map(|s| s.as_str())
         .collect::<Vec<_>>()
@@ -844,6 +879,102 @@ impl<E: std::fmt::Debug> std::fmt::Debug for RuleDecider<E> {
     }
 }
 
+/// Slots a person fills once at a time: a new filler closes every other current memory of the
+/// slot, not only the most similar one (a move closes every residence).
+const EXCLUSIVE_SLOTS: &[&str] = &[
+    "home",
+    "work",
+    "relationship",
+    "phone",
+    "email",
+    "address",
+    "doctor",
+    "dentist",
+    "provider",
+    "birthday",
+    "age",
+    "salary",
+    "rent",
+    "name",
+];
+
+/// How a fact stands to one candidate, as the rules read it.
+#[derive(Debug, Default, Clone)]
+pub(super) struct Facets {
+    /// Content words of the fact the candidate lacks (slot words aside).
+    pub(super) new_words: BTreeSet<String>,
+    /// Content words of the candidate the fact lacks (slot words aside).
+    pub(super) old_words: BTreeSet<String>,
+    /// Values of the fact the candidate lacks.
+    pub(super) new_values: BTreeSet<String>,
+    /// Values of the candidate the fact lacks.
+    pub(super) old_values: BTreeSet<String>,
+    /// Content words the two share (synonyms, clippings and abbreviations count).
+    pub(super) shared: usize,
+    /// Values the two share.
+    pub(super) shared_values: usize,
+    /// Both fill a one-valued slot (not qualified apart).
+    pub(super) same_slot: bool,
+    /// Both fill an exclusive slot ([`EXCLUSIVE_SLOTS`]).
+    pub(super) same_exclusive_slot: bool,
+    /// Slots qualified otherwise on each side ("work email", "personal email").
+    pub(super) qualified_apart: Vec<&'static str>,
+    /// The two are about different people ("my sister" and "I") and share no name.
+    pub(super) others_differ: bool,
+    /// The fact is about something of someone the candidate is not about ("Rex's vet").
+    pub(super) owner_apart: Option<String>,
+    /// A preference turned round ("coffee over tea" after "tea over coffee").
+    pub(super) turned_round: bool,
+    /// The fact repeats every word of the candidate ("Has a sister" → "My sister Nadia …").
+    pub(super) contains_old: bool,
+    /// The candidate holds the value a correction says it replaces ("…, not Thursday").
+    pub(super) holds_replaced: bool,
+    /// Words (or values) of a retraction by reference the candidate holds ("the Toyota").
+    pub(super) referenced: usize,
+}
+
+/// What the rules read of a fact and its candidates; the learned decider reads the same.
+#[derive(Debug)]
+pub(super) struct Signals {
+    /// The fact's cue words (a correction, a retraction by reference).
+    pub(super) cues: cues::Cues,
+    /// The fact, read (without its cue words).
+    pub(super) new: Reading,
+    /// Each candidate, read.
+    pub(super) old: Vec<Reading>,
+    /// How the fact stands to each candidate.
+    pub(super) facets: Vec<Facets>,
+    /// The cosine of the fact and each candidate.
+    pub(super) cosine: Vec<f32>,
+    /// The same without either side's retraction words.
+    pub(super) stripped: Vec<f32>,
+    /// The fact's cosine to its reading without the retraction words and each candidate's
+    /// (a stored retraction read back: "doesn't drink coffee" → "drinks coffee").
+    pub(super) to_stripped_candidate: Vec<f32>,
+    /// For each candidate, the cosine of what the fact says that it does not (its words and
+    /// values the candidate lacks) and what it says that the fact does not; 0 when either side
+    /// says nothing of its own. High when one value stands for another of its kind ("Porto" for
+    /// "Lisbon", "coffee" for "tea"), low when the two speak of different things ("hotel" and
+    /// "flight").
+    pub(super) difference: Vec<f32>,
+    /// The embedding of the fact as said, cue words included (empty without candidates).
+    pub(super) fact_vector: Vec<f32>,
+    /// Each candidate's embedding.
+    pub(super) candidate_vectors: Vec<Vec<f32>>,
+}
+
+impl Signals {
+    /// The candidate most similar to the fact, and its cosine.
+    pub(super) fn best(&self) -> (usize, f32) {
+        self.cosine
+            .iter()
+            .copied()
+            .enumerate()
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .unwrap_or((0, 0.0))
+    }
+}
+
 impl<E: Embedder> RuleDecider<E> {
     /// A decider using `embedder` (the store's encoder) with `thresholds`.
     pub fn new(embedder: E, thresholds: RuleThresholds) -> RuleDecider<E> {
@@ -862,245 +993,411 @@ impl<E: Embedder> RuleDecider<E> {
         }
     }
 
-    fn decide_with(&self, fact: &str, candidates: &[Candidate]) -> Result<Decision> {
-        if candidates.is_empty() {
-            return Ok(Decision::add("nothing similar is stored"));
-        }
-        let new = read(&self.stemmer, fact);
+    /// Reads `fact` and `candidates` (one encoder call).
+    pub(super) fn signals(&self, fact: &str, candidates: &[Candidate]) -> Result<Signals> {
+        let cues = cues::read(fact);
+        let new = read(&self.stemmer, &cues.rest);
         let old: Vec<Reading> = candidates
             .iter()
             .map(|c| read(&self.stemmer, &c.text))
             .collect();
-        let mut texts: Vec<&str> = vec![fact, &new.stripped];
+        let mut texts: Vec<&str> = vec![&cues.rest, &new.stripped];
         for (c, r) in candidates.iter().zip(&old) {
             texts.push(&c.text);
             texts.push(&r.stripped);
         }
-        let vectors = self.embedder.embed(&texts)?;
+        // The fact as said, cue words and all ("forget about …", "actually …"): what kind of
+        // statement it is, which the learned decider reads from its embedding.
+        let as_said = (cues.rest != fact).then(|| {
+            texts.push(fact);
+            texts.len() - 1
+        });
+        let vectors = if candidates.is_empty() {
+            Vec::new()
+        } else {
+            self.embedder.embed(&texts)?
+        };
         let vector = |i: usize| vectors.get(i).map(Vec::as_slice).unwrap_or(&[]);
-        let t = &self.thresholds;
-        let compared: Vec<Comparison> = old
+        let dot = |a: usize, b: usize| memdb_vectors::dot_f32(vector(a), vector(b));
+        let replaced = cues
+            .replaced
+            .as_deref()
+            .map(|r| read(&self.stemmer, r))
+            .unwrap_or_default();
+        let reference = cues
+            .retracts_reference
+            .as_deref()
+            .map(|r| read(&self.stemmer, r))
+            .unwrap_or_default();
+        let facets: Vec<Facets> = old
             .iter()
-            .map(|o| compare(&new, o, &self.periods))
+            .map(|o| self.facets(&new, o, &replaced, &reference))
             .collect();
-
-        let (best, score) = (0..candidates.len())
-            .map(|i| (i, memdb_vectors::dot_f32(vector(0), vector(2 + 2 * i))))
-            .max_by(|a, b| a.1.total_cmp(&b.1))
-            .unwrap_or((0, 0.0));
-        let c = &compared[best];
-
-        // A dislike stored is said again; a dislike of what is stored as liked retracts it.
-        if new.dislikes {
-            if old[best].dislikes && (score >= t.refinement || c.shared >= 1) {
-                return Ok(Decision::on(
-                    Operation::None,
-                    best,
-                    format!("the same dislike is stored (similarity {score:.2})"),
-                ));
-            }
-            if old[best].likes && score >= t.same_subject {
-                return Ok(Decision::on(
-                    Operation::Delete,
-                    best,
-                    "a dislike of what is stored as liked",
-                ));
-            }
-        }
-        // 1. A retraction retracts the memory its content matches best; saying a stored
-        //    retraction again ("I don't smoke" after "Quit smoking") is nothing new.
-        if new.retracts && !new.replaces {
-            let (closest, closest_similarity) = (0..candidates.len())
-                .map(|i| (i, memdb_vectors::dot_f32(vector(1), vector(3 + 2 * i))))
-                .max_by(|a, b| a.1.total_cmp(&b.1))
-                .unwrap_or((0, 0.0));
-            if old[closest].retracts && closest_similarity >= t.refinement {
-                return Ok(Decision::on(
-                    Operation::None,
-                    closest,
-                    format!("the same retraction is stored (similarity {closest_similarity:.2})"),
-                ));
-            }
-            // A stored retraction whose words the fact repeats, adding none.
-            let repeated = (0..candidates.len())
-                .filter(|&i| {
-                    let c = &compared[i];
-                    old[i].retracts
-                        && c.new_words.is_empty()
-                        && c.new_values.is_empty()
-                        && c.shared >= 1
-                })
-                .map(|i| (i, memdb_vectors::dot_f32(vector(1), vector(3 + 2 * i))))
-                .max_by(|a, b| a.1.total_cmp(&b.1));
-            if let Some((i, similarity)) = repeated.filter(|(_, s)| *s >= t.weak) {
-                return Ok(Decision::on(
-                    Operation::None,
-                    i,
-                    format!("repeats a stored retraction (similarity {similarity:.2})"),
-                ));
-            }
-            if old[best].retracts && score >= t.refinement {
-                return Ok(Decision::on(
-                    Operation::None,
-                    best,
-                    format!("the same retraction is stored (similarity {score:.2})"),
-                ));
-            }
-            let target = (0..candidates.len())
-                .filter(|&i| !old[i].retracts)
-                .map(|i| (i, memdb_vectors::dot_f32(vector(1), vector(3 + 2 * i))))
-                .max_by(|a, b| a.1.total_cmp(&b.1));
-            if let Some((i, similarity)) = target {
-                let overlap = compared[i].shared + compared[i].shared_values;
-                if similarity >= t.retract || (similarity >= t.weak && overlap >= 1) {
-                    return Ok(Decision::on(
-                        Operation::Delete,
-                        i,
-                        format!(
-                            "retracts it (similarity {similarity:.2} without the retraction words)"
-                        ),
-                    ));
+        // What each side says that the other does not, embedded in a second encoder call.
+        let sides: Vec<(String, String)> = facets
+            .iter()
+            .zip(&old)
+            .map(|(f, o)| {
+                let mine: BTreeSet<String> = f.new_words.union(&f.new_values).cloned().collect();
+                let theirs: BTreeSet<String> = f.old_words.union(&f.old_values).cloned().collect();
+                (new.words_of(&mine), o.words_of(&theirs))
+            })
+            .collect();
+        let side_texts: Vec<&str> = sides
+            .iter()
+            .filter(|(a, b)| !a.is_empty() && !b.is_empty())
+            .flat_map(|(a, b)| [a.as_str(), b.as_str()])
+            .collect();
+        let side_vectors = if side_texts.is_empty() {
+            Vec::new()
+        } else {
+            self.embedder.embed(&side_texts)?
+        };
+        let mut next = 0;
+        let difference: Vec<f32> = sides
+            .iter()
+            .map(|(a, b)| {
+                if a.is_empty() || b.is_empty() {
+                    return 0.0;
                 }
-            }
-            return Ok(Decision::add("a retraction of nothing stored"));
-        }
+                let at = next;
+                next += 2;
+                match (side_vectors.get(at), side_vectors.get(at + 1)) {
+                    (Some(x), Some(y)) => memdb_vectors::dot_f32(x, y),
+                    _ => 0.0,
+                }
+            })
+            .collect();
+        Ok(Signals {
+            difference,
+            cosine: (0..candidates.len()).map(|i| dot(0, 2 + 2 * i)).collect(),
+            stripped: (0..candidates.len()).map(|i| dot(1, 3 + 2 * i)).collect(),
+            to_stripped_candidate: (0..candidates.len()).map(|i| dot(0, 3 + 2 * i)).collect(),
+            fact_vector: vector(as_said.unwrap_or(0)).to_vec(),
+            candidate_vectors: (0..candidates.len())
+                .map(|i| vector(2 + 2 * i).to_vec())
+                .collect(),
+            cues,
+            new,
+            old,
+            facets,
+        })
+    }
 
-        let o = &old[best];
+    fn facets(
+        &self,
+        new: &Reading,
+        o: &Reading,
+        replaced: &Reading,
+        reference: &Reading,
+    ) -> Facets {
+        let c = compare(new, o, &self.periods);
         // Slot words themselves ("phone" / "mobile", "GP" / "doctor") name the slot, not its
         // filler: they are not new or lost content.
         let slot_word = |w: &&String| !self.slot_stems.contains(*w);
-        let new_words: BTreeSet<&String> = c.new_words.iter().filter(slot_word).collect();
-        let old_words: BTreeSet<&String> = c.old_words.iter().filter(slot_word).collect();
-        let new_values: BTreeSet<&String> = c.new_values.iter().collect();
-        let old_values: BTreeSet<&String> = c.old_values.iter().collect();
-        // A slot qualified differently on each side ("work email", "personal email") is
-        // another slot.
-        let qualified_apart: Vec<&str> = new
+        let qualified_apart: Vec<&'static str> = new
             .qualifiers
             .iter()
             .filter(|(slot, q)| o.qualifiers.get(*slot).is_some_and(|other| other != *q))
             .map(|(slot, _)| *slot)
             .collect();
-        let same_slot = new
+        let shared_slots: Vec<&'static str> = new
             .slots
             .intersection(&o.slots)
-            .any(|slot| !qualified_apart.contains(slot));
-        // 2. Another subject: too far in meaning, unless it shares words (or a slot) and
-        //    changes a value.
-        let changes = (!new_values.is_empty() && !old_values.is_empty()) || new.replaces;
-        // A short memory the fact repeats whole ("Has a sister" → "My sister Nadia is a vet")
-        // is its subject however far the added words take the encoder.
-        let contains_old = c.old_words.is_empty() && c.old_values.is_empty() && c.shared >= 1;
-        let near = score >= t.same_subject
-            || (score >= t.weak && (c.shared >= 1 || same_slot) && changes)
-            || (score >= t.weak && contains_old);
-        if !near {
-            return Ok(Decision::add(format!(
-                "nothing stored is about this (best similarity {score:.2})"
-            )));
-        }
-        if new.others != o.others {
-            return Ok(Decision::add("about someone else than the stored memory"));
-        }
-        // "Rex's vet" is about Rex's vet; it is about the memory only if that is about Rex.
-        if let Some(owner) = &new.possessor {
-            let about_owner = o.tokens.first().is_some_and(|t| &t.key == owner)
-                || o.possessor.as_ref() == Some(owner);
-            if !about_owner {
-                return Ok(Decision::add(format!(
-                    "about something of {owner}'s, not what is stored"
-                )));
-            }
-        }
-        if !qualified_apart.is_empty() && !same_slot {
-            return Ok(Decision::add(format!(
-                "another {} than the stored one",
-                qualified_apart.join(", ")
-            )));
-        }
-        // A stored retraction taken back ("doesn't drink coffee" → "drinks coffee again").
-        if o.retracts
-            && !new.retracts
-            && memdb_vectors::dot_f32(vector(0), vector(3 + 2 * best)) >= t.retract
-        {
-            return Ok(Decision::on(
-                Operation::Update,
-                best,
-                "takes back a stored retraction",
-            ));
-        }
-        // In addition to what is stored, not instead of it.
-        if new.adds && score < t.paraphrase {
-            return Ok(Decision::add("in addition to what is stored"));
-        }
-        // 3. A change: a replacement named, a preference turned round, a changed value, or a
-        //    one-valued slot refilled.
-        if new.replaces {
-            return Ok(Decision::on(
-                Operation::Update,
-                best,
-                "names what replaced it",
-            ));
-        }
+            .filter(|slot| !qualified_apart.contains(slot))
+            .copied()
+            .collect();
         let turned_round = match (&new.preference, &o.preference) {
             (Some((preferred, other)), Some((was_preferred, was_other))) => {
                 !preferred.is_disjoint(was_other) && !other.is_disjoint(was_preferred)
             }
             _ => false,
         };
-        if turned_round {
-            return Ok(Decision::on(
-                Operation::Update,
-                best,
-                "the preference is turned round",
+        // "Rex's vet" is about Rex's vet; it is about the memory only if that is about Rex.
+        let owner_apart = new.possessor.as_ref().filter(|owner| {
+            !(o.tokens.first().is_some_and(|t| &t.key == *owner)
+                || o.possessor.as_ref() == Some(*owner))
+        });
+        // One name on both sides is one person, whatever relation each names ("Chloé is my
+        // girlfriend", "Chloé dumped me").
+        let shares_name = new
+            .values
+            .iter()
+            .any(|v| o.values.contains(v) && v.chars().all(char::is_alphabetic));
+        let holds = |r: &Reading| {
+            r.content.iter().filter(|k| o.has(k)).count()
+                + r.values.iter().filter(|k| o.has(k)).count()
+        };
+        Facets {
+            new_words: c.new_words.iter().filter(slot_word).cloned().collect(),
+            old_words: c.old_words.iter().filter(slot_word).cloned().collect(),
+            new_values: c.new_values.clone(),
+            old_values: c.old_values.clone(),
+            shared: c.shared,
+            shared_values: c.shared_values,
+            same_slot: !shared_slots.is_empty(),
+            same_exclusive_slot: shared_slots.iter().any(|s| EXCLUSIVE_SLOTS.contains(s)),
+            qualified_apart,
+            others_differ: new.others != o.others && !shares_name,
+            owner_apart: owner_apart.cloned(),
+            turned_round,
+            contains_old: c.old_words.is_empty() && c.old_values.is_empty() && c.shared >= 1,
+            holds_replaced: !replaced.values.is_empty() && holds(replaced) > 0,
+            referenced: holds(reference),
+        }
+    }
+
+    fn decide_with(&self, fact: &str, candidates: &[Candidate]) -> Result<Decision> {
+        if candidates.is_empty() {
+            return Ok(Decision::add("nothing similar is stored"));
+        }
+        let signals = self.signals(fact, candidates)?;
+        let decision = self.rule(&signals);
+        Ok(self.with_closures(&signals, decision))
+    }
+
+    /// The rules' decision on `s` (its target only; see [`RuleDecider::with_closures`]).
+    pub(super) fn rule(&self, s: &Signals) -> Decision {
+        let t = &self.thresholds;
+        let (new, old) = (&s.new, &s.old);
+        if old.is_empty() {
+            return Decision::add("nothing similar is stored");
+        }
+        // 0. A retraction by reference ("forget about the Toyota") retires what it names.
+        if s.cues.retracts_reference.is_some() {
+            let named = (0..old.len())
+                .filter(|&i| s.facets[i].referenced > 0 || s.cosine[i] >= t.retract)
+                .max_by(|&a, &b| {
+                    (s.facets[a].referenced, s.cosine[a])
+                        .partial_cmp(&(s.facets[b].referenced, s.cosine[b]))
+                        .unwrap_or(std::cmp::Ordering::Equal)
+                });
+            return match named {
+                Some(i) => Decision::on(Operation::Delete, i, "asked to forget it"),
+                None => Decision::add("asked to forget something no memory holds"),
+            };
+        }
+        // 0'. A correction naming the value it replaces ("…, not Thursday") changes the memory
+        // that holds it.
+        if s.cues.corrects
+            && let Some(i) = (0..old.len())
+                .filter(|&i| s.facets[i].holds_replaced && s.cosine[i] >= t.weak)
+                .max_by(|&a, &b| s.cosine[a].total_cmp(&s.cosine[b]))
+        {
+            return Decision::on(Operation::Update, i, "corrects it");
+        }
+        let (best, score) = s.best();
+        let f = &s.facets[best];
+
+        // A dislike stored is said again; a dislike of what is stored as liked retracts it.
+        if new.dislikes {
+            if old[best].dislikes && (score >= t.refinement || f.shared >= 1) {
+                return Decision::on(
+                    Operation::None,
+                    best,
+                    format!("the same dislike is stored (similarity {score:.2})"),
+                );
+            }
+            if old[best].likes && score >= t.same_subject {
+                return Decision::on(
+                    Operation::Delete,
+                    best,
+                    "a dislike of what is stored as liked",
+                );
+            }
+        }
+        // 1. A retraction retracts the memory its content matches best; saying a stored
+        //    retraction again ("I don't smoke" after "Quit smoking") is nothing new.
+        if new.retracts && !new.replaces {
+            let closest = (0..old.len())
+                .max_by(|&a, &b| s.stripped[a].total_cmp(&s.stripped[b]))
+                .unwrap_or(0);
+            let closest_similarity = s.stripped[closest];
+            if old[closest].retracts && closest_similarity >= t.refinement {
+                return Decision::on(
+                    Operation::None,
+                    closest,
+                    format!("the same retraction is stored (similarity {closest_similarity:.2})"),
+                );
+            }
+            // A stored retraction whose words the fact repeats, adding none.
+            let repeated = (0..old.len())
+                .filter(|&i| {
+                    let c = &s.facets[i];
+                    old[i].retracts
+                        && c.new_words.is_empty()
+                        && c.new_values.is_empty()
+                        && c.shared >= 1
+                })
+                .max_by(|&a, &b| s.stripped[a].total_cmp(&s.stripped[b]));
+            if let Some(i) = repeated.filter(|&i| s.stripped[i] >= t.weak) {
+                return Decision::on(
+                    Operation::None,
+                    i,
+                    format!(
+                        "repeats a stored retraction (similarity {:.2})",
+                        s.stripped[i]
+                    ),
+                );
+            }
+            if old[best].retracts && score >= t.refinement {
+                return Decision::on(
+                    Operation::None,
+                    best,
+                    format!("the same retraction is stored (similarity {score:.2})"),
+                );
+            }
+            let target = (0..old.len())
+                .filter(|&i| !old[i].retracts)
+                .max_by(|&a, &b| s.stripped[a].total_cmp(&s.stripped[b]));
+            if let Some(i) = target {
+                let similarity = s.stripped[i];
+                let overlap = s.facets[i].shared + s.facets[i].shared_values;
+                if similarity >= t.retract || (similarity >= t.weak && overlap >= 1) {
+                    return Decision::on(
+                        Operation::Delete,
+                        i,
+                        format!(
+                            "retracts it (similarity {similarity:.2} without the retraction words)"
+                        ),
+                    );
+                }
+            }
+            return Decision::add("a retraction of nothing stored");
+        }
+
+        let o = &old[best];
+        let (new_words, old_words, new_values, old_values) =
+            (&f.new_words, &f.old_words, &f.new_values, &f.old_values);
+        // 2. Another subject: too far in meaning, unless it shares words (or a slot) and
+        //    changes a value, or repeats a short memory whole.
+        let changes = (!new_values.is_empty() && !old_values.is_empty()) || new.replaces;
+        let near = score >= t.same_subject
+            || (score >= t.weak && (f.shared >= 1 || f.same_slot) && changes)
+            || (score >= t.weak && f.contains_old)
+            || (s.cues.corrects && score >= t.weak && (f.shared >= 1 || f.same_slot));
+        if !near {
+            return Decision::add(format!(
+                "nothing stored is about this (best similarity {score:.2})"
             ));
+        }
+        if f.others_differ {
+            return Decision::add("about someone else than the stored memory");
+        }
+        if let Some(owner) = &f.owner_apart {
+            return Decision::add(format!("about something of {owner}'s, not what is stored"));
+        }
+        if !f.qualified_apart.is_empty() && !f.same_slot {
+            return Decision::add(format!(
+                "another {} than the stored one",
+                f.qualified_apart.join(", ")
+            ));
+        }
+        // A stored retraction taken back ("doesn't drink coffee" → "drinks coffee again").
+        if o.retracts && !new.retracts && s.to_stripped_candidate[best] >= t.retract {
+            return Decision::on(Operation::Update, best, "takes back a stored retraction");
+        }
+        // In addition to what is stored, not instead of it.
+        if new.adds && score < t.paraphrase {
+            return Decision::add("in addition to what is stored");
+        }
+        // 3. A change: a correction, a replacement named, a preference turned round, a changed
+        //    value, or a one-valued slot refilled.
+        if s.cues.corrects && (!new_values.is_empty() || !new_words.is_empty()) {
+            return Decision::on(Operation::Update, best, "corrects it");
+        }
+        if new.replaces {
+            return Decision::on(Operation::Update, best, "names what replaced it");
+        }
+        if f.turned_round {
+            return Decision::on(Operation::Update, best, "the preference is turned round");
         }
         if !new_values.is_empty() && !old_values.is_empty() {
-            return Ok(Decision::on(
+            return Decision::on(
                 Operation::Update,
                 best,
-                format!("changes {} to {}", list(&old_values), list(&new_values)),
-            ));
+                format!("changes {} to {}", list(old_values), list(new_values)),
+            );
         }
-        if same_slot && !new_words.is_empty() && !old_words.is_empty() && score >= t.refinement {
-            return Ok(Decision::on(
+        if f.same_slot && !new_words.is_empty() && !old_words.is_empty() && score >= t.refinement {
+            return Decision::on(
                 Operation::Update,
                 best,
                 format!(
                     "one-valued: {} instead of {}",
-                    list(&new_words),
-                    list(&old_words)
+                    list(new_words),
+                    list(old_words)
                 ),
-            ));
+            );
         }
         // 4. Nothing new: no value the memory lacks, and no new word or a paraphrase.
         if new_values.is_empty() && (new_words.is_empty() || score >= t.paraphrase) {
-            return Ok(Decision::on(
+            return Decision::on(
                 Operation::None,
                 best,
                 format!("adds nothing to it (similarity {score:.2})"),
-            ));
+            );
         }
         // 5. A refinement: keeps most of what is stored and adds to it.
         let kept = o.content.len().saturating_sub(old_words.len());
         let keeps = old_values.is_empty() && 2 * kept >= o.content.len();
         if keeps && score >= t.weak {
-            return Ok(Decision::on(
-                Operation::Update,
-                best,
-                format!(
-                    "adds {}",
-                    list(&new_words.union(&new_values).copied().collect())
-                ),
-            ));
+            let added: BTreeSet<String> = new_words.union(new_values).cloned().collect();
+            return Decision::on(Operation::Update, best, format!("adds {}", list(&added)));
         }
         if new_values.is_empty() && !old_values.is_empty() && score >= t.refinement {
-            return Ok(Decision::on(Operation::None, best, "says less than it"));
+            return Decision::on(Operation::None, best, "says less than it");
         }
         // 6.
-        Ok(Decision::add(format!(
+        Decision::add(format!(
             "related (similarity {score:.2}) but a memory of its own"
-        )))
+        ))
+    }
+
+    /// `decision` with the other candidates the fact makes untrue: for a new filler of an
+    /// exclusive slot (a move, a new job), every other memory of that slot about the same person
+    /// that holds a value the fact does not; for a retraction by reference, every memory that
+    /// holds what it names.
+    pub(super) fn with_closures(&self, s: &Signals, decision: Decision) -> Decision {
+        let t = &self.thresholds;
+        let closes: Vec<(usize, String)> = match decision.op {
+            Operation::Delete if s.cues.retracts_reference.is_some() => {
+                let most = decision
+                    .target
+                    .and_then(|i| s.facets.get(i))
+                    .map_or(0, |f| f.referenced);
+                (0..s.old.len())
+                    .filter(|&i| most > 0 && s.facets[i].referenced >= most)
+                    .map(|i| (i, "asked to forget it".to_owned()))
+                    .collect()
+            }
+            Operation::Update | Operation::Add if !s.new.adds && !s.new.retracts => {
+                (0..s.old.len())
+                    .filter(|&i| {
+                        let f = &s.facets[i];
+                        f.same_exclusive_slot
+                            && !f.others_differ
+                            && f.owner_apart.is_none()
+                            && !f.old_values.is_empty()
+                            && !f.new_values.is_empty()
+                            && !s.old[i].retracts
+                            && s.cosine[i] >= t.weak
+                    })
+                    .map(|i| {
+                        (
+                            i,
+                            format!(
+                                "superseded: one at a time, and this says {} instead of {}",
+                                list(&s.facets[i].new_values),
+                                list(&s.facets[i].old_values)
+                            ),
+                        )
+                    })
+                    .collect()
+            }
+            _ => Vec::new(),
+        };
+        decision.closing(closes)
     }
 }
 

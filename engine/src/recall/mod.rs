@@ -39,6 +39,7 @@
 //! The place signal's weight is BM25's, set by reasoning, not fitted: LoCoMo has no places, and
 //! the shared photos are the measurement, not a training set.
 
+mod answer_type;
 mod form;
 mod item_text;
 mod lexical;
@@ -85,6 +86,94 @@ impl Signals {
     };
 }
 
+/// The fusion's weights for one kind of item: of each signal's reciprocal rank, of the dense
+/// signal's normalised score, and of the item's recency among the candidates of its kind.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FusionWeights {
+    /// Weight of the dense rank.
+    pub dense: f64,
+    /// Weight of the lexical (BM25) rank.
+    pub lexical: f64,
+    /// Weight of the graph (path overlap) rank.
+    pub graph: f64,
+    /// Weight of the place rank.
+    pub place: f64,
+    /// Weight of the dense cosine, min-max normalised over the dense list.
+    pub dense_score: f64,
+    /// Weight of the item's rank among the fused candidates of its kind by event time, newest
+    /// first: of two memories on one subject, the later is the more likely to be true now.
+    pub recency: f64,
+    /// Weight of whose the item is against whose the question asks about, as a reciprocal rank
+    /// of 1: added when the question names a relation ("my sister") the memory names too,
+    /// taken off when the question names none and the memory is about someone else ("Where do
+    /// I live?" is not answered by "My sister lives in Rome").
+    pub subject: f64,
+    /// Weight of holding the kind of answer the question asks for (a place for "where", a day
+    /// or time for "when", a number for "how many", a name for "who"), as a reciprocal rank of
+    /// 1.
+    pub answer_type: f64,
+}
+
+impl FusionWeights {
+    /// The most a candidate can score by these weights: every rank weight at rank 1, and the
+    /// dense score at its best. Kinds of items are weighed on one scale when their totals are
+    /// equal: a remembered fact cannot outrank a mail by its kind's weights alone.
+    pub fn total(&self) -> f64 {
+        (self.dense
+            + self.lexical
+            + self.graph
+            + self.place
+            + self.recency
+            + self.subject
+            + self.answer_type)
+            / (RRF_K + 1.0)
+            + self.dense_score
+    }
+
+    /// These weights scaled to a `total` of `to` (the fused order among items of one kind is
+    /// the same at any scale).
+    pub fn scaled_to(&self, to: f64) -> FusionWeights {
+        let k = if self.total() > 0.0 {
+            to / self.total()
+        } else {
+            1.0
+        };
+        FusionWeights {
+            dense: self.dense * k,
+            lexical: self.lexical * k,
+            graph: self.graph * k,
+            place: self.place * k,
+            dense_score: self.dense_score * k,
+            recency: self.recency * k,
+            subject: self.subject * k,
+            answer_type: self.answer_type * k,
+        }
+    }
+}
+
+impl RecallOptions {
+    /// The fusion's weights of every item that is not a remembered fact, as [`FusionWeights`]
+    /// (a question of fact's dense score weight; no recency, subject or answer type).
+    pub fn default_weights(&self) -> FusionWeights {
+        FusionWeights {
+            dense: self.weights[0],
+            lexical: self.weights[1],
+            graph: self.weights[2],
+            place: self.place_weight,
+            dense_score: self.dense_score_weight,
+            recency: 0.0,
+            subject: 0.0,
+            answer_type: 0.0,
+        }
+    }
+}
+
+/// Whether an item is a remembered fact (a memory `Store::remember` wrote: a note tagged
+/// `memory`), which the fusion weighs by [`RecallOptions::memory_weights`].
+pub fn is_remembered_fact(fields: &memdb_formats::item::ItemFields) -> bool {
+    fields.source == Source::Note && fields.tags.iter().any(|t| t == crate::ops::MEMORY_TAG)
+}
+
 /// How a recall runs.
 #[derive(Debug, Clone)]
 pub struct RecallOptions {
@@ -99,6 +188,9 @@ pub struct RecallOptions {
     /// Only these items (ids), on top of the time and source bounds: how a caller's own
     /// filters (tags, places, …) are pushed into every signal's scan.
     pub items: Option<RoaringTreemap>,
+    /// Only items of this scope (SPEC.md §4.5: every component the filter sets must match;
+    /// `None`, or the empty scope, allows every item).
+    pub scope: Option<memdb_formats::item::Scope>,
     /// The vector space of item embeddings.
     pub dense_space: String,
     /// Fusion weights of the dense, lexical and graph ranks.
@@ -133,6 +225,10 @@ pub struct RecallOptions {
     /// BM25 matches words by their English stems ("camped" finds "camping"; default); false:
     /// by the words as written, as rank_bm25 does.
     pub stems: bool,
+    /// The fusion's weights for remembered facts (short statements of what is true, which
+    /// `weights`, `place_weight` and the dense score weights — chosen on conversation turns —
+    /// weigh every other item by).
+    pub memory_weights: FusionWeights,
 }
 
 impl RecallOptions {
@@ -148,12 +244,13 @@ impl RecallOptions {
 
 impl Default for RecallOptions {
     fn default() -> Self {
-        RecallOptions {
+        let mut options = RecallOptions {
             k: 10,
             signals: Signals::ALL,
             time: crate::TimeWindow::ALL,
             source: None,
             items: None,
+            scope: None,
             dense_space: ITEM_VECTORS.to_owned(),
             // Chosen on the five LoCoMo conversations of ../shared/data (the locomo bench's
             // `--cv` grid, the setting best on all five), the same for every store and
@@ -176,9 +273,27 @@ impl Default for RecallOptions {
             extractor: Arc::new(crate::graph::RuleExtractor),
             reranker: Some(Arc::new(Reranker::learned())),
             stems: true,
-        }
+            memory_weights: MEMORY_WEIGHTS,
+        };
+        options.memory_weights = MEMORY_WEIGHTS.scaled_to(options.default_weights().total());
+        options
     }
 }
+
+/// The fusion's weights for remembered facts as the `stories` bench's cross-validation over
+/// the project's life stories (`tests/data/life-stories.jsonl`) chose them, the lexical rank's
+/// weight at 1; [`RecallOptions::default`] scales them to the total of the other items' weights
+/// ([`FusionWeights::scaled_to`]), so a fact and a mail are weighed on one scale.
+pub const MEMORY_WEIGHTS: FusionWeights = FusionWeights {
+    dense: 0.5,
+    lexical: 1.0,
+    graph: 0.9,
+    place: 1.5,
+    dense_score: 0.2,
+    recency: 0.0,
+    subject: 3.0,
+    answer_type: 3.0,
+};
 
 /// Why an item was recalled.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -295,6 +410,14 @@ pub(crate) struct ItemIndex {
     places: Vec<Option<place::ItemPlace>>,
     /// What the reranker reads of each item, by row.
     cues: Vec<rerank::ItemCues>,
+    /// Whether each item is a remembered fact, by row.
+    memories: Vec<bool>,
+    /// The relations each remembered fact is about ("sister"), by row (empty for other items).
+    relations: Vec<std::collections::BTreeSet<&'static str>>,
+    /// The scope of each item that has one, by row (most items have none).
+    scopes: HashMap<usize, memdb_formats::item::Scope>,
+    /// The text of each remembered fact, by row.
+    fact_texts: HashMap<usize, String>,
     /// Item id → row.
     rows: HashMap<u64, usize>,
 }
@@ -325,6 +448,32 @@ impl ItemIndex {
             cues: items
                 .iter()
                 .map(|i| rerank::ItemCues::of(&i.fields))
+                .collect(),
+            memories: items
+                .iter()
+                .map(|i| is_remembered_fact(&i.fields))
+                .collect(),
+            scopes: items
+                .iter()
+                .enumerate()
+                .filter(|(_, i)| !i.fields.scope.is_empty())
+                .map(|(row, i)| (row, i.fields.scope.clone()))
+                .collect(),
+            fact_texts: items
+                .iter()
+                .enumerate()
+                .filter(|(_, i)| is_remembered_fact(&i.fields))
+                .map(|(row, i)| (row, i.fields.body.clone().unwrap_or_default()))
+                .collect(),
+            relations: items
+                .iter()
+                .map(|i| {
+                    if is_remembered_fact(&i.fields) {
+                        crate::ops::lexicon::relations_in(i.fields.body.as_deref().unwrap_or(""))
+                    } else {
+                        std::collections::BTreeSet::new()
+                    }
+                })
                 .collect(),
             rows: items
                 .iter()
@@ -467,12 +616,18 @@ fn recall_in(
     timings.encode_us = micros(started);
 
     // Rows the filters allow (None: all).
+    let scope = options.scope.as_ref().filter(|s| !s.is_empty());
+    let empty_scope = memdb_formats::item::Scope::default();
     let allowed_rows: Option<RoaringBitmap> = (!options.time.is_all()
         || options.source.is_some()
-        || options.items.is_some())
+        || options.items.is_some()
+        || scope.is_some())
     .then(|| {
         (0..index.bm25.len())
             .filter(|&row| allowed(options, index.time_source[row]))
+            .filter(|row| {
+                scope.is_none_or(|want| index.scopes.get(row).unwrap_or(&empty_scope).within(want))
+            })
             .filter_map(|row| u32::try_from(row).ok())
             .filter(|&row| {
                 options
@@ -580,11 +735,27 @@ fn recall_in(
         options.weights[2],
         options.place_weight,
     ];
+    let m = &options.memory_weights;
+    let memory_weights = [m.dense, m.lexical, m.graph, m.place];
+    // Remembered facts weigh by their own set.
+    let memory = |item: u64| {
+        index
+            .rows
+            .get(&item)
+            .and_then(|&row| index.memories.get(row))
+            .copied()
+            .unwrap_or(false)
+    };
     let mut fused: BTreeMap<u64, (f64, Explanation)> = BTreeMap::new();
     for (signal, list) in ranked.iter().enumerate() {
         for (rank, &item) in list.iter().enumerate() {
             let entry = fused.entry(item).or_default();
-            entry.0 += weights[signal] / (RRF_K + (rank + 1) as f64);
+            let weight = if memory(item) {
+                memory_weights[signal]
+            } else {
+                weights[signal]
+            };
+            entry.0 += weight / (RRF_K + (rank + 1) as f64);
             let slot = match signal {
                 0 => &mut entry.1.dense_rank,
                 1 => &mut entry.1.lexical_rank,
@@ -604,9 +775,68 @@ fn recall_in(
     let dense_score_weight = options.dense_score_weight_for(form);
     for (&(item, cosine), (_, normalized)) in dense_hits.iter().zip(min_max(&dense_hits)) {
         let entry = fused.entry(item).or_default();
+        let weight = if memory(item) {
+            m.dense_score.max(0.0)
+        } else {
+            dense_score_weight
+        };
         // x + 0.0 is x: a weight of 0 leaves the ranks' fusion as it was.
-        entry.0 += dense_score_weight * normalized;
+        entry.0 += weight * normalized;
         entry.1.dense_score = Some(cosine);
+    }
+    // Whose: a question about the person is not answered by a memory about their sister.
+    if m.subject > 0.0 {
+        let asked = crate::ops::lexicon::relations_in(question);
+        for (item, entry) in fused.iter_mut() {
+            let Some(about) = index
+                .rows
+                .get(item)
+                .and_then(|&row| index.relations.get(row))
+            else {
+                continue;
+            };
+            if !memory(*item) {
+                continue;
+            }
+            let unit = m.subject / (RRF_K + 1.0);
+            if asked.is_empty() && !about.is_empty() {
+                entry.0 -= unit;
+            } else if !asked.is_disjoint(about) {
+                entry.0 += unit;
+            }
+        }
+    }
+    // The kind of answer asked for: a fact that names a place answers "where".
+    if m.answer_type > 0.0
+        && let Some(want) = answer_type::wants(question)
+    {
+        for (item, entry) in fused.iter_mut() {
+            let Some(text) = index
+                .rows
+                .get(item)
+                .and_then(|row| index.fact_texts.get(row))
+            else {
+                continue;
+            };
+            if answer_type::offers(text, want) {
+                entry.0 += m.answer_type / (RRF_K + 1.0);
+            }
+        }
+    }
+    // Recency among the remembered facts found: of two memories on a subject, the later one.
+    if m.recency > 0.0 {
+        let mut facts: Vec<(i64, u64)> = fused
+            .keys()
+            .filter(|&&item| memory(item))
+            .filter_map(|&item| {
+                let row = *index.rows.get(&item)?;
+                Some((index.time_source.get(row)?.0.unix_ms, item))
+            })
+            .collect();
+        facts.sort_by(|a, b| b.cmp(a));
+        for (rank, (_, item)) in facts.into_iter().enumerate() {
+            fused.entry(item).or_default().0 += m.recency / (RRF_K + (rank + 1) as f64);
+        }
     }
     // Conversation context: a turn next to a strong candidate in its path (the same day, in
     // order) shares a part of its score — answers often sit one turn after the question. Only

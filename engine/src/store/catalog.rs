@@ -41,6 +41,35 @@ pub(crate) const BLOBS: TableDefinition<u64, (u64, u64, u64, u8, u64)> =
 /// (the version of the place pass every item has been through).
 pub(crate) const SETTINGS: TableDefinition<&str, &str> = TableDefinition::new("settings");
 pub(crate) const KEY_ENCODER_MODEL: &str = "encoder_model";
+/// Prefix of the `settings` rows that record a batch's memory operations under a client's key
+/// (SPEC.md §5.6): `ops:<key>` → the ops as `seq:id` pairs joined by `,`, ids only, no text.
+pub(crate) const RECORDED_OPS_PREFIX: &str = "ops:";
+
+/// The `settings` row of the ops recorded under `key`.
+pub(crate) fn recorded_ops_key(key: &str) -> String {
+    format!("{RECORDED_OPS_PREFIX}{key}")
+}
+
+/// The value of a recorded-ops row: each op as `seq:id`, joined by `,`.
+pub(crate) fn recorded_ops_value(ops: impl Iterator<Item = (u64, u64)>) -> String {
+    ops.map(|(seq, id)| format!("{seq}:{id}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The (op sequence, memory id) pairs of a recorded-ops row; a part that is not two numbers is
+/// a damaged row.
+pub(crate) fn parse_recorded_ops(value: &str) -> std::result::Result<Vec<(u64, u64)>, String> {
+    value
+        .split(',')
+        .filter(|part| !part.is_empty())
+        .map(|part| {
+            part.split_once(':')
+                .and_then(|(seq, id)| Some((seq.parse().ok()?, id.parse().ok()?)))
+                .ok_or_else(|| format!("`{part}` is not seq:id"))
+        })
+        .collect()
+}
 /// The `item_text` setting a store starts with: a new store's vectors are made with the
 /// current recipe, so none is stale (absent, in a store made before version 7, means 1). The
 /// recall module's tests pin it to its `ITEM_TEXT_VERSION`.
@@ -208,14 +237,17 @@ pub(crate) const KEY_NEXT_PATH: &str = "next_graph_path_id";
 /// `graph.node_paths`, `graph.items`, SPEC.md §5.3) where versions 3 to 13 kept u64 LE lists
 /// and roaring bitmaps (`graph_paths`, `graph_node_paths`, `graph_path_nodes`,
 /// `graph_items`); an older store is read through those and becomes version 14 at its first
-/// write, which rewrites the rows.
-pub(crate) const STORE_FORMAT_VERSION: u64 = 14;
-/// Format of an encrypted store (SPEC.md §3.7, §10): version 14 with its files sealed, a KEY
+/// write, which rewrites the rows. Version 16 writes item records of versions 4 and 5 (SPEC.md
+/// §4.5: an item's scope, whose memory it is) for items that have a scope; a version-14 store
+/// is read as it is and becomes version 16 at its first write, so a build that cannot read
+/// scoped records refuses the store instead of failing on them one by one.
+pub(crate) const STORE_FORMAT_VERSION: u64 = 16;
+/// Format of an encrypted store (SPEC.md §3.7, §10): version 16 with its files sealed, a KEY
 /// file and the `segment_keys` table. A store is made encrypted or not and stays so; the
-/// plain format keeps its version. Versions 9, 11 and 13 are encrypted stores of versions 8,
-/// 10 and 12: read as they are, and upgraded at their first write like a plain store of their
-/// version, to this version.
-pub(crate) const ENCRYPTED_FORMAT_VERSION: u64 = 15;
+/// plain format keeps its version. Versions 9, 11, 13 and 15 are encrypted stores of versions
+/// 8, 10, 12 and 14: read as they are, and upgraded at their first write like a plain store of
+/// their version, to this version.
+pub(crate) const ENCRYPTED_FORMAT_VERSION: u64 = 17;
 /// The oldest version this build opens.
 pub(crate) const OLDEST_FORMAT_VERSION: u64 = 1;
 

@@ -811,7 +811,7 @@ fn existing_store_paths(root: &Path) -> Result<StorePaths> {
 fn committed_segment_rows(txn: &redb::ReadTransaction) -> Result<BTreeMap<u64, SegmentRow>> {
     let meta = txn.open_table(catalog::META).ctx("open meta")?;
     let version = catalog::meta_get(&meta, catalog::KEY_FORMAT_VERSION)?;
-    // An encrypted store's catalog (version 9, 11, 13 or 15) is only readable through its key, so
+    // An encrypted store's catalog (version 9, 11, 13, 15 or 17) is only readable through its key, so
     // reaching this line with it means the key opened it.
     if !(catalog::OLDEST_FORMAT_VERSION..=catalog::STORE_FORMAT_VERSION).contains(&version)
         && version != catalog::ENCRYPTED_FORMAT_VERSION

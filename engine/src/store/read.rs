@@ -413,6 +413,23 @@ impl Snapshot {
     }
 
     /// The store-wide setting `key` (`settings`, SPEC.md §5) as of this snapshot.
+    /// The memory operations a batch recorded under the client's `key` (`WriteBatch::
+    /// record_ops_as`), as (op sequence, memory id) in the order they were applied; `None`
+    /// when no commit recorded that key.
+    pub fn ops_recorded_as(&self, key: &str) -> Result<Option<Vec<(u64, u64)>>> {
+        let row = super::catalog::recorded_ops_key(key);
+        let Some(value) = self.setting(&row)? else {
+            return Ok(None);
+        };
+        super::catalog::parse_recorded_ops(&value)
+            .map(Some)
+            .map_err(|reason| crate::Error::BadRow {
+                table: "settings",
+                row,
+                reason,
+            })
+    }
+
     pub(crate) fn setting(&self, key: &str) -> Result<Option<String>> {
         let settings = self
             .txn

@@ -247,6 +247,25 @@ pub struct MemoryHistory {
     pub ops: Vec<MemoryOpRow>,
 }
 
+impl MemoryHistory {
+    /// The version op `row` closed (UPDATE, DELETE) and the one it wrote (ADD, UPDATE), when
+    /// still stored.
+    pub fn versions_of(
+        &self,
+        row: &MemoryOpRow,
+    ) -> (Option<&MemoryVersion>, Option<&MemoryVersion>) {
+        let old = self.versions.iter().find(|v| v.closed_by == Some(row.seq));
+        let new = match row.kind {
+            MemoryOpKind::Add | MemoryOpKind::Update => self
+                .versions
+                .iter()
+                .find(|v| v.system_from_ms() == row.system_ms),
+            _ => None,
+        };
+        (old, new)
+    }
+}
+
 /// A point in system time, valid time, or both (SPEC.md §9.3, `AS OF` and `VALID AT`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TimeTravel {

@@ -128,6 +128,10 @@ enum BatchOp {
         key: String,
         value: String,
     },
+    /// Records the memory operations staged so far under a client's key (SPEC.md §5.6).
+    RecordOps {
+        key: String,
+    },
 }
 
 /// Puts and deletes that commit together. Build it with [`Store::batch`], then
@@ -339,6 +343,19 @@ impl<'s> WriteBatch<'s> {
             key: key.into(),
             value,
         });
+        self
+    }
+
+    /// Records, under the client's `key`, the memory operations this batch stages before this
+    /// call (SPEC.md §5.6, `settings` row `ops:<key>`): [`Snapshot::ops_recorded_as`] finds
+    /// them, so a client that retries a call whose answer it lost can tell it was applied. A
+    /// batch recording a key an earlier commit recorded fails with [`Error::KeyUsed`] and applies
+    /// nothing.
+    ///
+    /// [`Snapshot::ops_recorded_as`]: super::Snapshot::ops_recorded_as
+    /// [`Error::KeyUsed`]: crate::Error::KeyUsed
+    pub(crate) fn record_ops_as(&mut self, key: impl Into<String>) -> &mut Self {
+        self.ops.push(BatchOp::RecordOps { key: key.into() });
         self
     }
 
@@ -940,6 +957,19 @@ fn stage_op<'t>(
             txn.open_table(catalog::SETTINGS)
                 .ctx("open settings")?
                 .insert(key.as_str(), value.as_str())
+                .ctx("write settings")?;
+        }
+        BatchOp::RecordOps { key } => {
+            let mut settings = txn.open_table(catalog::SETTINGS).ctx("open settings")?;
+            let row = catalog::recorded_ops_key(&key);
+            if settings.get(row.as_str()).ctx("read settings")?.is_some() {
+                return Err(Error::KeyUsed { key });
+            }
+            let value = catalog::recorded_ops_value(
+                batch.receipt.memory_ops.iter().map(|op| (op.seq, op.id)),
+            );
+            settings
+                .insert(row.as_str(), value.as_str())
                 .ctx("write settings")?;
         }
     }

@@ -32,7 +32,7 @@ use serde_json::Value;
 use super::{ImportReport, Imported, Object, error, wrong_type};
 use crate::item::{
     Camera, CaptionProvenance, EventTime, GeoPoint, ItemDraft, ItemFields, Location,
-    MAX_RECORD_BYTES, Orientation, PlaceName, Source,
+    MAX_RECORD_BYTES, Orientation, PlaceName, Scope, Source,
 };
 use crate::{ImportError, ImportErrorKind};
 
@@ -42,7 +42,7 @@ use crate::{ImportError, ImportErrorKind};
 pub const MAX_LINE_BYTES: usize = MAX_RECORD_BYTES;
 
 /// Every field a line may have, in the order SPEC.md lists them.
-pub const FIELDS: [&str; 19] = [
+pub const FIELDS: [&str; 22] = [
     "source",
     "time",
     "external_id",
@@ -62,6 +62,9 @@ pub const FIELDS: [&str; 19] = [
     "to",
     "supersedes",
     "original",
+    "user_id",
+    "agent_id",
+    "run_id",
 ];
 
 /// Every member `location` may have.
@@ -285,6 +288,7 @@ struct Partial {
     to: Vec<String>,
     supersedes: Option<String>,
     original: Option<Original>,
+    scope: Scope,
 }
 
 fn draft_from(object: Object) -> Result<(ItemDraft, Option<Original>), ImportErrorKind> {
@@ -328,6 +332,9 @@ fn draft_from(object: Object) -> Result<(ItemDraft, Option<Original>), ImportErr
             "to" => p.to = strings(&key, value)?,
             "supersedes" => p.supersedes = non_empty(&key, optional_string(&key, value)?)?,
             "original" => p.original = original(value)?,
+            "user_id" => p.scope.user_id = non_empty(&key, optional_string(&key, value)?)?,
+            "agent_id" => p.scope.agent_id = non_empty(&key, optional_string(&key, value)?)?,
+            "run_id" => p.scope.run_id = non_empty(&key, optional_string(&key, value)?)?,
             _ => return Err(unknown(&key, &FIELDS)),
         }
     }
@@ -356,6 +363,7 @@ fn draft_from(object: Object) -> Result<(ItemDraft, Option<Original>), ImportErr
         caption_provenance: p.caption_provenance,
         camera: p.camera,
         orientation: p.orientation,
+        scope: p.scope,
     };
     // The checks above already cover every rule `validate` has; it stays as the last word so
     // an importer can never hand the store a draft the record decoder would reject.
