@@ -19,6 +19,7 @@ mod experts;
 mod extract;
 pub mod learned;
 pub(crate) mod lexicon;
+mod merge;
 #[cfg(feature = "llm")]
 mod model;
 mod remember;

@@ -34,7 +34,7 @@ use std::collections::HashMap;
 use memdb_formats::item::{EventTime, ItemFields, Scope, Source};
 
 use super::extract::FactExtractor;
-use super::{Candidate, Decider, Decision, Operation, cues};
+use super::{Candidate, Decider, Decision, Operation, cues, merge};
 use crate::error::{Error, Result};
 use crate::graph::Embedder;
 use crate::store::{
@@ -240,6 +240,8 @@ struct Fact {
     text: String,
     sentence: String,
     speaker: Option<String>,
+    /// An UPDATE's memory when it keeps clauses of the old one ([`merge`]).
+    merged: Option<merge::Merged>,
 }
 
 fn check_key(key: &str) -> Result<()> {
@@ -311,6 +313,7 @@ impl Store {
                     said_fact: fact,
                     sentence: extracted.said.clone(),
                     speaker: extracted.speaker.clone(),
+                    merged: None,
                 });
             }
         }
@@ -336,7 +339,7 @@ impl Store {
             texts: HashMap::new(),
         };
         let mut plan = Plan::default();
-        for (fact, vector) in facts.into_iter().zip(vectors) {
+        for (mut fact, vector) in facts.into_iter().zip(vectors) {
             let subject = Subject::new(&options.scope, fact.speaker.as_deref());
             let shown = candidates(
                 &mut reader,
@@ -373,6 +376,11 @@ impl Store {
                     decision.closes,
                     shown.len()
                 )));
+            }
+            if let (Operation::Update, Some((_, old))) =
+                (decision.op, decision.target.and_then(|i| shown.get(i)))
+            {
+                fact.merged = merge::merged(&old.text, &fact.text, &vector, options.embedder)?;
             }
             plan.apply(&fact, decision, &shown, vector, subject, options, time);
         }
@@ -560,7 +568,23 @@ impl Plan {
             actor: options.actor.clone().or_else(|| fact.speaker.clone()),
             role: options.role.clone(),
         };
-        let fields = || memory_fields(&fact.text, fact.speaker.as_deref(), &options.scope, time);
+        // An UPDATE that keeps clauses of the memory it changes stores them with the fact.
+        let (text, vector, decision) = match (&fact.merged, decision.op) {
+            (Some(merged), Operation::Update) => (
+                merged.text.clone(),
+                merged.vector.clone(),
+                Decision {
+                    reason: format!(
+                        "{}; keeps of the old memory: {}",
+                        decision.reason,
+                        merged.kept.join(", ")
+                    ),
+                    ..decision
+                },
+            ),
+            _ => (fact.text.clone(), vector, decision),
+        };
+        let fields = || memory_fields(&text, fact.speaker.as_deref(), &options.scope, time);
         let row = |decision: Decision, event: Operation, old_text: Option<String>| Remembered {
             fact: fact.text.clone(),
             said: fact.sentence.clone(),
@@ -573,7 +597,7 @@ impl Plan {
         let target = decision.target.and_then(|i| shown.get(i));
         let closes: Vec<(usize, String)> = decision.closes.clone();
         let live = Live {
-            text: fact.text.clone(),
+            text: text.clone(),
             vector: vector.clone(),
             subject,
         };
@@ -598,7 +622,7 @@ impl Plan {
                         vector: v,
                     })) = self.ops.get_mut(add)
                     {
-                        f.body = Some(fact.text.clone());
+                        f.body = Some(text.clone());
                         *v = Some(vector);
                     }
                     self.added.insert(add, Some(live));

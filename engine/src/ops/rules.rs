@@ -374,6 +374,16 @@ impl Reading {
     }
 }
 
+/// Whether `fact` and `old` fill one of the same one-valued slots ([`EXCLUSIVE_SLOTS`]: home,
+/// work, phone…): a new filler of such a slot replaces the memory whole.
+pub(super) fn share_exclusive_slot(fact: &str, old: &str) -> bool {
+    let stemmer = Stemmer::create(Algorithm::English);
+    let (fact, old) = (read(&stemmer, fact), read(&stemmer, old));
+    fact.slots
+        .intersection(&old.slots)
+        .any(|slot| EXCLUSIVE_SLOTS.contains(slot))
+}
+
 fn stem(stemmer: &Stemmer, word: &str) -> String {
     stemmer.stem(word).into_owned()
 }
