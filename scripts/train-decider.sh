@@ -13,4 +13,5 @@ cd "$(dirname "$0")/.."
 cargo build --quiet --release -p memdb-cli --bin memdb
 exec target/release/memdb ops train --write engine/src/ops/decider_weights.rs "$@" \
   --scenarios tests/data/ops-scenarios.jsonl tests/data/ops-scenarios-b.jsonl \
-  tests/data/ops-scenarios-c.jsonl
+  tests/data/ops-scenarios-c.jsonl tests/data/ops-scenarios-d.jsonl \
+  tests/data/ops-scenarios-e.jsonl

@@ -39,6 +39,11 @@ pub const FACT_FEATURES: usize = 11;
 /// The fact feature that says the fact retracts a memory by reference ([`fact_features`]).
 const REFERENCE_FEATURE: usize = 7;
 
+/// The pair features that say the fact and the candidate fill one of the same one-valued slots
+/// (home, work, phone…) and that each holds a value the other lacks ([`pair_features`]).
+pub(super) const EXCLUSIVE_SLOT_FEATURE: usize = 16;
+pub(super) const VALUES_APART_FEATURE: usize = 14;
+
 /// The operations on a candidate, in the order of [`DeciderWeights::ops`].
 const TARGETED: [Operation; 3] = [Operation::Update, Operation::Delete, Operation::None];
 
@@ -248,14 +253,23 @@ impl DeciderWeights {
     /// model's best choice, unless it differs from the rules' and the model is not sure of it
     /// (probability below 1/2) — then the rules' choice, which says why. A wrong UPDATE or
     /// DELETE loses a fact that was true; a wrong NONE or ADD leaves a stale memory current. A
-    /// retraction by reference ("forget about the Toyota") is the rules' to decide.
+    /// retraction by reference ("forget about the Toyota") and the rules' UPDATE of a one-valued
+    /// slot with a new value ("I live in Porto" after "I live in Lisbon") are the rules' to
+    /// decide.
     /// Returns the choice, the model's probability of it, and whether the model's choice
     /// stood.
     pub fn decide(&self, example: &Example, rules: usize) -> (usize, f64, bool) {
         let probabilities = softmax(&self.scores(example));
         // "Forget about the Toyota" is the person's command, not a fact to weigh: the rules
         // retire what it names.
-        if example.fact[REFERENCE_FEATURE] > 0.5 {
+        // A new value of a one-valued slot ("I live in Porto" against "I live in Lisbon") is
+        // an UPDATE the rules read from the slot and the values; the person's home, job or
+        // phone number left unchanged is the costliest stale answer there is.
+        let slot_change = rules > 0 && (rules - 1).is_multiple_of(3) && {
+            let pair = example.pairs.get((rules - 1) / 3);
+            pair.is_some_and(|p| p[EXCLUSIVE_SLOT_FEATURE] > 0.5 && p[VALUES_APART_FEATURE] > 0.5)
+        };
+        if example.fact[REFERENCE_FEATURE] > 0.5 || slot_change {
             let kept = probabilities.get(rules).copied().unwrap_or(0.0);
             return (rules, kept, false);
         }
@@ -647,6 +661,24 @@ mod tests {
             pair_vectors: Vec::new(),
             label,
         }
+    }
+
+    #[test]
+    fn a_new_value_of_a_one_valued_slot_is_the_rules_update() {
+        let mut weights = DeciderWeights::ZERO;
+        weights.ops[2][0] = 5.0; // NONE of any candidate, whatever it reads
+        let mut e = example(0, 0.0);
+        assert_eq!(weights.decide(&e, 1).0, 3, "the model keeps it as known");
+        e.pairs[0][EXCLUSIVE_SLOT_FEATURE] = 1.0;
+        assert_eq!(
+            weights.decide(&e, 1).0,
+            3,
+            "same slot, no new value: the model's"
+        );
+        e.pairs[0][VALUES_APART_FEATURE] = 1.0;
+        assert_eq!(weights.decide(&e, 1), (1, weights.decide(&e, 1).1, false));
+        // Only the rules' UPDATE stands so: their ADD does not.
+        assert_eq!(weights.decide(&e, 0).0, 3);
     }
 
     #[test]

@@ -1567,6 +1567,24 @@ mod tests {
         }
     }
 
+    #[test]
+    fn the_learned_deciders_slot_features_read_a_new_value_of_a_one_valued_slot() {
+        use super::super::learned::{EXCLUSIVE_SLOT_FEATURE, VALUES_APART_FEATURE, pair_features};
+        let decider = RuleDecider::new(Uniform(0.8), RuleThresholds::default());
+        let read = |fact: &str, stored: &str| {
+            let candidates = [Candidate {
+                text: stored.to_owned(),
+            }];
+            let s = decider.signals(fact, &candidates).unwrap();
+            let rule = decider.rule(&s);
+            let pair = pair_features(&s, &rule, 0);
+            (pair[EXCLUSIVE_SLOT_FEATURE], pair[VALUES_APART_FEATURE])
+        };
+        assert_eq!(read("I live in Porto", "I live in Lisbon"), (1.0, 1.0));
+        assert_eq!(read("I live in Lisbon", "I live in Lisbon").1, 0.0);
+        assert_eq!(read("I like tea", "I live in Lisbon").0, 0.0);
+    }
+
     fn decide(similarity: f32, fact: &str, stored: &[&str]) -> (Operation, Option<usize>) {
         let decider = RuleDecider::new(Uniform(similarity), RuleThresholds::default());
         let candidates: Vec<Candidate> = stored
