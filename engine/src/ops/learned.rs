@@ -13,8 +13,10 @@
 //!   retraction by reference), and the rules' own decision on it.
 //!
 //! So the model reads the same evidence as the rules and learns how much each piece weighs,
-//! where the rules apply fixed thresholds in a fixed order; the rules stay the fallback, give
-//! the reasons, and add what else a fact closes ([`RuleDecider::with_closures`]). Weights are
+//! where the rules apply fixed thresholds in a fixed order; the rules stay the fallback (where
+//! the model is unsure and disagrees, for a retraction by reference and for a new value of a
+//! one-valued slot: [`DeciderWeights::decide`]), give the reasons, and add what else a fact
+//! closes ([`RuleDecider::with_closures`]). Weights are
 //! fitted by [`fit`] (softmax regression, full-batch Adam, L2) on labelled scenarios that the
 //! project wrote (`tests/data/ops-scenarios*.jsonl`); `memdb ops train` fits them,
 //! cross-validates the model against the rules and writes `decider_weights.rs`, whose

@@ -181,7 +181,7 @@ pub trait Decider: Send + Sync + std::fmt::Debug {
 
 /// The decider memdb runs on the device when no model is named, over `embedder` (the store's
 /// encoder): the learned decider with its shipped weights when it beat the rules out of sample
-/// in the run that fitted them ([`learned::CHOSEN`]), the rules otherwise (SPEC.md §5.6, "The
+/// in the run that fitted them ([`learned::CHOSEN`]), the rules otherwise (SPEC.md §5.7, "The
 /// on-device decider").
 pub fn on_device_decider<'e, E>(embedder: E) -> Box<dyn Decider + 'e>
 where
