@@ -5,7 +5,7 @@
 #   scripts/python-tests.sh prepare   needs the network once: the virtual environment
 #                                     $CARGO_TARGET_DIR/pyvenv (default target/pyvenv) with pinned
 #                                     maturin, pytest and mcp (the MCP SDK the MCP server's tests
-#                                     use), then the wheel, installed into it
+#                                     use), then `pip install ./python` into it
 #   scripts/python-tests.sh run [ARGS]  no network: pytest on the installed wheel (ARGS go to
 #                                     pytest); MEMDB_BIN names the `memdb` binary for the MCP tests
 #   scripts/python-tests.sh [ARGS]    both
@@ -37,33 +37,34 @@ prepare() {
   elapsed "virtual environment $venv ready" "$start"
 
   start=$(date +%s)
-  local wheels="$target/pywheels" log="$target/pywheels.log"
-  rm -rf "$wheels"
-  # --compatibility linux: a wheel for this machine (the engine links the system's
-  # libturbojpeg, which manylinux rules would have to bundle); --strip: no debug info to zip.
-  if ! "$venv/bin/maturin" build --profile dev --manifest-path python/Cargo.toml \
-    --features workspace-test-build --interpreter "$venv/bin/python" \
-    --compatibility linux --strip --out "$wheels" >"$log" 2>&1; then
+  local log="$target/pyinstall.log"
+  # The package installs as a Python package does: `pip install ./python`, maturin being its
+  # PEP 517 backend (python/pyproject.toml). Its distribution is `memdb-engine` (`memdb` on
+  # PyPI is an unrelated project); an earlier wheel of ours named `memdb` goes first.
+  "$venv/bin/python" -m pip uninstall --quiet --yes memdb >/dev/null 2>&1 || true
+  # The dev profile with the engine's features as `cargo test --workspace` has them (feature
+  # `workspace-test-build`), into the workspace's target directory: after `cargo test
+  # --workspace --all-targets --no-run` only pyo3 and memdb-py compile. --no-build-isolation:
+  # the pinned maturin of this environment, no network.
+  if ! PATH="$venv/bin:$PATH" CARGO_TARGET_DIR="$target" \
+    MATURIN_PEP517_ARGS="--profile dev --features workspace-test-build --strip" \
+    "$venv/bin/python" -m pip install --no-build-isolation --no-deps --force-reinstall \
+    --disable-pip-version-check --verbose ./python >"$log" 2>&1; then
     tail -n 60 "$log" >&2
-    echo "memdb: python: the wheel build failed (whole log: $log)" >&2
+    echo "memdb: python: \`pip install ./python\` failed (whole log: $log)" >&2
     return 1
   fi
-  # After `cargo test --workspace --all-targets --no-run` only pyo3 and memdb-py may compile:
-  # anything else means python/Cargo.toml's `workspace-test-build` no longer matches the
-  # features the workspace build gives that crate (it still works, only slower).
+  # Anything but pyo3 and memdb-py compiled means python/Cargo.toml's `workspace-test-build`
+  # no longer matches the features the workspace build gives that crate (it still works, only
+  # slower); expected on a cold target directory.
   local again
   again=$(sed -n 's/^ *Compiling \([^ ]*\) .*/\1/p' "$log" | grep -vE '^(memdb-py|pyo3.*)$' | sort -u | tr '\n' ' ' || true)
   if [ -n "$again" ]; then
-    echo "memdb: python: note: the wheel build compiled $again(expected on a cold target" \
+    echo "memdb: python: note: the package build compiled $again(expected on a cold target" \
       "directory; after \`cargo test --workspace --all-targets --no-run\` it means their features" \
       "differ from the workspace build's: see workspace-test-build in python/Cargo.toml)" >&2
   fi
-  elapsed "wheel built" "$start"
-
-  start=$(date +%s)
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps \
-    --force-reinstall "$wheels"/memdb-*.whl
-  elapsed "wheel installed" "$start"
+  elapsed "pip install ./python done" "$start"
 }
 
 run() {

@@ -68,6 +68,9 @@ fi
 # Rust tests compile pyo3 and memdb-py again.
 scripts/python-tests.sh prepare
 "${isolate[@]}" scripts/python-tests.sh run
+# The MCP Inspector's CLI over stdio and HTTP (npm fetches it once; skipped without npm).
+scripts/inspector-test.sh prepare
+"${isolate[@]}" scripts/inspector-test.sh run
 # Doc tests over the whole workspace: the same package selection as the build, so they reuse
 # its artifacts (leaving crates out with --exclude changed feature unification and rebuilt the
 # engine, about 3 minutes). memdb-py is a cdylib, which has no doc tests.

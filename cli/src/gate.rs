@@ -435,8 +435,7 @@ pub(crate) fn learn(
         doc["out"] = json!(out.display().to_string());
     }
     if let Some(dir) = store {
-        let store = memdb::Store::open(dir, crate::keys::options_for(dir)?)
-            .map_err(|e| CliError::store(dir, e))?;
+        let store = crate::open_store(dir)?;
         let sources: Vec<String> = locomo.iter().map(|p| p.display().to_string()).collect();
         let origin = format!(
             "learned from LoCoMo {} (threshold {})",
@@ -460,8 +459,7 @@ pub(crate) fn lexicon(
 ) -> Result<(Value, String)> {
     if let Some(file) = install {
         let scenes = read_lexicon(Some(file))?;
-        let store = memdb::Store::open(dir, crate::keys::options_for(dir)?)
-            .map_err(|e| CliError::store(dir, e))?;
+        let store = crate::open_store(dir)?;
         let version = memdb::gate::install_lexicon(&store, &scenes, &file.display().to_string())?;
         return Ok((
             json!({"installed": version, "words": scenes.word_count()}),
@@ -473,8 +471,7 @@ pub(crate) fn lexicon(
         ));
     }
     if let Some(version) = use_version {
-        let store = memdb::Store::open(dir, crate::keys::options_for(dir)?)
-            .map_err(|e| CliError::store(dir, e))?;
+        let store = crate::open_store(dir)?;
         memdb::gate::use_lexicon(&store, version)?;
         return Ok((
             json!({"current": version}),
@@ -770,8 +767,7 @@ pub(crate) fn generate(args: &GenerateArgs<'_>) -> Result<(Value, String)> {
         doc["out"] = json!(out.display().to_string());
     }
     if let Some(dir) = args.store {
-        let store = memdb::Store::open(dir, crate::keys::options_for(dir)?)
-            .map_err(|e| CliError::store(dir, e))?;
+        let store = crate::open_store(dir)?;
         let origin = format!(
             "role-play by {} ({} personas) over {}",
             args.model,

@@ -6,6 +6,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod caption;
+mod delete;
 mod demo;
 mod embed;
 mod error;
@@ -619,9 +620,70 @@ enum Command {
     Mcp {
         /// Store directory.
         dir: PathBuf,
-        /// Let the `query` tool run statements that write (a `FORGET` that is not a dry run).
-        #[arg(long)]
+        /// Capabilities granted to the agent, comma-separated: `delete` (delete or update items
+        /// it did not make, delete_all_memories), `forget` (forgetting that is not a dry run),
+        /// `purge` (remove a memory and its history for good). Default: none — the agent reads,
+        /// adds, and changes only the memories agents make.
+        #[arg(long, value_name = "CAPABILITIES")]
+        allow: Option<String>,
+        /// Same as `--allow forget` (its name before capabilities).
+        #[arg(long, hide = true)]
         allow_writes: bool,
+        /// The user a call that names none acts for: its adds are stamped with it, its deletes
+        /// stay within it.
+        #[arg(long)]
+        user_id: Option<String>,
+        /// The agent a call that names none acts as.
+        #[arg(long)]
+        agent_id: Option<String>,
+        /// Serve MCP's Streamable HTTP transport on this loopback address (127.0.0.1:PORT; port
+        /// 0 picks a free one, printed on stderr) instead of stdio.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<std::net::SocketAddr>,
+    },
+    /// Delete items: each is retired (no longer found; its versions stay in its history, its
+    /// originals are kept) and `memdb undelete` brings it back until it is purged or a
+    /// compaction passes the store's retention window (default 30 days).
+    Delete {
+        /// Store directory.
+        dir: PathBuf,
+        /// Item ids (or external ids with --external).
+        #[arg(required = true)]
+        keys: Vec<String>,
+        /// The KEYS are external ids.
+        #[arg(long)]
+        external: bool,
+        /// Why (kept in each item's history).
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Bring deleted items back as their last version read, with the originals they still hold.
+    Undelete {
+        /// Store directory.
+        dir: PathBuf,
+        /// Item ids.
+        #[arg(required = true)]
+        ids: Vec<u64>,
+    },
+    /// Show or set how many days deleted items keep their originals for `undelete` before a
+    /// compaction drops them (the store records it; default 30).
+    Retention {
+        /// Store directory.
+        dir: PathBuf,
+        /// The new window in days (0: the next compaction drops every deleted item's originals).
+        days: Option<u32>,
+    },
+    /// Remove items and their whole history for good (no undo; the bytes leave the disk at the
+    /// next `compact`). A dry run unless --yes.
+    Purge {
+        /// Store directory.
+        dir: PathBuf,
+        /// Item ids (current or deleted).
+        #[arg(required = true)]
+        ids: Vec<u64>,
+        /// Purge for real (without it: say what would be purged).
+        #[arg(long)]
+        yes: bool,
     },
     /// An interactive shell on a store: history, multi-line input, completion, timing.
     Shell {
@@ -898,9 +960,62 @@ impl Window {
     }
 }
 
-/// Opens an existing store, with the path in the error.
+/// How long a command that writes waits for another writer (an import, an MCP server's write,
+/// a Python writer) to release the store before it gives up with the lock error.
+const COMMAND_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The lock wait: `MEMDB_LOCK_WAIT` (seconds, `0`: fail at once) if set, else `default`.
+pub(crate) fn lock_wait(default: std::time::Duration) -> std::time::Duration {
+    std::env::var("MEMDB_LOCK_WAIT")
+        .ok()
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map_or(default, std::time::Duration::from_secs_f64)
+}
+
+/// Opens an existing store as its writer, with the path in the error; waits for another
+/// writer for up to [`lock_wait`] (`MEMDB_LOCK_WAIT`, default 10 s).
 pub(crate) fn open_store(dir: &std::path::Path) -> Result<Store> {
-    Store::open(dir, keys::options_for(dir)?).map_err(|e| CliError::store(dir, e))
+    open_store_waiting(dir, lock_wait(COMMAND_LOCK_WAIT))
+}
+
+/// [`open_store`] waiting up to `wait` for the store's lock.
+pub(crate) fn open_store_waiting(
+    dir: &std::path::Path,
+    wait: std::time::Duration,
+) -> Result<Store> {
+    let options = keys::options_for(dir)?;
+    waiting_for_lock(dir, wait, || Store::open(dir, options.clone()))
+        .map_err(|e| CliError::store(dir, e))
+}
+
+/// Runs `open` again while it fails because another process holds the store's lock, for up
+/// to `wait` (saying so on stderr after a second): writers elsewhere hold it for one commit or
+/// one import at a time.
+pub(crate) fn waiting_for_lock<T>(
+    dir: &std::path::Path,
+    wait: std::time::Duration,
+    mut open: impl FnMut() -> memdb::Result<T>,
+) -> memdb::Result<T> {
+    let start = std::time::Instant::now();
+    let mut said = false;
+    loop {
+        match open() {
+            Err(memdb::Error::Locked { .. }) if start.elapsed() < wait => {
+                if !said && start.elapsed() >= std::time::Duration::from_secs(1) {
+                    eprintln!(
+                        "memdb: {} is being written by another process; waiting up to {:.0} s \
+                         (MEMDB_LOCK_WAIT)",
+                        dir.display(),
+                        wait.as_secs_f64()
+                    );
+                    said = true;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(25));
+            }
+            other => return other,
+        }
+    }
 }
 
 /// Opens a store for a command that only reads: as its writer (which also finishes a crash
@@ -986,9 +1101,7 @@ fn repair(dir: &std::path::Path, out: &Out) -> Result<Repaired> {
 }
 
 fn run(command: Command, out: &Out) -> Result<ExitCode> {
-    let open = |dir: &PathBuf| -> Result<Store> {
-        Store::open(dir, keys::options_for(dir)?).map_err(|e| CliError::store(dir, e))
-    };
+    let open = |dir: &PathBuf| -> Result<Store> { open_store(dir) };
     match command {
         Command::Query {
             dir,
@@ -1010,7 +1123,41 @@ fn run(command: Command, out: &Out) -> Result<ExitCode> {
             shell::query(&dir, &text, now_ms, out.json)?;
         }
         Command::Shell { dir } => shell::shell(&dir, out.json)?,
-        Command::Mcp { dir, allow_writes } => mcp::serve(&dir, allow_writes)?,
+        Command::Mcp {
+            dir,
+            allow,
+            allow_writes,
+            user_id,
+            agent_id,
+            http,
+        } => {
+            let mut granted = match allow.as_deref() {
+                Some(list) => memdb::ops::access::Capabilities::parse_list(list)
+                    .map_err(|reason| CliError::flag("--allow", reason))?,
+                None => memdb::ops::access::Capabilities::NONE,
+            };
+            if allow_writes {
+                eprintln!("memdb mcp: --allow-writes is --allow forget now");
+                granted = granted.with(memdb::ops::access::Capability::Forget);
+            }
+            mcp::serve(
+                &dir,
+                mcp::ServeOptions {
+                    granted,
+                    default_scope: memdb::Scope::new(user_id, agent_id, None),
+                    http,
+                },
+            )?
+        }
+        Command::Delete {
+            dir,
+            keys,
+            external,
+            reason,
+        } => delete::delete(&dir, &keys, external, reason, out)?,
+        Command::Undelete { dir, ids } => delete::undelete(&dir, &ids, out)?,
+        Command::Purge { dir, ids, yes } => delete::purge(&dir, &ids, yes, out)?,
+        Command::Retention { dir, days } => delete::retention(&dir, days, out)?,
         Command::Init {
             dir,
             encrypt,
@@ -1090,11 +1237,13 @@ fn run(command: Command, out: &Out) -> Result<ExitCode> {
             gate_timeout,
         } => {
             let options = keys::options_for(&dir)?;
-            let store = if create {
-                Store::open_or_create(&dir, options)
-            } else {
-                Store::open(&dir, options)
-            }
+            let store = waiting_for_lock(&dir, lock_wait(COMMAND_LOCK_WAIT), || {
+                if create {
+                    Store::open_or_create(&dir, options.clone())
+                } else {
+                    Store::open(&dir, options.clone())
+                }
+            })
             .map_err(|e| match e {
                 memdb::Error::NoStore { .. } => CliError::NoStore { dir: dir.clone() },
                 other => CliError::store(&dir, other),

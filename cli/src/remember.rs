@@ -4,11 +4,11 @@
 use std::path::Path;
 use std::time::Duration;
 
+use memdb::EventTime;
 use memdb::ops::{
     Decider, FactExtractor, Message, ModelAnswerer, ModelDecider, ModelExtractor, RememberOptions,
     SentenceExtractor,
 };
-use memdb::{EventTime, Store};
 use serde_json::{Value, json};
 
 use crate::error::{CliError, Result};
@@ -42,8 +42,7 @@ pub(crate) fn remember(dir: &Path, call: Call<'_>, experts: &Experts, out: &Out)
     call.scope
         .validate()
         .map_err(|reason| CliError::flag("--user-id/--agent-id/--run-id", reason))?;
-    let store =
-        Store::open(dir, crate::keys::options_for(dir)?).map_err(|e| CliError::store(dir, e))?;
+    let store = crate::open_store(dir)?;
     let encoder = crate::embed::encoder_for(&store, !out.json, crate::model::Download::Ask)?;
     let timeout = Duration::from_secs(experts.timeout.max(1));
     let extractor: Box<dyn FactExtractor + '_> = match &experts.extract_model {

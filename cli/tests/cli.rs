@@ -613,9 +613,9 @@ fn pages_forget_and_show_page_from_the_command_line() {
 }
 
 /// While another process holds a store as its writer (here a `memdb import` reading its
-/// standard input), the commands that
-/// only read open it read-only beside it and work; a command that writes is refused with the
-/// lock error, at once.
+/// standard input), the commands that only read open it read-only beside it and work; a
+/// command that writes waits for the lock (`MEMDB_LOCK_WAIT`, default 10 s): with no wait it is
+/// refused with the lock error at once, and one that waits goes through when the writer ends.
 #[test]
 fn reading_commands_work_beside_a_running_writer() {
     use std::io::Write;
@@ -665,19 +665,36 @@ fn reading_commands_work_beside_a_running_writer() {
     let got = json(&memdb(&["--json", "get", store, "--external", "n1"]));
     assert_eq!(got["body"], "hotel in Lisbon", "{got}");
     assert!(memdb(&["check", store]).status.success());
-    let compact = memdb(&["compact", store]);
+    let compact = Command::new(env!("CARGO_BIN_EXE_memdb"))
+        .args(["compact", store])
+        .env("MEMDB_LOCK_WAIT", "0")
+        .output()
+        .unwrap();
     assert!(!compact.status.success());
     assert!(
         String::from_utf8_lossy(&compact.stderr).contains("locked"),
         "{}",
         String::from_utf8_lossy(&compact.stderr)
     );
+    // A writer that waits: it says so, and goes through once the import ends.
+    let waiting = Command::new(env!("CARGO_BIN_EXE_memdb"))
+        .args(["compact", store])
+        .env("MEMDB_LOCK_WAIT", "120")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1_500));
     let mut input = writer.stdin.take().unwrap();
     input
         .write_all(b"{\"source\":\"note\",\"time\":\"2024-05-02\",\"body\":\"more\"}\n")
         .unwrap();
     drop(input);
     assert!(writer.wait().unwrap().success());
+    let waited = waiting.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&waited.stderr);
+    assert!(waited.status.success(), "{said}");
+    assert!(said.contains("waiting up to 120 s"), "{said}");
 }
 
 /// Every refusal is one `memdb: …` line naming what it concerns (the flag, the key, the path),

@@ -69,8 +69,8 @@ pub use recall::{
 pub use roaring::RoaringTreemap;
 pub use store::io::{OpenMode, OsIo, StorageIo};
 pub use store::{
-    AppliedOp, MemoryHistory, MemoryOp, MemoryOpKind, MemoryOpRow, MemoryVersion, OpNote,
-    TimeTravel, Validity, close_superseded,
+    AppliedOp, DEFAULT_RETENTION_DAYS, MemoryHistory, MemoryOp, MemoryOpKind, MemoryOpRow,
+    MemoryVersion, OpNote, TimeTravel, Validity, close_superseded,
 };
 pub use store::{
     Blob, BlobInfo, BlobKind, BlobRewrite, CatalogShrink, CatalogTableStats, CheckReport,

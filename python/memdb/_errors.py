@@ -22,6 +22,7 @@ __all__ = [
     "ModelError",
     "NotFoundError",
     "ConsentError",
+    "CapabilityError",
     "ConflictError",
     "ClosedError",
     "PolicyError",
@@ -84,6 +85,13 @@ class NotFoundError(MemdbError, LookupError):
 
 class ConsentError(MemdbError):
     """Forgetting would drop photo originals and ``drop_originals=True`` was not given."""
+
+
+class CapabilityError(MemdbError):
+    """The call deletes, purges or forgets what this handle was not allowed to: open the store
+    with ``allow=[...]`` naming the capability (``delete``, ``forget``, ``purge``)."""
+
+    capability: str
 
 
 class ConflictError(MemdbError):

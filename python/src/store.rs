@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
+use memdb::ops::access::{Capabilities, Capability, Change, Refusal, check_change};
 use memdb::{
     CompactOptions, IngestOptions, KeepEverything, Options, PageStage, RecallOptions,
     RoaringTreemap, Signals, Source, Store, TimeWindow, Victims,
@@ -225,6 +226,8 @@ impl RecallFilters {
 pub(crate) struct PyStore {
     path: PathBuf,
     read_only: bool,
+    /// What this handle may destroy (`allow=` at open; SPEC.md §11.1).
+    granted: Capabilities,
     /// `None` once closed.
     state: RwLock<Option<Open>>,
 }
@@ -362,19 +365,78 @@ fn load_policy(spec: &str) -> Result<memdb::forget::Policy> {
     memdb::forget::Policy::builtin(spec).map_err(|e| Raise::new("PolicyError", e.to_string()))
 }
 
+/// The capabilities `allow=` names: `None`, a comma-separated string, or an iterable of names.
+fn capabilities(allow: Option<&Bound<'_, PyAny>>) -> PyResult<Capabilities> {
+    let Some(allow) = allow.filter(|a| !a.is_none()) else {
+        return Ok(Capabilities::NONE);
+    };
+    let parse = |text: &str| {
+        Capabilities::parse_list(text).map_err(|e| Raise::value(format!("allow: {e}")))
+    };
+    if let Ok(text) = allow.cast::<PyString>() {
+        return Ok(parse(&text.to_cow()?)?);
+    }
+    let mut granted = Capabilities::NONE;
+    for name in allow.try_iter().map_err(|_| {
+        Raise::type_error(format!(
+            "allow must be a list of capability names, got {}",
+            type_name(allow)
+        ))
+    })? {
+        let name = name?;
+        let text = name.cast::<PyString>().map_err(|_| {
+            Raise::type_error(format!(
+                "allow: a capability is a name (str), got {}",
+                type_name(&name)
+            ))
+        })?;
+        let one = parse(&text.to_cow()?)?;
+        for capability in Capability::ALL {
+            if one.allows(capability) {
+                granted = granted.with(capability);
+            }
+        }
+    }
+    Ok(granted)
+}
+
+/// A refusal as the `CapabilityError` Python sees, naming `allow=`.
+fn refused(refusal: Refusal) -> Raise {
+    let capability = refusal.capability().map_or("delete", |c| c.name());
+    Raise::new(
+        "CapabilityError",
+        format!("{refusal}: open the store with allow=[\"{capability}\"] to permit it"),
+    )
+    .attr_str("capability", capability)
+}
+
+/// Checks that a handle holding `granted` may retire or restore item `id` of `fields`.
+fn permit(id: u64, fields: &memdb::ItemFields, granted: Capabilities) -> Result<()> {
+    check_change(
+        id,
+        fields,
+        &memdb::Scope::default(),
+        granted,
+        Change::Retire,
+    )
+    .map_err(refused)
+}
+
 #[pymethods]
 impl PyStore {
     /// Opens the store at `path` (creating it when `create` and the folder holds none), or,
     /// with `read_only`, beside its writer without taking its lock.
     #[staticmethod]
-    #[pyo3(signature = (path, *, create = true, read_only = false, passphrase = None))]
+    #[pyo3(signature = (path, *, create = true, read_only = false, passphrase = None, allow = None))]
     fn open(
         py: Python<'_>,
         path: PathBuf,
         create: bool,
         read_only: bool,
         passphrase: Option<String>,
+        allow: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyStore> {
+        let granted = capabilities(allow)?;
         // An encrypted store's passphrase: the argument, else MEMDB_PASSPHRASE (as the CLI).
         // Given for a store that does not exist yet, it makes the new store encrypted.
         let passphrase = passphrase.map(zeroize::Zeroizing::new).or_else(|| {
@@ -408,6 +470,7 @@ impl PyStore {
         Ok(PyStore {
             path,
             read_only,
+            granted,
             state: RwLock::new(Some(Open {
                 store,
                 encoder: Mutex::new(None),
@@ -592,8 +655,19 @@ impl PyStore {
     /// Runs one statement of the query language; the result as one document (`statement`,
     /// `kind`, `rows` or the thing shown, `plan`).
     fn query<'py>(&self, py: Python<'py>, statement: String) -> PyResult<Bound<'py, PyAny>> {
+        let granted = self.granted;
         let doc = self.run(py, |open| {
             let parsed = memdb_query::parse(&statement).map_err(memdb_query::QueryError::Parse)?;
+            if let Statement::Forget(forget) = &parsed
+                && !forget.dry_run
+            {
+                granted
+                    .require(
+                        Capability::Forget,
+                        "a FORGET statement that is not a dry run",
+                    )
+                    .map_err(refused)?;
+            }
             if let Statement::Forget(forget) = &parsed
                 && !forget.dry_run
                 && open.store.is_read_only()
@@ -643,11 +717,15 @@ impl PyStore {
         reason: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let key = Key::extract(key)?;
+        let granted = self.granted;
         let doc = self.run(py, move |open| {
             let snapshot = open.store.snapshot()?;
             let id = key
                 .resolve(&snapshot)?
                 .ok_or_else(|| Raise::not_found(format!("no {key}")))?;
+            if let Some(item) = snapshot.get(id)? {
+                permit(id, &item.fields, granted)?;
+            }
             drop(snapshot);
             let applied = open.store.apply(vec![memdb::MemoryOp::Delete {
                 id,
@@ -664,6 +742,60 @@ impl PyStore {
             Ok(report::applied_json(first))
         })?;
         to_py(py, &doc)
+    }
+
+    /// Brings deleted memory `id` back as its last version read, with the originals it still
+    /// holds (until it is purged or compacted past the store's retention window).
+    #[pyo3(signature = (id, *, reason = None))]
+    fn undelete<'py>(
+        &self,
+        py: Python<'py>,
+        id: u64,
+        reason: Option<String>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let granted = self.granted;
+        let doc = self.run(py, move |open| {
+            let snapshot = open.store.snapshot()?;
+            if snapshot.get(id)?.is_some() {
+                return Err(Raise::value(format!("memory {id} is not deleted")));
+            }
+            let version = snapshot
+                .history(id)?
+                .versions
+                .pop()
+                .ok_or_else(|| Raise::not_found(format!("no deleted memory {id}")))?;
+            drop(snapshot);
+            // What this handle could not delete it may not bring back either.
+            permit(id, &version.record.fields, granted)?;
+            let applied = open.store.restore(
+                id,
+                memdb::OpNote {
+                    reason: reason.unwrap_or_else(|| "undelete".to_owned()),
+                    actor: None,
+                    role: None,
+                },
+            )?;
+            let mut doc = report::applied_json(&applied);
+            doc["event"] = json!("UNDELETE");
+            Ok(doc)
+        })?;
+        to_py(py, &doc)
+    }
+
+    /// Removes memory `id` (current or deleted) and its whole history for good. Needs the
+    /// `purge` capability.
+    fn purge<'py>(&self, py: Python<'py>, id: u64) -> PyResult<Bound<'py, PyAny>> {
+        self.granted
+            .require(Capability::Purge, format!("purging memory {id} (no undo)"))
+            .map_err(refused)?;
+        let purged = self.run(py, move |open| Ok(open.store.purge(id)?))?;
+        to_py(py, &json!({ "memory_id": id, "purged": purged }))
+    }
+
+    /// The capabilities this handle was opened with (`allow=`).
+    #[getter]
+    fn allowed(&self) -> Vec<&'static str> {
+        self.granted.names()
     }
 
     /// Every version of the memory named by `key` (oldest first) and its logged operations.
@@ -750,6 +882,18 @@ impl PyStore {
             }
             None => jiff::Zoned::now().date(),
         };
+        if !dry_run {
+            self.granted
+                .require(
+                    Capability::Forget,
+                    if drop_originals {
+                        "forgetting that drops photo originals"
+                    } else {
+                        "forgetting (not a dry run)"
+                    },
+                )
+                .map_err(refused)?;
+        }
         let policy = load_policy(&policy)?;
         let mut report = self.run(py, |open| {
             Ok(open.store.forget(

@@ -30,6 +30,8 @@ TOOLS = {
     "update_memory",
     "delete_memories",
     "delete_all_memories",
+    "undelete_memory",
+    "purge_memory",
     "memory_history",
     "query",
     "forget",
@@ -106,6 +108,16 @@ def test_tools_are_listed_with_described_schemas(memdb_bin: Path, tmp_path: Path
                         assert prop.get("description"), f"{tool.name}.{name} has no description"
                 add = next(t for t in tools if t.name == "add_memories")
                 assert add.input_schema["required"] == ["text"]
+                # Portable schemas: one type per property, no nullable type arrays, no
+                # non-standard number formats (strict clients and the Inspector reject them).
+                for tool in tools:
+                    for name, prop in tool.input_schema.get("properties", {}).items():
+                        where = f"{tool.name}.{name}"
+                        assert isinstance(prop.get("type"), str), (where, prop)
+                        assert "nullable" not in prop and "format" not in prop, (where, prop)
+                        items = prop.get("items")
+                        if items is not None:
+                            assert isinstance(items.get("type"), str), (where, items)
 
     run(go())
 
@@ -207,30 +219,44 @@ def test_every_tool_against_the_store(memdb_bin: Path, tmp_path: Path, model: st
                 refused = await call_error(
                     session, "query", {"statement": "FORGET 'timed-gentle' AS OF 2030-01-01"}
                 )
-                assert "--allow-writes" in refused
+                assert "--allow forget" in refused
 
                 # Forgetting: a dry run by default, and nothing changes.
                 plan = await call(session, "forget", policy="timed-gentle", as_of="2030-01-01")
                 assert plan["dry_run"] is True, plan
                 assert len((await call(session, "list_memories"))["memories"]) == 2
 
-                # Deleting everything needs confirm=true.
+                # Deleting everything needs the delete capability this server lacks.
                 no = await call_error(session, "delete_all_memories", {"confirm": False})
                 assert "confirm" in no
-                assert (await call(session, "delete_all_memories", confirm=True))["deleted"] == 2
+                no = await call_error(session, "delete_all_memories", {})
+                assert "--allow delete" in no
+                assert len((await call(session, "list_memories"))["memories"]) == 2
+                # The memories an agent made it deletes one by one (OpenMemory's memory_ids),
+                # and an undelete brings one back with its history.
+                remaining = [m["id"] for m in (await call(session, "list_memories"))["memories"]]
+                gone = await call(session, "delete_memories", memory_ids=remaining)
+                assert sorted(gone["deleted"]) == sorted(remaining)
                 assert (await call(session, "list_memories"))["memories"] == []
+                back = await call(session, "undelete_memory", id=cello_id)
+                assert back["event"] == "UNDELETE" and "cello" in back["memory"]
                 history = (await call(session, "memory_history", id=cello_id))["history"]
-                assert [h["event"] for h in history] == ["ADD", "DELETE"]
+                assert [h["event"] for h in history] == ["ADD", "DELETE", "ADD"]
+                hits = await call(session, "search_memory", query="learning the cello", k=3)
+                assert cello_id in ids_of(hits)
 
     run(go())
     assert cli(memdb_bin, "check", str(store)).returncode == 0
 
 
-def test_writing_statements_run_with_allow_writes(memdb_bin: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("flags", [("--allow", "forget"), ("--allow-writes",)])
+def test_writing_statements_run_with_the_forget_capability(
+    memdb_bin: Path, tmp_path: Path, flags: tuple
+) -> None:
     store = init_store(memdb_bin, tmp_path / "s.memdb")
 
     async def go():
-        async with stdio_client(server(memdb_bin, store, "--allow-writes")) as (r, w):
+        async with stdio_client(server(memdb_bin, store, *flags)) as (r, w):
             async with ClientSession(r, w) as session:
                 await session.initialize()
                 out = await call(
@@ -357,7 +383,7 @@ def test_scopes_and_idempotency_keys_through_mcp(
     store = init_store(memdb_bin, tmp_path / "s.memdb")
 
     async def go():
-        async with stdio_client(server(memdb_bin, store)) as (r, w):
+        async with stdio_client(server(memdb_bin, store, "--allow", "delete")) as (r, w):
             async with ClientSession(r, w) as session:
                 await session.initialize()
                 alice = await call(

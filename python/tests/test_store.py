@@ -107,6 +107,17 @@ def test_ingest_reports_bad_items_and_keeps_the_rest(store: memdb.Store) -> None
 def test_delete_keeps_history(store: memdb.Store) -> None:
     store.ingest(NOTES, embed=False)
     target = store.get("n2")
+    # Imported notes are not remembered facts: deleting one needs the capability, and a
+    # refusal changes nothing.
+    assert store.allowed == []
+    with pytest.raises(memdb.CapabilityError) as refused:
+        store.delete("n2")
+    assert refused.value.capability == "delete" and 'allow=["delete"]' in str(refused.value)
+    assert store.get("n2") == target
+    path = store.path
+    store.close()
+    store = memdb.Store.open(path, create=False, allow=["delete"])
+    assert store.allowed == ["delete"]
     done = store.delete("n2", reason="it was blue")
     assert done["event"] == "DELETE" and done["memory_id"] == target["id"]
     assert store.get("n2") is None and store.get(target["id"]) is None
@@ -123,6 +134,32 @@ def test_delete_keeps_history(store: memdb.Store) -> None:
     with pytest.raises(memdb.NotFoundError):
         store.history("never-there")
     assert store.stats()["items"] == 2
+    # The delete is undone: the note is back, with the delete and the undo in its history.
+    back = store.undelete(target["id"])
+    assert back["event"] == "UNDELETE" and back["memory_id"] == target["id"]
+    assert store.get("n2")["body"] == NOTES[1]["body"]
+    assert [op["event"] for op in store.history(target["id"])["ops"]] == ["ADD", "DELETE", "ADD"]
+    with pytest.raises(ValueError):
+        store.undelete(target["id"])  # not deleted
+    # A purge needs its own capability.
+    with pytest.raises(memdb.CapabilityError) as refused:
+        store.purge(target["id"])
+    assert refused.value.capability == "purge"
+    assert store.get("n2") is not None
+    store.close()
+    with memdb.Store.open(path, create=False, allow="purge") as purger:
+        assert purger.purge(target["id"]) == {"memory_id": target["id"], "purged": True}
+        assert purger.get("n2") is None
+        with pytest.raises(memdb.NotFoundError):
+            purger.undelete(target["id"])
+
+
+def test_remembered_facts_are_deleted_without_a_capability(store: memdb.Store, model: str) -> None:
+    made = store.remember("My locker code at the gym is 4471.")
+    (fact,) = made["results"]
+    assert store.delete(fact["memory_id"])["event"] == "DELETE"
+    assert store.undelete(fact["memory_id"])["event"] == "UNDELETE"
+    assert "4471" in store.get(fact["memory_id"])["body"]
 
 
 def test_query_rows_and_documents(store: memdb.Store) -> None:
@@ -153,6 +190,9 @@ def test_stats_check_and_compact(store: memdb.Store) -> None:
     assert stats["segment_bytes"] > 0 and stats["total_bytes"] >= stats["segment_bytes"]
     report = store.check()
     assert report["clean"] is True and report["items"] == 3 and report["problems"] == []
+    path = store.path
+    store.close()
+    store = memdb.Store.open(path, create=False, allow=["delete"])
     store.delete("n1")
     store.ingest([note("n3", "Dinner with Ana and Rui at the harbour")], embed=False)
     compacted = store.compact(all=True)
@@ -162,13 +202,14 @@ def test_stats_check_and_compact(store: memdb.Store) -> None:
     assert compacted["items_kept"] >= 2
     assert store.check()["clean"] is True
     assert store.get("n3")["body"] == "Dinner with Ana and Rui at the harbour"
+    store.close()
 
 
 def test_read_only_beside_the_writer(tmp_path: Path) -> None:
     path = tmp_path / "ro.memdb"
     with memdb.Store.open(path) as writer:
         writer.ingest(NOTES, embed=False)
-        with memdb.Store.open(path, read_only=True) as reader:
+        with memdb.Store.open(path, read_only=True, allow="delete,forget") as reader:
             assert reader.read_only
             assert reader.get("n1")["body"] == NOTES[0]["body"]
             with pytest.raises(memdb.ReadOnlyError) as info:
@@ -257,6 +298,18 @@ def test_embed_remember_and_recall(store: memdb.Store, model: str) -> None:
 
 def test_forget(locomo_copy: Path, shared_dir: Path) -> None:
     with memdb.Store.open(locomo_copy, create=False) as store:
+        # Without the capability forgetting only plans: the default is a dry run, and a real
+        # run is refused before anything changes.
+        plan = store.forget("timed-gentle", "2030-01-01")
+        assert plan["dry_run"] is True
+        before = store.stats()
+        with pytest.raises(memdb.CapabilityError) as refused:
+            store.forget("timed-gentle", "2030-01-01", dry_run=False)
+        assert refused.value.capability == "forget"
+        with pytest.raises(memdb.CapabilityError):
+            store.query("FORGET 'timed-gentle' AS OF 2030-01-01")
+        assert store.stats() == before
+    with memdb.Store.open(locomo_copy, create=False, allow=["forget"]) as store:
         plan = store.forget("timed-gentle", "2030-01-01", dry_run=True)
         assert plan["policy"] == "timed-gentle" and plan["dry_run"] is True
         assert plan["as_of"] == "2030-01-01"
@@ -274,7 +327,7 @@ def test_forget(locomo_copy: Path, shared_dir: Path) -> None:
 
 
 def test_forgetting_photo_originals_needs_consent(tmp_path: Path, shared_dir: Path) -> None:
-    with memdb.Store.open(tmp_path / "photos.memdb") as store:
+    with memdb.Store.open(tmp_path / "photos.memdb", allow=["forget"]) as store:
         shots = store.import_photos(shared_dir / "data" / "photos" / "exif-samples", embed=False)
         originals = store.stats()["blobs_by_kind"]["original"]["count"]
         assert originals == shots["added"] > 0

@@ -11,6 +11,7 @@
 //! Invariant: a decision for UPDATE, DELETE or NONE always has a target within the candidates;
 //! an ADD never has one.
 
+pub mod access;
 mod cues;
 mod decider_weights;
 pub mod eval;

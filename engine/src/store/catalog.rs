@@ -240,14 +240,19 @@ pub(crate) const KEY_NEXT_PATH: &str = "next_graph_path_id";
 /// write, which rewrites the rows. Version 16 writes item records of versions 4 and 5 (SPEC.md
 /// §4.5: an item's scope, whose memory it is) for items that have a scope; a version-14 store
 /// is read as it is and becomes version 16 at its first write, so a build that cannot read
-/// scoped records refuses the store instead of failing on them one by one.
-pub(crate) const STORE_FORMAT_VERSION: u64 = 16;
-/// Format of an encrypted store (SPEC.md §3.7, §10): version 16 with its files sealed, a KEY
+/// scoped records refuses the store instead of failing on them one by one. Version 18 makes a
+/// delete soft for blobs too (SPEC.md §5.6): a retired item keeps its blobs, owned by it, until
+/// a purge or a compaction past the store's retention window (`settings`
+/// `deleted_retention_days`), so an undelete brings its originals back; a version-16 store is
+/// read as it is and becomes version 18 at its first write, so an older build — whose delete
+/// frees the blobs and whose `check` calls a retired item's blob an orphan — refuses it.
+pub(crate) const STORE_FORMAT_VERSION: u64 = 18;
+/// Format of an encrypted store (SPEC.md §3.7, §10): version 18 with its files sealed, a KEY
 /// file and the `segment_keys` table. A store is made encrypted or not and stays so; the
-/// plain format keeps its version. Versions 9, 11, 13 and 15 are encrypted stores of versions
-/// 8, 10, 12 and 14: read as they are, and upgraded at their first write like a plain store of
-/// their version, to this version.
-pub(crate) const ENCRYPTED_FORMAT_VERSION: u64 = 17;
+/// plain format keeps its version. Versions 9, 11, 13, 15 and 17 are encrypted stores of
+/// versions 8, 10, 12, 14 and 16: read as they are, and upgraded at their first write like a
+/// plain store of their version, to this version.
+pub(crate) const ENCRYPTED_FORMAT_VERSION: u64 = 19;
 /// The oldest version this build opens.
 pub(crate) const OLDEST_FORMAT_VERSION: u64 = 1;
 

@@ -814,8 +814,18 @@ impl Store {
         check_history(&mut report, txn, segments, &rows, &walked)?;
         damage_of_lost_blobs(&mut report.damage, &snapshot)?;
         check_op_notes(&mut report, txn, notes)?;
+        let history = catalog::open_optional(txn, catalog::HISTORY)?;
         for (owner, blob) in owners {
-            if items.get(owner).ctx("read items")?.is_none() {
+            // A deleted item keeps its blobs (for an undelete) while it has versions.
+            let retired = match &history {
+                Some(h) => h
+                    .range((owner, 0)..=(owner, u64::MAX))
+                    .ctx("scan history")?
+                    .next()
+                    .is_some(),
+                None => false,
+            };
+            if !retired && items.get(owner).ctx("read items")?.is_none() {
                 report.problem(
                     None,
                     None,

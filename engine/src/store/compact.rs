@@ -22,6 +22,7 @@ use redb::ReadableTable;
 use super::catalog::{self, BlobKind, BlobLoc, ItemLoc, SegmentRow, SegmentState};
 use super::read::{BlobInfo, blob_info, read_blob, read_record};
 use super::vector_space::{self, ITEM_VECTORS, StagedVectors};
+use super::versions;
 use super::write::Tables;
 use super::{Catalog, OpenSegment, Store, now_ms};
 use crate::error::{CatalogResult, Error, Result};
@@ -165,6 +166,8 @@ pub struct CompactReport {
     pub blobs_dropped: u64,
     /// Earlier item versions (history) moved.
     pub versions_kept: u64,
+    /// Blobs of deleted items dropped because the store's retention window had passed.
+    pub retired_blobs_expired: u64,
 }
 
 /// Item records are grouped into blocks of about this size in compacted segments.
@@ -347,8 +350,20 @@ impl Store {
         };
         let mut finished_rows = false;
         let mut new_graphs = Vec::new();
+        let retention_days = txn
+            .open_table(catalog::SETTINGS)
+            .ctx("open settings")?
+            .get(versions::KEY_RETENTION_DAYS)
+            .ctx("read settings")?
+            .and_then(|v| v.value().parse().ok())
+            .unwrap_or(versions::DEFAULT_RETENTION_DAYS);
         let result = (|| -> Result<()> {
             let mut t = Tables::open(&txn)?;
+            // Deleted items past the retention window lose their originals first, so the
+            // segments holding them count that space as dead below.
+            report.retired_blobs_expired =
+                versions::expire_retired_blobs(&mut t, output.now, retention_days)?;
+            finished_rows |= report.retired_blobs_expired > 0;
             let rows = catalog::segment_rows(&t.segments)?;
             let victims = choose_victims(&options.victims, &rows, &segments, active_id);
             // `finish` first: a blob it drops is then not copied, and the vector blocks it
@@ -527,6 +542,11 @@ fn copy_blobs(
             // Vector blocks and op notes belong to the store (vector rows are reclaimed by
             // `compact_vectors`, notes go with their memory's purge), so hooks never see them.
             Ok(bytes) if loc.kind.is_reserved() => (Some(bytes), BlobRewrite::Keep),
+            // A deleted item's blob is kept as it is for an undelete (the retention window
+            // dropped the expired ones before this pass): forgetting applies to current items.
+            Ok(bytes) if loc.owner != 0 && t.items.get(loc.owner).ctx("read items")?.is_none() => {
+                (Some(bytes), BlobRewrite::Keep)
+            }
             Ok(bytes) => {
                 let rewrite = hook.rewrite_blob(&info, &bytes)?;
                 (Some(bytes), rewrite)

@@ -64,8 +64,8 @@ pub use repair::RepairReport;
 pub use stats::{CatalogTableStats, SegmentStats, Stats};
 pub use vector_space::{ITEM_VECTORS, StoredVectors, VectorHit, VectorScope};
 pub use versions::{
-    AppliedOp, MemoryHistory, MemoryOp, MemoryOpKind, MemoryOpRow, MemoryVersion, OpNote,
-    TimeTravel, Validity, close_superseded,
+    AppliedOp, DEFAULT_RETENTION_DAYS, MemoryHistory, MemoryOp, MemoryOpKind, MemoryOpRow,
+    MemoryVersion, OpNote, TimeTravel, Validity, close_superseded,
 };
 pub(crate) use write::check_put;
 pub use write::{CommitReceipt, PutOutcome, PutStatus, WriteBatch};
@@ -673,6 +673,17 @@ impl Store {
                         .ctx("write settings")?;
                 }
             }
+        }
+        txn.commit().ctx("commit")
+    }
+
+    /// Writes one setting in its own durable commit.
+    pub(crate) fn write_setting(&self, key: &str, value: &str) -> Result<()> {
+        let _writer = self.lock_writer()?;
+        let txn = self.inner.db.begin_write(&self.inner.paths)?;
+        {
+            let mut settings = txn.open_table(catalog::SETTINGS).ctx("open settings")?;
+            settings.insert(key, value).ctx("write settings")?;
         }
         txn.commit().ctx("commit")
     }

@@ -192,9 +192,12 @@ fn blobs_are_zero_copy_owned_and_reclaimed() {
     );
     assert_eq!(&snap.blob(receipt.blobs[0]).unwrap().unwrap()[..], b"loose");
 
+    // A delete is soft: the retired item keeps its original for an undelete; a purge frees it.
     let mut batch = store.batch();
     batch.delete(receipt.puts[0].id);
     batch.commit().unwrap();
+    assert!(store.snapshot().unwrap().blob(blob_id).unwrap().is_some());
+    store.purge(receipt.puts[0].id).unwrap();
     assert!(store.snapshot().unwrap().blob(blob_id).unwrap().is_none());
     let report = store
         .compact(
@@ -209,6 +212,158 @@ fn blobs_are_zero_copy_owned_and_reclaimed() {
     assert_eq!(store.stats().unwrap().dead_bytes, 0);
     // The old snapshot keeps its segment mapped and readable (invariant 4).
     assert_eq!(&blob[..], &photo[..]);
+}
+
+fn compact_all(store: &Store) -> CompactReport {
+    store
+        .compact(
+            &CompactOptions {
+                victims: Victims::All,
+            },
+            &mut KeepEverything,
+        )
+        .unwrap()
+}
+
+fn retire(store: &Store, id: u64) {
+    let mut batch = store.batch();
+    batch.delete(id);
+    batch.commit().unwrap();
+}
+
+fn restore_note() -> OpNote {
+    OpNote {
+        reason: "undo".to_owned(),
+        actor: None,
+        role: None,
+    }
+}
+
+/// A deleted item keeps its original through compactions inside the retention window, and an
+/// undelete brings back the item, its original and its external id, with the delete and the
+/// restore in its history.
+#[test]
+fn an_undelete_restores_a_deleted_item_with_its_original() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::create(dir.path().join("s"), small()).unwrap();
+    assert_eq!(store.retention_days().unwrap(), DEFAULT_RETENTION_DAYS);
+    let photo: Vec<u8> = (0..10_000u32).map(|i| (i % 249) as u8).collect();
+    let mut batch = store.batch();
+    batch.put_with_blobs(
+        draft("p", 0, "the photo of the harbour"),
+        vec![(BlobKind::Original, photo.clone())],
+    );
+    let receipt = batch.commit().unwrap();
+    let (id, blob) = (receipt.puts[0].id, receipt.puts[0].blob_ids[0]);
+    let before = store.snapshot().unwrap().get(id).unwrap().unwrap();
+
+    store
+        .apply(vec![MemoryOp::Delete {
+            id,
+            valid_to_ms: None,
+            note: OpNote::default(),
+        }])
+        .unwrap();
+    let snap = store.snapshot().unwrap();
+    assert!(snap.get(id).unwrap().is_none());
+    assert!(snap.get_by_external_id("p").unwrap().is_none());
+    drop(snap);
+    let report = compact_all(&store);
+    assert_eq!(report.retired_blobs_expired, 0);
+    assert!(
+        store.check().unwrap().is_clean(),
+        "{:?}",
+        store.check().unwrap()
+    );
+
+    let applied = store.restore(id, restore_note()).unwrap();
+    assert_eq!((applied.kind, applied.id), (MemoryOpKind::Add, id));
+    let snap = store.snapshot().unwrap();
+    let after = snap.get(id).unwrap().unwrap();
+    assert_eq!(after.fields, before.fields);
+    assert_eq!(after.blobs, vec![blob]);
+    assert_eq!(&snap.blob(blob).unwrap().unwrap()[..], &photo[..]);
+    assert_eq!(
+        snap.get_by_external_id("p").unwrap().map(|i| i.id),
+        Some(id)
+    );
+    let kinds: Vec<_> = snap
+        .history(id)
+        .unwrap()
+        .ops
+        .iter()
+        .map(|op| op.kind)
+        .collect();
+    assert_eq!(
+        kinds,
+        [MemoryOpKind::Add, MemoryOpKind::Delete, MemoryOpKind::Add]
+    );
+    drop(snap);
+    assert!(store.check().unwrap().is_clean());
+    // A current item cannot be restored; nothing of an unknown one can.
+    assert!(matches!(
+        store.restore(id, restore_note()),
+        Err(Error::InvalidItem { .. })
+    ));
+    assert!(matches!(
+        store.restore(9_999, restore_note()),
+        Err(Error::NoMemory { .. })
+    ));
+}
+
+/// Past the retention window a compaction drops a deleted item's original; an undelete then
+/// brings the item back without it, and `check` stays clean throughout.
+#[test]
+fn the_retention_window_bounds_what_an_undelete_brings_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::create(dir.path().join("s"), small()).unwrap();
+    let mut batch = store.batch();
+    batch.put_with_blobs(
+        draft("p", 0, "photo"),
+        vec![(BlobKind::Original, vec![7; 5_000])],
+    );
+    batch.put_with_blobs(
+        draft("q", 1, "kept photo"),
+        vec![(BlobKind::Original, vec![8; 5_000])],
+    );
+    let receipt = batch.commit().unwrap();
+    let (id, blob) = (receipt.puts[0].id, receipt.puts[0].blob_ids[0]);
+    retire(&store, id);
+    store.set_retention_days(0).unwrap();
+    assert_eq!(store.retention_days().unwrap(), 0);
+    let report = compact_all(&store);
+    assert_eq!(report.retired_blobs_expired, 1);
+    assert!(store.snapshot().unwrap().blob(blob).unwrap().is_none());
+    assert!(store.check().unwrap().is_clean());
+    store.restore(id, restore_note()).unwrap();
+    let item = store.snapshot().unwrap().get(id).unwrap().unwrap();
+    assert_eq!(item.fields.body.as_deref(), Some("photo"));
+    assert!(item.blobs.is_empty());
+    assert!(store.check().unwrap().is_clean());
+    // The current item's original was never at risk.
+    let kept = receipt.puts[1].blob_ids[0];
+    assert_eq!(
+        &store.snapshot().unwrap().blob(kept).unwrap().unwrap()[..],
+        &[8; 5_000][..]
+    );
+}
+
+/// An undelete that would give an external id two items is refused: a new item took it.
+#[test]
+fn an_undelete_never_takes_an_external_id_another_item_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::create(dir.path().join("s"), small()).unwrap();
+    let mut batch = store.batch();
+    batch.put(draft("n", 0, "first"));
+    let id = batch.commit().unwrap().puts[0].id;
+    retire(&store, id);
+    let mut batch = store.batch();
+    batch.put(draft("n", 1, "second"));
+    let other = batch.commit().unwrap().puts[0].id;
+    assert_ne!(id, other);
+    let refused = store.restore(id, restore_note()).unwrap_err();
+    assert!(refused.to_string().contains("names item"), "{refused}");
+    assert!(store.snapshot().unwrap().get(id).unwrap().is_none());
 }
 
 #[test]

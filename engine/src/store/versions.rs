@@ -10,7 +10,8 @@
 //! Invariants:
 //! - a version's system time is `[its record's ingest time, the commit that replaced or retired
 //!   it)`; the current version's is open. Nothing but `purge` removes a version: an UPDATE
-//!   closes the old one, a DELETE retires the memory and keeps its versions;
+//!   closes the old one, a DELETE retires the memory and keeps its versions and its blobs (a
+//!   RESTORE makes it current again), until a purge or the retention window's end;
 //! - an UPDATE or DELETE closes the old version's valid time at the new version's
 //!   `valid_from` (or the delete's `valid_to`), never later than it was, and keeps the valid
 //!   end the version was written with, so what memdb knew at any earlier time can be asked;
@@ -94,6 +95,14 @@ pub enum MemoryOp {
         /// Why.
         note: OpNote,
     },
+    /// Retired memory `id` is current again, as its last version read (an undelete), with
+    /// the originals it still holds: logged as an ADD of the same id (SPEC.md §5.6).
+    Restore {
+        /// The memory.
+        id: u64,
+        /// Why.
+        note: OpNote,
+    },
 }
 
 impl MemoryOp {
@@ -103,6 +112,7 @@ impl MemoryOp {
             MemoryOp::Update { .. } => "update",
             MemoryOp::Delete { .. } => "delete",
             MemoryOp::None { .. } => "none",
+            MemoryOp::Restore { .. } => "restore",
         }
     }
 }
@@ -679,7 +689,84 @@ pub struct AppliedOp {
     pub system_ms: i64,
 }
 
+/// The settings key of the retention window: how many days a deleted item keeps its blobs
+/// (photo originals) for an undelete before a compaction drops them.
+pub(crate) const KEY_RETENTION_DAYS: &str = "deleted_retention_days";
+
+/// The retention window of a store that records none (SPEC.md §5.6).
+pub const DEFAULT_RETENTION_DAYS: u32 = 30;
+
+/// Drops the blobs of items retired more than `retention_days` before `now` (and of items
+/// with no current record and no version at all): they become dead bytes this compaction
+/// reclaims. Op notes are history and stay. Returns how many blobs went.
+pub(super) fn expire_retired_blobs(
+    t: &mut Tables<'_>,
+    now: i64,
+    retention_days: u32,
+) -> Result<u64> {
+    let window_ms = i64::from(retention_days).saturating_mul(86_400_000);
+    let mut by_owner: std::collections::BTreeMap<u64, Vec<u64>> = Default::default();
+    for row in t.blobs.iter().ctx("scan blobs")? {
+        let (id, raw) = row.ctx("scan blobs")?;
+        let (owner, kind) = (raw.value().4, raw.value().3);
+        if owner != 0 && kind != catalog::BlobKind::OpNote as u8 {
+            by_owner.entry(owner).or_default().push(id.value());
+        }
+    }
+    let mut expired = 0;
+    for (owner, blobs) in by_owner {
+        if t.items.get(owner).ctx("read items")?.is_some() {
+            continue;
+        }
+        // Retired when its last version was closed (0: no version, so nothing to restore).
+        let retired_ms = match t
+            .history
+            .range((owner, 0)..=(owner, u64::MAX))
+            .ctx("scan history")?
+            .next_back()
+        {
+            Some(row) => row.ctx("scan history")?.1.value().3,
+            None => 0,
+        };
+        if now.saturating_sub(retired_ms) < window_ms {
+            continue;
+        }
+        for blob in blobs {
+            t.remove_blob(blob)?;
+            expired += 1;
+        }
+    }
+    Ok(expired)
+}
+
 impl Store {
+    /// How many days a deleted item keeps its blobs for an undelete (the store records it;
+    /// [`DEFAULT_RETENTION_DAYS`] when it does not).
+    pub fn retention_days(&self) -> Result<u32> {
+        Ok(self
+            .snapshot()?
+            .setting(KEY_RETENTION_DAYS)?
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(DEFAULT_RETENTION_DAYS))
+    }
+
+    /// Records the retention window (days; 0 lets the next compaction drop the blobs of every
+    /// deleted item).
+    pub fn set_retention_days(&self, days: u32) -> Result<()> {
+        self.write_setting(KEY_RETENTION_DAYS, &days.to_string())
+    }
+
+    /// Makes retired memory `id` current again as its last version read, with the originals
+    /// it still holds (an undelete; logged as an ADD with `note`). Fails with
+    /// [`Error::NoMemory`] when nothing of it is retired, and [`Error::InvalidItem`] when it
+    /// is current or its external id names another item now.
+    pub fn restore(&self, id: u64, note: OpNote) -> Result<AppliedOp> {
+        self.apply(vec![MemoryOp::Restore { id, note }])?
+            .into_iter()
+            .next()
+            .ok_or_else(|| Error::Inconsistent("a restore logged no op".into()))
+    }
+
     /// Applies typed memory operations in one durable commit: all of them or, on an error
     /// (an op naming a memory that is not current, an invalid item), none. Every op is logged
     /// with its note, system time and valid time.

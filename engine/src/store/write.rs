@@ -417,6 +417,15 @@ pub(super) struct StagedBlob {
     pub(super) owner: u64,
 }
 
+/// What taking an item out of the current view does with the blobs it owns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum OwnedBlobs {
+    /// They go (dead bytes): the item is purged or replaced whole.
+    Remove,
+    /// They stay, owned by the retired item, until a purge or the retention window ends.
+    Keep,
+}
+
 pub(crate) struct Tables<'t> {
     pub(super) meta: redb::Table<'t, &'static str, u64>,
     pub(super) segments: redb::Table<'t, u64, (u8, u64, u64)>,
@@ -749,6 +758,23 @@ impl<'t> Tables<'t> {
         Ok(Some(loc))
     }
 
+    /// Removes the blobs item `id` owns but its op notes (which go with its `memory_ops`
+    /// rows): those a retired item kept. True when there were any.
+    pub(super) fn remove_owned_blobs(&mut self, id: u64) -> Result<bool> {
+        let mut owned = Vec::new();
+        for row in self.blobs.iter().ctx("scan blobs")? {
+            let (k, v) = row.ctx("scan blobs")?;
+            let (owner, kind) = (v.value().4, v.value().3);
+            if owner == id && kind != BlobKind::OpNote as u8 {
+                owned.push(k.value());
+            }
+        }
+        for blob in &owned {
+            self.remove_blob(*blob)?;
+        }
+        Ok(!owned.is_empty())
+    }
+
     /// Removes every catalog row of committed item `id` and its history; returns its record
     /// (when readable).
     pub(super) fn remove_item(
@@ -756,7 +782,7 @@ impl<'t> Tables<'t> {
         id: u64,
         segments: &super::segment_file::SegmentSet,
     ) -> Result<Option<(ItemLoc, Option<ItemRecord>)>> {
-        let taken = self.take_current(id, segments)?;
+        let taken = self.take_current(id, segments, OwnedBlobs::Remove)?;
         if let Some((loc, _)) = &taken {
             self.add_dead(loc.segment, u64::from(loc.frame_len))?;
             self.remove_history(id)?;
@@ -771,6 +797,7 @@ impl<'t> Tables<'t> {
         &mut self,
         id: u64,
         segments: &super::segment_file::SegmentSet,
+        blobs: OwnedBlobs,
     ) -> Result<Option<(ItemLoc, Option<ItemRecord>)>> {
         let Some(raw) = self.items.remove(id).ctx("remove item")?.map(|v| v.value()) else {
             return Ok(None);
@@ -787,8 +814,10 @@ impl<'t> Tables<'t> {
                         .remove(ext.as_str())
                         .ctx("remove external id")?;
                 }
-                for blob in &rec.blobs {
-                    self.remove_blob(*blob)?;
+                if blobs == OwnedBlobs::Remove {
+                    for blob in &rec.blobs {
+                        self.remove_blob(*blob)?;
+                    }
                 }
             }
             None => {
@@ -804,17 +833,9 @@ impl<'t> Tables<'t> {
                         .remove(ext.as_str())
                         .ctx("remove external id")?;
                 }
-                let mut owned = Vec::new();
-                for row in self.blobs.iter().ctx("scan blobs")? {
-                    let (k, v) = row.ctx("scan blobs")?;
+                if blobs == OwnedBlobs::Remove {
                     // An op note outlives a retire (it is history); only a purge drops it.
-                    let (owner, kind) = (v.value().4, v.value().3);
-                    if owner == id && kind != BlobKind::OpNote as u8 {
-                        owned.push(k.value());
-                    }
-                }
-                for blob in owned {
-                    self.remove_blob(blob)?;
+                    self.remove_owned_blobs(id)?;
                 }
             }
         }
@@ -1063,8 +1084,9 @@ fn stage_blob_put(
 /// Purges item `id` (current or retired) and counts it; false if there is nothing of it.
 fn stage_purge(t: &mut Tables<'_>, batch: &mut BatchState<'_>, id: u64) -> Result<bool> {
     let mut found = stage_remove(t, batch.segments, &mut batch.staged, id)?;
-    // A retired item has no current row, only versions.
+    // A retired item has no current row, only versions, and the originals it keeps.
     found |= t.remove_history(id)?;
+    found |= t.remove_owned_blobs(id)?;
     found |= versions::remove_memory_rows(t, id)?;
     if !found {
         return Ok(false);
@@ -1089,7 +1111,10 @@ fn stage_retire(
     let now = batch.now;
     // Staged by this batch and not committed: there is no version of that to keep.
     let found = unstage(t, &mut batch.staged, id)?;
-    let taken = t.take_current(id, batch.segments)?;
+    // A retired item keeps its originals until a purge, or a compaction once the store's
+    // retention window has passed (`versions::expire_retired_blobs`): an undelete brings
+    // them back.
+    let taken = t.take_current(id, batch.segments, OwnedBlobs::Keep)?;
     if taken.is_none() && !found {
         return Ok(None);
     }
@@ -1264,6 +1289,11 @@ fn stage_memory(
                 &note,
             )?;
             (MemoryOpKind::Delete, id, seq)
+        }
+        MemoryOp::Restore { id, note } => {
+            let (seq, start) = stage_unretire(t, batch, index, id)?;
+            annotate(t, &mut batch.staged, id, seq, Some(start), &note)?;
+            (MemoryOpKind::Add, id, seq)
         }
         MemoryOp::None { id, note } => {
             if current_record(t, batch.segments, &batch.staged, id)?.is_none() {
@@ -1866,6 +1896,107 @@ fn stage_fields(
         },
         Some(seq),
     ))
+}
+
+/// Makes retired memory `id` current again as its last version read (an undelete): a new
+/// record of the version's fields under the same id, with the version's blobs that are still
+/// held (a retired item keeps its originals until the retention window passes), the version's
+/// own valid time, filed in the indexes again, logged as an ADD. Returns the op's sequence
+/// and where its valid time starts.
+fn stage_unretire(
+    t: &mut Tables<'_>,
+    batch: &mut BatchState<'_>,
+    index: usize,
+    id: u64,
+) -> Result<(u64, i64)> {
+    let refuse = |reason: String| Error::InvalidItem { index, reason };
+    if t.items.get(id).ctx("read items")?.is_some() || batch.staged.pending_items.contains_key(&id)
+    {
+        return Err(refuse(format!(
+            "memory {id} is current: only a deleted memory can be restored"
+        )));
+    }
+    let last = match t
+        .history
+        .range((id, 0)..=(id, u64::MAX))
+        .ctx("scan history")?
+        .next_back()
+    {
+        Some(row) => {
+            let (key, value) = row.ctx("scan history")?;
+            Some((key.value().1, value.value()))
+        }
+        None => None,
+    };
+    let Some((closed_by, raw)) = last else {
+        return Err(Error::NoMemory {
+            index,
+            op: "restore",
+            id,
+        });
+    };
+    let (loc, _) = catalog::version_loc(raw);
+    let old = read_record(batch.segments, &loc).map_err(|e| {
+        refuse(format!(
+            "the last version of memory {id} cannot be read ({e}); nothing to restore"
+        ))
+    })?;
+    if let Some(ext) = &old.fields.external_id
+        && let Some(other) = t
+            .external
+            .get(ext.as_str())
+            .ctx("read external_ids")?
+            .map(|v| v.value())
+    {
+        return Err(refuse(format!(
+            "its external id {ext:?} names item {other} now"
+        )));
+    }
+    let mut blobs = Vec::with_capacity(old.blobs.len());
+    for blob in &old.blobs {
+        if t.blobs.get(*blob).ctx("read blobs")?.is_some() {
+            blobs.push(*blob);
+        }
+    }
+    let now = batch.now;
+    let seq = t.log(OpCode::Add, id, now)?;
+    let valid = t
+        .valid_time
+        .get((id, closed_by))
+        .ctx("read valid_time")?
+        .map(|v| {
+            let (from, _closed_at, written_to) = v.value();
+            (from, written_to)
+        });
+    versions::set_current_validity(t, id, valid)?;
+    let start = versions::new_version_start(valid, &old.fields, now);
+    t.mark_page_stale(old.fields.time, id, seq)?;
+    t.index_item(id, &old.fields)?;
+    let time_ms = old.fields.time.unix_ms;
+    let source = old.fields.source.code();
+    let external_id = old.fields.external_id.clone();
+    let record = ItemRecord {
+        id,
+        ingest_time_ms: now,
+        fields: old.fields,
+        supersedes: old.supersedes,
+        blobs: blobs.clone(),
+    };
+    let bytes = encode_record(&record).map_err(|e| refuse(e.to_string()))?;
+    batch
+        .staged
+        .pending_items
+        .insert(id, batch.staged.records.len());
+    batch.staged.records.push(Some(StagedRecord {
+        op_index: index,
+        id,
+        bytes,
+        time_ms,
+        source,
+        external_id,
+        blobs,
+    }));
+    Ok((seq, start))
 }
 
 /// Stages a restored item under its own id and blob ids, moving the id counters past them.
