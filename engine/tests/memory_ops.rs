@@ -1,5 +1,5 @@
 //! Memory operations against an in-memory model: random sequences of ADD, UPDATE, DELETE,
-//! NONE and purge with random valid times, committed one call at a time; after every call the
+//! NONE, RESTORE (an undelete) and purge with random valid times, committed one call at a time; after every call the
 //! store's `AS OF`, `VALID AT` and both-times answers at every probed time, and every memory's
 //! history, equal the model's.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
@@ -41,6 +41,9 @@ enum Step {
     Purge {
         pick: usize,
     },
+    Restore {
+        pick: usize,
+    },
 }
 
 fn day_ms(day: i64) -> i64 {
@@ -58,6 +61,7 @@ fn step() -> impl Strategy<Value = Step> {
             .prop_map(|(pick, to)| Step::Delete { pick, to }),
         1 => any::<usize>().prop_map(|pick| Step::None { pick }),
         1 => any::<usize>().prop_map(|pick| Step::Purge { pick }),
+        1 => any::<usize>().prop_map(|pick| Step::Restore { pick }),
     ]
 }
 
@@ -282,6 +286,36 @@ fn run(steps: Vec<Step>) -> Result<(), TestCaseError> {
                 let Some(id) = pick(&ever, n) else { continue };
                 let purged = store.purge(id).unwrap();
                 prop_assert_eq!(purged, model.memories.remove(&id).is_some());
+            }
+            Step::Restore { pick: n } => {
+                let Some(id) = pick(&ever, n) else { continue };
+                let restored = store.restore(id, note("restore"));
+                let last = model.memories.get(&id).and_then(|v| v.last()).cloned();
+                match last {
+                    // A retired memory comes back as its last version read, with the valid
+                    // time that version was written with, from now on in system time.
+                    Some(last) if last.system_to.is_some() => {
+                        let a = restored.unwrap();
+                        prop_assert_eq!((a.kind, a.id), (MemoryOpKind::Add, id));
+                        let v = Version {
+                            system_from: a.system_ms,
+                            system_to: None,
+                            valid_to: last.valid_to_written,
+                            ..last
+                        };
+                        model.memories.get_mut(&id).unwrap().push(v);
+                        probes_s.extend([a.system_ms - 1, a.system_ms, a.system_ms + 1]);
+                    }
+                    // A current memory is refused; a purged one has nothing to restore.
+                    Some(_) => {
+                        let refused = matches!(restored, Err(memdb::Error::InvalidItem { .. }));
+                        prop_assert!(refused, "{:?}", restored);
+                    }
+                    None => {
+                        let refused = matches!(restored, Err(memdb::Error::NoMemory { .. }));
+                        prop_assert!(refused, "{:?}", restored);
+                    }
+                }
             }
         }
         check(&store, &model, &probes_s)?;

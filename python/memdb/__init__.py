@@ -282,15 +282,15 @@ class Store:
 
     def forget(
         self,
-        policy: str,
+        policy: str = "timed-gentle",
         as_of: Any = None,
         *,
         dry_run: bool = True,
         drop_originals: bool = False,
     ) -> Dict[str, Any]:
         """Forgets by ``policy`` (a built-in name: no-forget, very-soft, softer-old,
-        timed-gentle, boundary-365; or a TOML file) as of ``as_of`` (a date; default today).
-        A dry run by default: it reports the plan and changes nothing. ``dry_run=False``
+        timed-gentle, the default, boundary-365; or a TOML file) as of ``as_of`` (a date;
+        default today). A dry run by default: it reports the plan and changes nothing. ``dry_run=False``
         changes the store and needs ``allow=["forget"]``; dropping photo originals needs
         ``drop_originals`` too."""
         return self._native.forget(policy, as_of, dry_run=dry_run, drop_originals=drop_originals)

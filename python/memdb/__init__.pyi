@@ -136,7 +136,7 @@ class Store:
     def purge(self, id: int) -> Dict[str, Any]: ...
     def forget(
         self,
-        policy: str,
+        policy: str = "timed-gentle",
         as_of: TimeLike = None,
         *,
         dry_run: bool = True,

@@ -219,7 +219,7 @@ def test_two_servers_and_an_import_share_a_store(
     assert cli(memdb_bin, "check", str(store)).returncode == 0
 
 
-def test_answers_are_bounded(memdb_bin: Path, tmp_path: Path, model: str) -> None:
+def test_answers_are_bounded(memdb_bin: Path, tmp_path: Path, model: str, report) -> None:
     store = init_store(memdb_bin, tmp_path / "s.memdb")
     huge = ("The long diary of the garden. " * 40_000)[:1_000_000]
 
@@ -245,6 +245,11 @@ def test_answers_are_bounded(memdb_bin: Path, tmp_path: Path, model: str) -> Non
                     assert len(hit["memory"]) <= 200
                 cut = next(h for h in hits if h["id"] == big_id)
                 assert cut["truncated"] is True and cut["chars"] == 1_000_000
+                report(
+                    f"MCP search_memory, default bounds: {len(text.encode())} bytes of JSON for "
+                    f"{len(hits)} hits (cap 4096), one of them a 1,000,000-char memory cut to "
+                    f"{len(cut['memory'])} chars"
+                )
                 small = await session.call_tool(
                     "search_memory", {"query": "garden diary", "k": 50, "max_bytes": 1000}
                 )

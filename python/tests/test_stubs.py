@@ -143,7 +143,14 @@ def test_the_native_stub_matches_the_extension() -> None:
     assert not problems, "\n".join(problems)
 
 
-def test_forget_is_a_dry_run_unless_told_otherwise() -> None:
+def test_forget_is_a_dry_run_unless_told_otherwise(tmp_path: Path) -> None:
     params = inspect.signature(memdb.Store.forget).parameters
     assert params["dry_run"].default is True
     assert inspect.signature(_native.Store.forget).parameters["dry_run"].default is True
+    # Called bare, as a preview would be: it plans and changes nothing.
+    with memdb.Store.open(tmp_path / "s.memdb") as store:
+        store.ingest([{"source": "note", "time": "2001-05-01", "body": "an old note"}], embed=False)
+        before = store.stats()
+        plan = store.forget()
+        assert plan["dry_run"] is True and plan["policy"] == "timed-gentle"
+        assert store.stats() == before

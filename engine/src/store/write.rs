@@ -833,10 +833,10 @@ impl<'t> Tables<'t> {
                         .remove(ext.as_str())
                         .ctx("remove external id")?;
                 }
-                if blobs == OwnedBlobs::Remove {
-                    // An op note outlives a retire (it is history); only a purge drops it.
-                    self.remove_owned_blobs(id)?;
-                }
+                // An unreadable record is kept as no version, so nothing could restore its
+                // blobs: they go even on a retire. (An op note outlives a retire: it is
+                // history; only a purge drops it.)
+                self.remove_owned_blobs(id)?;
             }
         }
         Ok(Some((loc, record)))

@@ -1,12 +1,16 @@
-//! The writer child of the kill -9 test: ingests, deletes and compacts in a loop until killed.
+//! The writer child of the kill -9 test: ingests, deletes, undeletes and compacts in a loop
+//! until killed.
 //!
 //! Usage: `crash_writer STORE LOG FIRST_BATCH SEED`. Before each commit it appends an intent
-//! line `I <batch> <deleted external ids…>` to LOG, and after the commit returns a line
-//! `C <batch>`, each fsync'd, so the parent knows exactly which batches were acknowledged and
-//! which one may have been in flight.
+//! line `I <batch> <deleted external ids…> <+restored external ids…>` to LOG, and after the
+//! commit returns a line `C <batch>`, each fsync'd, so the parent knows exactly which batches
+//! were acknowledged and which one may have been in flight. A restore (an undelete, in the same
+//! batch as its puts) brings back an item this process deleted in an acknowledged batch.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use memdb::{CompactOptions, KeepEverything, Options, ScanFilter, Store, Victims};
+use memdb::{
+    CompactOptions, KeepEverything, MemoryOp, OpNote, Options, ScanFilter, Store, Victims,
+};
 use memdb_it::{Rng, crash_batch_len, crash_item};
 
 fn main() {
@@ -20,8 +24,11 @@ fn main() {
     };
     let store = Store::open_or_create(store_dir, options).unwrap();
     let mut line = memdb_it::ack_log(log_path);
+    // Items this process deleted in acknowledged batches: (id, external id).
+    let mut retired: Vec<(u64, String)> = Vec::new();
     for batch in first_batch.. {
         let mut deletes = Vec::new();
+        let mut deleted_ids = Vec::new();
         if rng.next_u64().is_multiple_of(3) {
             let ids = store
                 .snapshot()
@@ -37,6 +44,7 @@ fn main() {
                 if let Some(item) = snap.get(id).unwrap() {
                     let ext = item.fields.external_id.unwrap();
                     if !deletes.contains(&ext) {
+                        deleted_ids.push((id, ext.clone()));
                         deletes.push(ext);
                     }
                 }
@@ -50,9 +58,19 @@ fn main() {
         for ext in &deletes {
             wb.delete_external(ext.clone());
         }
-        line(format!("I {batch} {}\n", deletes.join(" ")));
+        let mut entries = deletes.clone();
+        if !retired.is_empty() && rng.next_u64().is_multiple_of(3) {
+            let (id, ext) = retired.swap_remove((rng.next_u64() % retired.len() as u64) as usize);
+            wb.memory(MemoryOp::Restore {
+                id,
+                note: OpNote::default(),
+            });
+            entries.push(format!("+{ext}"));
+        }
+        line(format!("I {batch} {}\n", entries.join(" ")));
         wb.commit().unwrap();
         line(format!("C {batch}\n"));
+        retired.extend(deleted_ids);
         if rng.next_u64().is_multiple_of(5) {
             let victims = if rng.next_u64().is_multiple_of(2) {
                 Victims::All
