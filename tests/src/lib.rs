@@ -65,8 +65,36 @@ pub fn crash_external_id(batch: u64, index: u64) -> String {
     format!("b{batch}-i{index}")
 }
 
+/// Applies one logged `crash_writer` batch to `expected` (external id → the batch and index
+/// that wrote it): its puts, its deletes, and its restores (`+ext`, an undelete: the item is
+/// back as the batch that first wrote it).
+pub fn apply_crash_batch(
+    expected: &mut std::collections::BTreeMap<String, (u64, u64)>,
+    batch: u64,
+    entries: &[String],
+) {
+    for index in 0..crash_batch_len(batch) {
+        expected.insert(crash_external_id(batch, index), (batch, index));
+    }
+    for entry in entries {
+        match entry.strip_prefix('+') {
+            Some(ext) => {
+                let written = ext
+                    .strip_prefix('b')
+                    .and_then(|rest| rest.split_once("-i"))
+                    .and_then(|(b, i)| Some((b.parse().ok()?, i.parse().ok()?)))
+                    .unwrap_or_else(|| panic!("a restore of {ext:?}, not a crash item"));
+                expected.insert(ext.to_owned(), written);
+            }
+            None => {
+                expected.remove(entry);
+            }
+        }
+    }
+}
+
 /// What a `crash_writer` child acknowledged: batches whose commit returned (with the external
-/// ids each deleted), and the batch it had started.
+/// ids each deleted, and `+`-prefixed those it restored), and the batch it had started.
 #[derive(Default, Debug)]
 pub struct CrashLog {
     pub committed: Vec<(u64, Vec<String>)>,

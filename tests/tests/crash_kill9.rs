@@ -12,7 +12,9 @@ use std::process::Command;
 use std::time::Duration;
 
 use memdb::{Options, Store};
-use memdb_it::{Rng, crash_batch_len, crash_external_id, crash_item, env_u64, read_crash_log};
+use memdb_it::{
+    Rng, apply_crash_batch, crash_batch_len, crash_external_id, crash_item, env_u64, read_crash_log,
+};
 
 #[test]
 fn kill9_loop_loses_no_committed_item() {
@@ -57,26 +59,8 @@ fn kill9_loop_loses_no_committed_item() {
         );
         let snap = store.snapshot().unwrap();
         let apply =
-            |expected: &mut BTreeMap<String, (u64, u64)>, batch: u64, deletes: &[String]| {
-                for index in 0..crash_batch_len(batch) {
-                    expected.insert(crash_external_id(batch, index), (batch, index));
-                }
-                for entry in deletes {
-                    match entry.strip_prefix('+') {
-                        // Undeleted: back as the batch and index that first wrote it.
-                        Some(ext) => {
-                            let (b, i) = ext
-                                .strip_prefix('b')
-                                .and_then(|rest| rest.split_once("-i"))
-                                .map(|(b, i)| (b.parse().unwrap(), i.parse().unwrap()))
-                                .unwrap();
-                            expected.insert(ext.to_owned(), (b, i));
-                        }
-                        None => {
-                            expected.remove(entry);
-                        }
-                    }
-                }
+            |expected: &mut BTreeMap<String, (u64, u64)>, batch: u64, entries: &[String]| {
+                apply_crash_batch(expected, batch, entries)
             };
         for (batch, deletes) in &log.committed {
             apply(&mut expected, *batch, deletes);

@@ -92,7 +92,7 @@ fn reopening_while_another_thread_spawns_children_never_reports_locked() {
 /// handle are refused with `ReadOnly`; and the writer never notices the readers.
 #[test]
 fn read_only_opens_follow_a_running_writer_in_another_process() {
-    use memdb_it::{crash_batch_len, crash_external_id, crash_item, read_crash_log};
+    use memdb_it::{crash_item, read_crash_log};
     use std::collections::BTreeMap;
 
     let seconds = memdb_it::env_u64("MEMDB_READER_SECONDS", 6);
@@ -149,13 +149,8 @@ fn read_only_opens_follow_a_running_writer_in_another_process() {
                 matched = Some(p);
                 break;
             }
-            if let Some((batch, deletes)) = batches.get(p) {
-                for index in 0..crash_batch_len(*batch) {
-                    expected.insert(crash_external_id(*batch, index), (*batch, index));
-                }
-                for ext in deletes {
-                    expected.remove(ext);
-                }
+            if let Some((batch, entries)) = batches.get(p) {
+                memdb_it::apply_crash_batch(&mut expected, *batch, entries);
             }
         }
         let p = matched.unwrap_or_else(|| {

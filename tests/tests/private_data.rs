@@ -110,6 +110,9 @@ fn a_deleted_item_leaves_no_byte_behind_after_compaction() {
         let history = store.snapshot().unwrap().history(secret_id).unwrap();
         assert_eq!(history.versions.len(), 2);
         assert!(history.ops.iter().any(|op| op.reason.contains(&text)));
+        // A delete is soft: the original stays for an undelete until the purge.
+        let original = receipt.puts.last().unwrap().blob_ids[0];
+        assert!(store.snapshot().unwrap().blob(original).unwrap().is_some());
         // Purged: every version and every op's words go.
         assert!(store.purge(secret_id).unwrap());
         let snap = store.snapshot().unwrap();
