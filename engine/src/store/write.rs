@@ -1866,28 +1866,17 @@ fn stage_fields(
         }
     }
     t.index_item(id, &fields)?;
-    let external_id = fields.external_id.clone();
-    let record = ItemRecord {
-        id,
-        ingest_time_ms: now,
-        fields,
-        supersedes,
-        blobs: blob_ids.clone(),
-    };
-    let bytes = encode_record(&record).map_err(|e| Error::InvalidItem {
+    stage_record(
+        staged,
         index,
-        reason: e.to_string(),
-    })?;
-    staged.pending_items.insert(id, staged.records.len());
-    staged.records.push(Some(StagedRecord {
-        op_index: index,
-        id,
-        bytes,
-        time_ms,
-        source,
-        external_id,
-        blobs: blob_ids.clone(),
-    }));
+        &ItemRecord {
+            id,
+            ingest_time_ms: now,
+            fields,
+            supersedes,
+            blobs: blob_ids.clone(),
+        },
+    )?;
     Ok((
         PutOutcome {
             id,
@@ -1972,31 +1961,38 @@ fn stage_unretire(
     let start = versions::new_version_start(valid, &old.fields, now);
     t.mark_page_stale(old.fields.time, id, seq)?;
     t.index_item(id, &old.fields)?;
-    let time_ms = old.fields.time.unix_ms;
-    let source = old.fields.source.code();
-    let external_id = old.fields.external_id.clone();
-    let record = ItemRecord {
-        id,
-        ingest_time_ms: now,
-        fields: old.fields,
-        supersedes: old.supersedes,
-        blobs: blobs.clone(),
-    };
-    let bytes = encode_record(&record).map_err(|e| refuse(e.to_string()))?;
-    batch
-        .staged
-        .pending_items
-        .insert(id, batch.staged.records.len());
-    batch.staged.records.push(Some(StagedRecord {
-        op_index: index,
-        id,
-        bytes,
-        time_ms,
-        source,
-        external_id,
-        blobs,
-    }));
+    stage_record(
+        &mut batch.staged,
+        index,
+        &ItemRecord {
+            id,
+            ingest_time_ms: now,
+            fields: old.fields,
+            supersedes: old.supersedes,
+            blobs,
+        },
+    )?;
     Ok((seq, start))
+}
+
+/// Encodes `record` (written by operation `index` of the batch) and stages it as its item's
+/// pending record, the one the append writes and the commit files.
+fn stage_record(staged: &mut Staged, index: usize, record: &ItemRecord) -> Result<()> {
+    let bytes = encode_record(record).map_err(|e| Error::InvalidItem {
+        index,
+        reason: e.to_string(),
+    })?;
+    staged.pending_items.insert(record.id, staged.records.len());
+    staged.records.push(Some(StagedRecord {
+        op_index: index,
+        id: record.id,
+        bytes,
+        time_ms: record.fields.time.unix_ms,
+        source: record.fields.source.code(),
+        external_id: record.fields.external_id.clone(),
+        blobs: record.blobs.clone(),
+    }));
+    Ok(())
 }
 
 /// Stages a restored item under its own id and blob ids, moving the id counters past them.
