@@ -88,8 +88,12 @@ pub(crate) fn undelete(dir: &Path, ids: &[u64], out: &Out) -> Result<()> {
         actor: None,
         role: Some("user".to_owned()),
     };
-    let mut unique = ids.to_vec();
-    unique.dedup();
+    let mut unique: Vec<u64> = Vec::with_capacity(ids.len());
+    for &id in ids {
+        if !unique.contains(&id) {
+            unique.push(id);
+        }
+    }
     store.apply(
         unique
             .iter()

@@ -969,8 +969,8 @@ pub(crate) fn lock_wait(default: std::time::Duration) -> std::time::Duration {
     std::env::var("MEMDB_LOCK_WAIT")
         .ok()
         .and_then(|v| v.trim().parse::<f64>().ok())
-        .filter(|s| s.is_finite() && *s >= 0.0)
-        .map_or(default, std::time::Duration::from_secs_f64)
+        .and_then(|s| std::time::Duration::try_from_secs_f64(s).ok())
+        .unwrap_or(default)
 }
 
 /// Opens an existing store as its writer, with the path in the error; waits for another

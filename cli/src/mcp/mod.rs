@@ -568,6 +568,8 @@ impl MemoryServer {
         }
         let mut rest = Map::new();
         rest.insert("total".into(), json!(ids.len()));
+        // The cursor's widest value holds its place while the page is cut to the cap.
+        rest.insert("next_cursor".into(), json!(u64::MAX));
         let mut doc = answer::bounded("memories", memories, rest, max_bytes);
         // The next page starts after the last memory this answer holds (a cut answer goes on
         // where it was cut).

@@ -369,7 +369,7 @@ impl Store {
             // `finish` first: a blob it drops is then not copied, and the vector blocks it
             // stages go straight into the output.
             let mut staged = StagedVectors::new();
-            finished_rows = finish(&txn, &mut t, &mut staged)?;
+            finished_rows |= finish(&txn, &mut t, &mut staged)?;
             new_graphs = self.write_vector_blocks(&mut t, &segments, &mut output, staged)?;
             finished_rows |= !new_graphs.is_empty();
 

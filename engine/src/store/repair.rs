@@ -237,6 +237,20 @@ impl Store {
                 for &(item, seq) in &lost_versions {
                     t.history.remove((item, seq)).ctx("remove history")?;
                 }
+                // A deleted item whose last version was lost cannot be restored: the blobs it
+                // kept for an undelete go with it (SPEC.md §5.6).
+                for &(item, _) in &lost_versions {
+                    let retired = t.items.get(item).ctx("read items")?.is_none();
+                    let versions_left = t
+                        .history
+                        .range((item, 0)..=(item, u64::MAX))
+                        .ctx("scan history")?
+                        .next()
+                        .is_some();
+                    if retired && !versions_left {
+                        t.remove_owned_blobs(item)?;
+                    }
+                }
                 for info in lost_blobs.values() {
                     match info.kind {
                         BlobKind::Vectors => drop_vector_block(t, info.id)?,

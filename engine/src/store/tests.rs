@@ -348,6 +348,90 @@ fn the_retention_window_bounds_what_an_undelete_brings_back() {
     );
 }
 
+/// The retention window's expiry is committed even when no segment is worth rewriting (the
+/// default `DeadRatio` victims of `memdb compact`): the expired original is gone after it.
+#[test]
+fn an_expired_original_goes_even_when_no_segment_is_rewritten() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::create(dir.path().join("s"), Options::default()).unwrap();
+    let mut batch = store.batch();
+    for i in 0..50 {
+        batch.put_with_blobs(
+            draft(&format!("n{i}"), i, "a photo"),
+            vec![(BlobKind::Original, vec![i as u8; 20_000])],
+        );
+    }
+    batch.put_with_blobs(
+        draft("small", 60, "small photo"),
+        vec![(BlobKind::Original, vec![9; 100])],
+    );
+    let receipt = batch.commit().unwrap();
+    let (id, blob) = (receipt.puts[50].id, receipt.puts[50].blob_ids[0]);
+    retire(&store, id);
+    store.set_retention_days(0).unwrap();
+    let report = store
+        .compact(
+            &CompactOptions {
+                victims: Victims::DeadRatio(0.25),
+            },
+            &mut KeepEverything,
+        )
+        .unwrap();
+    assert_eq!(report.retired_blobs_expired, 1);
+    assert!(report.segments_removed.is_empty(), "{report:?}");
+    assert!(store.snapshot().unwrap().blob(blob).unwrap().is_none());
+    assert!(store.check().unwrap().is_clean());
+}
+
+/// A delete in the same batch as an update or an undelete of the item is still soft: the
+/// committed original stays owned by the retired item, and an undelete brings it back.
+#[test]
+fn a_delete_after_an_update_in_one_batch_keeps_the_original() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::create(dir.path().join("s"), small()).unwrap();
+    let photo = vec![5u8; 4_000];
+    let mut batch = store.batch();
+    batch.put_with_blobs(
+        draft("p", 0, "photo"),
+        vec![(BlobKind::Original, photo.clone())],
+    );
+    let receipt = batch.commit().unwrap();
+    let (id, blob) = (receipt.puts[0].id, receipt.puts[0].blob_ids[0]);
+    // Put again under its external id (an update), then deleted, in one batch.
+    let mut batch = store.batch();
+    batch.put(draft("p", 1, "photo, renamed"));
+    batch.delete_external("p");
+    batch.commit().unwrap();
+    assert!(store.snapshot().unwrap().get(id).unwrap().is_none());
+    assert_eq!(
+        &store.snapshot().unwrap().blob(blob).unwrap().unwrap()[..],
+        &photo[..]
+    );
+    assert!(store.check().unwrap().is_clean());
+    // Restored and deleted again in one batch: still kept.
+    store
+        .apply(vec![
+            MemoryOp::Restore {
+                id,
+                note: restore_note(),
+            },
+            MemoryOp::Delete {
+                id,
+                valid_to_ms: None,
+                note: OpNote::default(),
+            },
+        ])
+        .unwrap();
+    assert!(store.snapshot().unwrap().get(id).unwrap().is_none());
+    assert!(store.snapshot().unwrap().blob(blob).unwrap().is_some());
+    store.restore(id, restore_note()).unwrap();
+    assert_eq!(
+        store.snapshot().unwrap().get(id).unwrap().unwrap().blobs,
+        vec![blob]
+    );
+    assert!(store.check().unwrap().is_clean());
+}
+
 /// An undelete that would give an external id two items is refused: a new item took it.
 #[test]
 fn an_undelete_never_takes_an_external_id_another_item_holds() {

@@ -1110,7 +1110,7 @@ fn stage_retire(
 ) -> Result<Option<u64>> {
     let now = batch.now;
     // Staged by this batch and not committed: there is no version of that to keep.
-    let found = unstage(t, &mut batch.staged, id)?;
+    let found = unstage(t, &mut batch.staged, id, OwnedBlobs::Keep)?;
     // A retired item keeps its originals until a purge, or a compaction once the store's
     // retention window has passed (`versions::expire_retired_blobs`): an undelete brings
     // them back.
@@ -1941,9 +1941,15 @@ fn stage_unretire(
             "its external id {ext:?} names item {other} now"
         )));
     }
+    // The version's blobs that are still held by this item (an id freed by an expiry may
+    // since name another item's blob).
     let mut blobs = Vec::with_capacity(old.blobs.len());
     for blob in &old.blobs {
-        if t.blobs.get(*blob).ctx("read blobs")?.is_some() {
+        if t.blobs
+            .get(*blob)
+            .ctx("read blobs")?
+            .is_some_and(|row| row.value().4 == id)
+        {
             blobs.push(*blob);
         }
     }
@@ -2062,7 +2068,7 @@ fn stage_remove(
     staged: &mut Staged,
     id: u64,
 ) -> Result<bool> {
-    let mut found = unstage(t, staged, id)?;
+    let mut found = unstage(t, staged, id, OwnedBlobs::Remove)?;
     if t.remove_item(id, segments)?.is_some() {
         found = true;
     }
@@ -2074,7 +2080,12 @@ fn stage_remove(
 
 /// Takes item `id` out of this batch when it staged it (its record, index rows, external id
 /// and blobs); false when it did not.
-fn unstage(t: &mut Tables<'_>, staged: &mut Staged, id: u64) -> Result<bool> {
+fn unstage(
+    t: &mut Tables<'_>,
+    staged: &mut Staged,
+    id: u64,
+    committed: OwnedBlobs,
+) -> Result<bool> {
     let Some(slot) = staged.pending_items.remove(&id) else {
         return Ok(false);
     };
@@ -2085,7 +2096,23 @@ fn unstage(t: &mut Tables<'_>, staged: &mut Staged, id: u64) -> Result<bool> {
     if let Some(ext) = &rec.external_id {
         t.external.remove(ext.as_str()).ctx("remove external id")?;
     }
-    drop_blobs(t, staged, &rec.blobs)?;
+    match committed {
+        OwnedBlobs::Remove => drop_blobs(t, staged, &rec.blobs)?,
+        // A retire keeps the committed blobs the staged record carried (an update or undelete
+        // earlier in this batch): they stay owned by the item, whose version the history
+        // keeps. Only the blobs this batch staged go.
+        OwnedBlobs::Keep => {
+            for blob in &rec.blobs {
+                if let Some(slot) = staged
+                    .blobs
+                    .iter_mut()
+                    .find(|b| b.as_ref().is_some_and(|b| b.id == *blob))
+                {
+                    *slot = None;
+                }
+            }
+        }
+    }
     Ok(true)
 }
 
