@@ -11,6 +11,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use memdb::ops::access::{Capabilities, Capability, Change, check_change};
 use memdb::{BlobKind, ItemDraft, Store};
 use memdb_formats::ImportError;
 use memdb_formats::import::photo::{self, PhotoLimits};
@@ -186,19 +187,27 @@ fn parse_input(format: Format, input: &Input, bytes: &[u8]) -> ImportReport {
 /// Feeds the engine's ingest input by input, and keeps the summary.
 pub(crate) struct Importer<'s> {
     ingest: memdb::Ingest<'s>,
+    /// The handle's capabilities: without `delete`, an input that would replace a stored item
+    /// other than a remembered fact is skipped (SPEC.md §11.1).
+    granted: Capabilities,
     /// Photos staged in the pending batch, by external id (a second file of the same photo).
     pending_photos: HashMap<String, (usize, String)>,
     summary: Summary,
 }
 
 impl<'s> Importer<'s> {
-    pub(crate) fn new(store: &'s Store, batch_items: usize) -> Result<Importer<'s>> {
+    pub(crate) fn new(
+        store: &'s Store,
+        batch_items: usize,
+        granted: Capabilities,
+    ) -> Result<Importer<'s>> {
         Ok(Importer {
             ingest: store.ingest(memdb::IngestOptions {
                 batch_items,
                 batch_blob_bytes: MAX_PENDING_BLOB_BYTES,
                 ..memdb::IngestOptions::commit_only()
             })?,
+            granted,
             pending_photos: HashMap::new(),
             summary: Summary::default(),
         })
@@ -210,6 +219,25 @@ impl<'s> Importer<'s> {
         blobs: Vec<(BlobKind, Vec<u8>)>,
         origin: String,
     ) -> Result<()> {
+        // A put under a stored item's external id replaces that item: an update, which for
+        // anything but a remembered fact needs the `delete` capability. An unchanged one is
+        // no change at all.
+        if !self.granted.allows(Capability::Delete)
+            && let Some(stored) = self.stored(draft.fields.external_id.as_deref())?
+            && (stored.fields != draft.fields || !blobs.is_empty())
+            && let Err(refusal) = check_change(
+                stored.id,
+                &stored.fields,
+                &memdb::Scope::default(),
+                self.granted,
+                Change::Update,
+            )
+        {
+            self.summary.skipped.push(format!(
+                "{origin}: {refusal}: open the store with allow=[\"delete\"] to replace it"
+            ));
+            return Ok(());
+        }
         let committed = self.ingest.add(memdb::IngestItem {
             draft,
             blobs,

@@ -309,10 +309,11 @@ impl PyStore {
         batch: usize,
         feed: impl FnOnce(&mut Importer<'_>) -> Result<()> + Send,
     ) -> PyResult<Value> {
+        let granted = self.granted;
         self.run(py, |open| {
             // The encoder first: a missing model fails the call before anything is written.
             let encoder = if embed { Some(open.encoder()?) } else { None };
-            let mut importer = Importer::new(&open.store, batch)?;
+            let mut importer = Importer::new(&open.store, batch, granted)?;
             feed(&mut importer)?;
             let mut json = importer.finish()?.json();
             // The items are committed: a derived stage that fails now is a warning (the next

@@ -75,6 +75,10 @@ def test_ingest_get_and_update(store: memdb.Store) -> None:
     assert store.get("no-such-id") is None
     assert store.get(10**12) is None
 
+    # Replacing an imported item is an update of imported data: it needs allow=["delete"].
+    path = store.path
+    store.close()
+    store = memdb.Store.open(path, create=False, allow=["delete"])
     again = store.ingest([note("n1", "Booked the hotel in Porto instead")], embed=False)
     assert (again["added"], again["updated"]) == (0, 1)
     updated = store.get("n1")
@@ -86,6 +90,7 @@ def test_ingest_get_and_update(store: memdb.Store) -> None:
     assert [v["body"] for v in history["versions"]] == [NOTES[0]["body"], updated["body"]]
     assert [v["current"] for v in history["versions"]] == [False, True]
     assert store.stats()["items"] == 3
+    store.close()
 
 
 def test_ingest_reports_bad_items_and_keeps_the_rest(store: memdb.Store) -> None:
@@ -152,6 +157,30 @@ def test_delete_keeps_history(store: memdb.Store) -> None:
         assert purger.get("n2") is None
         with pytest.raises(memdb.NotFoundError):
             purger.undelete(target["id"])
+
+
+def test_replacing_an_imported_item_needs_the_delete_capability(store: memdb.Store) -> None:
+    store.ingest(NOTES, embed=False)
+    before = store.get("n2")
+    # Re-putting it unchanged is no change; changing it, or making it a "memory" so that it
+    # could be deleted without the capability, is an update of imported data: skipped.
+    same = store.ingest([NOTES[1]], embed=False)
+    assert same["skipped"] == [] and same["unchanged"] == 1, same
+    changed = store.ingest(
+        [note("n2", "Sold the red bicycle"), note("n2", NOTES[1]["body"], tags=["memory"])],
+        embed=False,
+    )
+    assert changed["updated"] == 0 and len(changed["skipped"]) == 2, changed
+    assert all('allow=["delete"]' in s for s in changed["skipped"]), changed["skipped"]
+    assert store.get("n2") == before
+    # New items still land beside the refusals.
+    added = store.ingest([note("n9", "A new note")], embed=False)
+    assert added["added"] == 1
+    path = store.path
+    store.close()
+    with memdb.Store.open(path, create=False, allow=["delete"]) as owner:
+        done = owner.ingest([note("n2", "Sold the red bicycle")], embed=False)
+        assert done["updated"] == 1 and owner.get("n2")["body"] == "Sold the red bicycle"
 
 
 def test_remembered_facts_are_deleted_without_a_capability(store: memdb.Store, model: str) -> None:
