@@ -231,6 +231,7 @@ pub(crate) fn recall(
         search_ms: ms(&["dense", "lexical", "graph", "fuse"]),
         query_nodes: output.query_nodes,
         rows,
+        skipped: output.skipped,
     })
 }
 
@@ -244,4 +245,6 @@ pub(crate) struct RecallAnswer {
     pub(crate) encode_ms: f64,
     /// The dense, lexical and graph searches and their fusion.
     pub(crate) search_ms: f64,
+    /// What the search could not read (damage): it answered from the rest.
+    pub(crate) skipped: memdb::Skipped,
 }

@@ -6,7 +6,8 @@
 //! DIR/originals/         each item's original file (a photo as imported), named <id>-<name>
 //! DIR/pages/             each day's scrapbook page as JPEG (<day>.jpg, <day>-2.jpg, …)
 //! DIR/history.jsonl      earlier versions of items (for reading; not an import file)
-//! DIR/manifest.json      counts, and what the store no longer has (originals forgetting dropped)
+//! DIR/manifest.json      counts, and what the store no longer has (originals forgetting or a
+//!                         repair dropped, each with why)
 //! ```
 //!
 //! `memdb init NEW && memdb import jsonl NEW DIR/items.jsonl` takes the items back with their
@@ -68,9 +69,27 @@ impl ExportReport {
             self.dir.join("items.jsonl").display()
         );
         if !self.dropped_originals.is_empty() {
+            // Who dropped each: forgetting (a policy the person agreed to) or a repair
+            // (damage; importing the file again puts it back).
+            let by_repair = self
+                .dropped_originals
+                .iter()
+                .filter(|d| d["why"].as_str().is_some_and(|w| w.starts_with("repair")))
+                .count();
+            let by_forgetting = self.dropped_originals.len() - by_repair;
+            let mut causes = Vec::new();
+            if by_forgetting > 0 {
+                causes.push(format!("{by_forgetting} by forgetting"));
+            }
+            if by_repair > 0 {
+                causes.push(format!(
+                    "{by_repair} by a repair, lost to damage (import the files again to restore them)"
+                ));
+            }
             text.push_str(&format!(
-                "\n{} original(s) were dropped by forgetting before this export (listed in manifest.json)",
-                self.dropped_originals.len()
+                "\n{} original(s) were dropped before this export: {} (listed in manifest.json)",
+                self.dropped_originals.len(),
+                causes.join(", ")
             ));
         }
         for w in &self.warnings {

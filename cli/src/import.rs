@@ -44,6 +44,8 @@ pub(crate) struct Summary {
     added: u64,
     updated: u64,
     unchanged: u64,
+    /// Items whose files the store had lost to damage, put back by this import.
+    restored: u64,
     /// One line per thing not imported: `PATH: reason` or `PATH:LOCATION: reason`.
     skipped: Vec<String>,
     /// Things imported with a caveat (a damaged photo kept), and the store's warnings.
@@ -57,7 +59,8 @@ pub(crate) struct Summary {
 impl Summary {
     pub(crate) fn json(&self) -> Value {
         json!({"files": self.files, "added": self.added, "updated": self.updated,
-               "unchanged": self.unchanged, "skipped": self.skipped, "warnings": self.warnings,
+               "unchanged": self.unchanged, "restored": self.restored,
+               "skipped": self.skipped, "warnings": self.warnings,
                "gate_dropped": self.gate_dropped, "gate_tagged": self.gate_tagged})
     }
 
@@ -70,6 +73,12 @@ impl Summary {
             self.unchanged,
             self.skipped.len()
         );
+        if self.restored > 0 {
+            text.push_str(&format!(
+                ", {} restored (their files, lost to damage, are back)",
+                self.restored
+            ));
+        }
         if !self.gate_dropped.is_empty() {
             text.push_str(&format!(
                 ", {} not memorable (dropped by the gate)",
@@ -91,7 +100,7 @@ impl Summary {
     /// A run that was given something and took nothing from it: nothing added, updated or
     /// found unchanged, and something skipped. The command then fails (exit status 2).
     pub(crate) fn imported_nothing(&self) -> bool {
-        self.added + self.updated + self.unchanged == 0 && !self.skipped.is_empty()
+        self.added + self.updated + self.unchanged + self.restored == 0 && !self.skipped.is_empty()
     }
 
     /// Counts of what was skipped, for the one-line failure message.
@@ -576,6 +585,7 @@ impl<'s> Importer<'s> {
         self.summary.added = report.added;
         self.summary.updated = report.updated;
         self.summary.unchanged = report.unchanged;
+        self.summary.restored = report.restored;
         self.summary.warnings.extend(report.warnings);
         self.summary.gate_tagged = report.gate_tagged;
         self.summary.gate_dropped = report

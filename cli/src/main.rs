@@ -1048,56 +1048,28 @@ pub(crate) fn open_reader(dir: &std::path::Path) -> Result<Store> {
     }
 }
 
-/// What `memdb repair` did.
-enum Repaired {
-    /// The catalog read: damaged segments rewritten in place.
-    InPlace(memdb::RepairReport),
-    /// The catalog did not: the store rebuilt from its segments.
-    Rebuilt(memdb::RebuildReport),
-}
-
-/// `memdb repair`: in place while the catalog reads, else a rebuild from the segments.
-fn repair(dir: &std::path::Path, out: &Out) -> Result<Repaired> {
-    let catalog_failure = |e: &memdb::Error| {
-        !matches!(
-            e,
-            memdb::Error::Locked { .. }
-                | memdb::Error::ReadOnly { .. }
-                | memdb::Error::UnsupportedVersion { .. }
-        ) && dir.join("segments").is_dir()
-    };
-    let why = match Store::open(dir, keys::options_for(dir)?) {
-        Ok(store) => {
-            let mut progress = progress::bar(0, "repairing (bytes)", !out.json);
-            let report = store.repair(&mut |done, total| {
-                progress.set_length(total);
-                progress.set_position(done);
-            });
-            progress.finish_and_clear();
-            match report {
-                Ok(report) => return Ok(Repaired::InPlace(report)),
-                Err(e @ (memdb::Error::Catalog { .. } | memdb::Error::CatalogDamaged { .. })) => {
-                    e.to_string()
-                }
-                Err(e) => return Err(CliError::store(dir, e)),
+/// `memdb repair`: in place while the catalog reads and agrees with the segments, else a
+/// rebuild from the segments (`Store::repair_or_rebuild`).
+fn repair(dir: &std::path::Path, out: &Out) -> Result<memdb::Repaired> {
+    let options = keys::options_for(dir)?;
+    let mut bar = progress::bar(0, "repairing (bytes)", !out.json);
+    let mut rebuilding = false;
+    let report = Store::repair_or_rebuild(dir, options, &mut |phase, done, total| {
+        if phase == memdb::RepairPhase::Rebuild && !rebuilding {
+            rebuilding = true;
+            bar.finish_and_clear();
+            if !out.json {
+                eprintln!(
+                    "memdb: the catalog cannot be read or trusted; rebuilding the store from its segments"
+                );
             }
+            bar = progress::bar(0, "rebuilding items", !out.json);
         }
-        Err(e) if catalog_failure(&e) => e.to_string(),
-        Err(e) => return Err(CliError::store(dir, e)),
-    };
-    if !out.json {
-        eprintln!(
-            "memdb: the catalog cannot be read ({why}); rebuilding the store from its segments"
-        );
-    }
-    let mut progress = progress::bar(0, "rebuilding items", !out.json);
-    let report = Store::rebuild(dir, &why, &mut |done, total| {
-        progress.set_length(total);
-        progress.set_position(done);
-    })
-    .map_err(|e| CliError::store(dir, e));
-    progress.finish_and_clear();
-    report.map(Repaired::Rebuilt)
+        bar.set_length(total);
+        bar.set_position(done);
+    });
+    bar.finish_and_clear();
+    report.map_err(|e| CliError::store(dir, e))
 }
 
 fn run(command: Command, out: &Out) -> Result<ExitCode> {
@@ -1323,7 +1295,15 @@ fn run(command: Command, out: &Out) -> Result<ExitCode> {
                 limit: Some(limit),
                 ..window.parse()?
             };
-            let items = store.snapshot().and_then(|s| s.scan(&filter))?;
+            // A damaged record costs its item's line, not the listing: it is named on stderr.
+            let (items, unreadable) = store.snapshot().and_then(|s| s.scan_readable(&filter))?;
+            let skipped = memdb::Skipped {
+                items: unreadable,
+                vector_blocks: Vec::new(),
+            };
+            if let Some(warning) = skipped.describe() {
+                eprintln!("memdb: warning: {warning}");
+            }
             out.emit(
                 serde_json::Value::Array(items.iter().map(item_json).collect()),
                 || output::list_table(&items),
@@ -1341,7 +1321,7 @@ fn run(command: Command, out: &Out) -> Result<ExitCode> {
             }
         }
         Command::Repair { dir } => match repair(&dir, out)? {
-            Repaired::InPlace(report) => {
+            memdb::Repaired::InPlace(report) => {
                 out.emit(output::repair_json(&report), || {
                     output::repair_text(&report)
                 });
@@ -1349,7 +1329,7 @@ fn run(command: Command, out: &Out) -> Result<ExitCode> {
                     return Ok(ExitCode::from(1));
                 }
             }
-            Repaired::Rebuilt(report) => {
+            memdb::Repaired::Rebuilt(report) => {
                 out.emit(output::rebuild_json(&report), || {
                     output::rebuild_text(&report)
                 });
@@ -1374,7 +1354,18 @@ fn run(command: Command, out: &Out) -> Result<ExitCode> {
             };
             // Vector spaces first: their rebuild leaves old blocks dead, which the segment
             // compaction then reclaims.
-            let rebuilt = store.compact_vectors(all)?;
+            // A damaged vector block leaves its space as it is (for `memdb repair`), not the
+            // compaction undone.
+            let rebuilt = match store.compact_vectors(all) {
+                Ok(rebuilt) => rebuilt,
+                Err(e) if e.is_damage() => {
+                    eprintln!(
+                        "memdb: warning: vector spaces not rebuilt ({e}): run `memdb repair`"
+                    );
+                    Vec::new()
+                }
+                Err(e) => return Err(CliError::store(&dir, e)),
+            };
             let report = store.compact(&options, &mut KeepEverything)?;
             let shrink = store.shrink_catalog()?;
             let mut json = output::compact_json(&report);
@@ -1697,8 +1688,16 @@ fn run(command: Command, out: &Out) -> Result<ExitCode> {
                 }
             }
             let answer = embed::recall(&store, &encoder, recall)?;
+            let mut warnings = coverage;
+            if let Some(skipped) = answer.skipped.describe() {
+                if !out.json {
+                    eprintln!("memdb: warning: {skipped}");
+                }
+                warnings.push(skipped);
+            }
             let json = serde_json::json!({
-                "warnings": coverage,
+                "warnings": warnings,
+                "skipped_items": answer.skipped.items,
                 "query_nodes": answer.query_nodes,
                 "encode_ms": answer.encode_ms,
                 "search_ms": answer.search_ms,

@@ -341,22 +341,31 @@ pub(crate) fn compact_json(r: &CompactReport) -> Value {
         "segments_removed": r.segments_removed.len(), "segments_written": r.segments_written.len(),
         "bytes_before": r.bytes_before, "bytes_after": r.bytes_after,
         "items_kept": r.items_kept, "blobs_kept": r.blobs_kept,
+        "segments_skipped_damaged": r.segments_skipped_damaged,
     })
 }
 
 pub(crate) fn compact_text(r: &CompactReport) -> String {
-    if r.segments_removed.is_empty() {
-        return "nothing to compact".to_owned();
+    let mut text = if r.segments_removed.is_empty() {
+        "nothing to compact".to_owned()
+    } else {
+        format!(
+            "rewrote {} segment(s) of {} bytes into {} of {} bytes ({} items, {} blobs moved)",
+            r.segments_removed.len(),
+            r.bytes_before,
+            r.segments_written.len(),
+            r.bytes_after,
+            r.items_kept,
+            r.blobs_kept
+        )
+    };
+    if !r.segments_skipped_damaged.is_empty() {
+        text.push_str(&format!(
+            "\nwarning: {} damaged segment(s) left as they are: run `memdb repair`",
+            r.segments_skipped_damaged.len()
+        ));
     }
-    format!(
-        "rewrote {} segment(s) of {} bytes into {} of {} bytes ({} items, {} blobs moved)",
-        r.segments_removed.len(),
-        r.bytes_before,
-        r.segments_written.len(),
-        r.bytes_after,
-        r.items_kept,
-        r.blobs_kept
-    )
+    text
 }
 
 pub(crate) fn rebuild_json(r: &memdb::RebuildReport) -> Value {

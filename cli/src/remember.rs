@@ -156,6 +156,12 @@ pub(crate) fn ask(
         .iter()
         .map(|row| (row.item.id, memdb::recall::item_text(&row.item)))
         .collect();
+    let skipped = answer.skipped.describe();
+    if let Some(skipped) = &skipped
+        && !out.json
+    {
+        eprintln!("memdb: warning: {skipped}");
+    }
     let generated = match generate {
         Some((endpoint, model, timeout)) => {
             let answerer = ModelAnswerer::new(endpoint, model, Duration::from_secs(timeout.max(1)))
@@ -169,6 +175,7 @@ pub(crate) fn ask(
         "answer": generated.as_ref().map(|a| a.text.clone()),
         "cited": generated.as_ref().map(|a| a.cited.clone()),
         "evidence": evidence.iter().map(|(id, text)| json!({"id": id, "text": text})).collect::<Vec<_>>(),
+        "skipped": skipped,
     });
     out.emit(json, || {
         let mut text = match &generated {

@@ -1,7 +1,9 @@
 //! `memdb query` and `memdb shell`: statements of the query language (SPEC.md §9) run through
 //! `memdb_query::StoreQuery`, the same path applications use.
 //!
-//! The shell is a rustyline REPL: history in a file readable by the owner only, multi-line
+//! The shell is a rustyline REPL: history in a file readable by the owner only (none for an
+//! encrypted store, whose statements never reach a file in plain text: `.history on` keeps
+//! them for the session, in memory), multi-line
 //! input (a statement the parser finds unfinished at the end of the input continues on the
 //! next line), completion of keywords, sources and graph node names (inside a quote), dot
 //! commands, timing per statement and tables that fit the terminal. The encoder loads on the
@@ -112,6 +114,9 @@ fn print_tables(out: &Output, timing: Option<f64>) {
     for block in to_blocks(out) {
         say(&crate::output::block_text(block));
     }
+    if let Some(warning) = out.skipped.describe() {
+        say(&format!("warning: {warning}"));
+    }
     if let Some(ms) = timing {
         let n = out.rows.len();
         say(&format!(
@@ -147,8 +152,13 @@ struct ShellHelper {
 }
 
 /// Dot commands of the shell.
-const DOT_COMMANDS: [(&str, &str); 5] = [
+const DOT_COMMANDS: [(&str, &str); 6] = [
     (".help", "this text"),
+    (
+        ".history on|off",
+        "keep statements for the arrow keys (default on; on an encrypted store off, and on \
+         only for this session, never written to a file)",
+    ),
     (
         ".json on|off",
         "print results as JSON documents instead of tables",
@@ -326,7 +336,11 @@ pub(crate) fn shell(dir: &Path, json: bool) -> Result<()> {
             source,
         })?;
     editor.set_helper(Some(ShellHelper { store }));
-    let history = history_path();
+    // An encrypted store's statements ("my bank PIN …") never go to a file in plain text: no
+    // history file is read or written, and none is kept unless asked for.
+    let encrypted = Store::is_encrypted_at(dir);
+    let mut keep_history = !encrypted;
+    let history = if encrypted { None } else { history_path() };
     if let Some(path) = &history {
         // A missing history file is the first session.
         let _ = editor.load_history(path);
@@ -352,7 +366,9 @@ pub(crate) fn shell(dir: &Path, json: bool) -> Result<()> {
         if input.is_empty() {
             continue;
         }
-        let _ = editor.add_history_entry(input);
+        if keep_history && !input.starts_with(".history") {
+            let _ = editor.add_history_entry(input);
+        }
         if input.starts_with('.') {
             let mut words = input.split_whitespace();
             let command = words.next().unwrap_or("");
@@ -365,6 +381,15 @@ pub(crate) fn shell(dir: &Path, json: bool) -> Result<()> {
                 (".json", Some("off")) => json = false,
                 (".timing", Some("on")) => timing = true,
                 (".timing", Some("off")) => timing = false,
+                (".history", Some("on")) => {
+                    keep_history = true;
+                    if encrypted {
+                        say(
+                            "history on for this session only: an encrypted store's statements are never written to a file",
+                        );
+                    }
+                }
+                (".history", Some("off")) => keep_history = false,
                 _ => say(&format!("unknown command `{input}` (.help lists them)")),
             }
             continue;

@@ -167,3 +167,44 @@ fn the_shell_holds_no_lock_while_it_reads() {
     p.send_line(".quit").unwrap();
     p.exp_eof().unwrap();
 }
+
+/// Issue 48 (7): an encrypted store's statements never reach a file in plain text: the shell
+/// keeps no history for it unless asked (`.history on`), and then only for the session.
+#[test]
+fn the_shell_writes_no_history_for_an_encrypted_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let store = store.to_str().unwrap();
+    let init = Command::new(env!("CARGO_BIN_EXE_memdb"))
+        .args(["init", "--encrypt", store])
+        .env("MEMDB_PASSPHRASE", "correct horse")
+        .output()
+        .unwrap();
+    assert!(init.status.success(), "{init:?}");
+    let history = dir.path().join("history");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_memdb"));
+    cmd.args(["shell", store])
+        .env("MEMDB_HISTORY", &history)
+        .env("MEMDB_PASSPHRASE", "correct horse")
+        .env("COLUMNS", "120")
+        .env("TERM", "xterm");
+    let options = Options::new()
+        .timeout_ms(Some(30_000))
+        .strip_ansi_escape_codes(true);
+    let mut p = spawn_with_options(cmd, options).unwrap();
+    p.exp_string("memdb> ").unwrap();
+    p.send_line("ITEMS WHERE tag = 'my bank PIN 4711'").unwrap();
+    p.exp_regex(r"0 rows in [0-9.]+ ms").unwrap();
+    p.send_line(".history on").unwrap();
+    p.exp_string("never written to a file").unwrap();
+    p.send_line("ITEMS WHERE tag = 'the safe code 0815'")
+        .unwrap();
+    p.exp_regex(r"0 rows in [0-9.]+ ms").unwrap();
+    p.send_line(".quit").unwrap();
+    p.exp_eof().unwrap();
+    assert!(
+        !history.exists(),
+        "a history file beside an encrypted store: {:?}",
+        std::fs::read_to_string(&history)
+    );
+}

@@ -326,6 +326,16 @@ impl Error {
             if matches!(source.kind(), io::ErrorKind::NotFound | io::ErrorKind::UnexpectedEof))
     }
 
+    /// Whether this error says stored bytes are damaged (a checksum or tag that fails, a
+    /// segment that is missing or unusable): what a search skips and names, and `repair`
+    /// mends, rather than a reason to fail the whole answer.
+    pub fn is_damage(&self) -> bool {
+        matches!(
+            self,
+            Error::Corruption { .. } | Error::SegmentUnavailable { .. }
+        ) || self.is_missing_bytes()
+    }
+
     /// Whether this error says the store's files may not be written here: no permission, a
     /// read-only file system, or another process holding the write lock. A reader can still
     /// open the store read-only.

@@ -189,6 +189,9 @@ pub struct IngestReport {
     pub updated: u64,
     /// Items put again as they were.
     pub unchanged: u64,
+    /// Items put again whose files (a photo's original, an attachment) the store had lost to
+    /// damage (a repair dropped them, or nothing says where they went): the files are back.
+    pub restored: u64,
     /// Items refused, each with its reason.
     pub rejected: Vec<Rejected>,
     /// The store's warnings about puts and deletes.
@@ -225,6 +228,9 @@ pub struct Ingest<'s> {
     pending_bytes: usize,
     snapshot: Snapshot,
     report: IngestReport,
+    /// External ids of pending items whose put brings back files the stored item lost to
+    /// damage (counted `restored`, not `updated`).
+    restoring: std::collections::HashSet<String>,
 }
 
 impl Store {
@@ -237,6 +243,7 @@ impl Store {
             pending_bytes: 0,
             snapshot: self.snapshot()?,
             report: IngestReport::default(),
+            restoring: std::collections::HashSet::new(),
         })
     }
 
@@ -385,15 +392,18 @@ impl Ingest<'_> {
 
     /// Takes out of `item` the blobs its stored version already holds, byte for byte: a put
     /// without them keeps the stored ones, so ingesting the same item again changes nothing
-    /// (it is `unchanged`, and adds no bytes).
-    fn drop_stored_blobs(&self, item: &mut IngestItem) -> Result<()> {
+    /// (it is `unchanged`, and adds no bytes). A file the stored item no longer has comes back
+    /// with the put when damage took it (a repair dropped it, or the store has no record of
+    /// its going), and the item is counted `restored`; one that forgetting dropped stays
+    /// dropped (the person's policy said so).
+    fn drop_stored_blobs(&mut self, item: &mut IngestItem) -> Result<()> {
         if item.blobs.is_empty() {
             return Ok(());
         }
-        let Some(id) = item.draft.fields.external_id.as_deref() else {
+        let Some(id) = item.draft.fields.external_id.clone() else {
             return Ok(());
         };
-        let Some(stored) = self.snapshot.get_by_external_id(id)? else {
+        let Some(stored) = self.snapshot.get_by_external_id(&id)? else {
             return Ok(());
         };
         let mut held = Vec::with_capacity(stored.blobs.len());
@@ -403,6 +413,7 @@ impl Ingest<'_> {
             }
         }
         let mut all_held = true;
+        let mut missing = Vec::new();
         for (kind, bytes) in &item.blobs {
             let mut found = false;
             for (blob, info) in &held {
@@ -417,11 +428,26 @@ impl Ingest<'_> {
                     break;
                 }
             }
+            if !found {
+                missing.push(*kind);
+            }
             all_held &= found;
         }
         // Only when every blob is held already: a put with blobs replaces them all.
         if all_held {
             item.blobs.clear();
+            return Ok(());
+        }
+        let dropped = self.snapshot.dropped_blobs(stored.id)?;
+        let forgotten = |kind: BlobKind| {
+            dropped
+                .iter()
+                .any(|d| d.kind == kind && d.why.starts_with("forgetting"))
+        };
+        if missing.iter().all(|kind| forgotten(*kind)) {
+            item.blobs.clear();
+        } else {
+            self.restoring.insert(id);
         }
         Ok(())
     }
@@ -522,13 +548,18 @@ impl Ingest<'_> {
         }
         match batch.commit() {
             Ok(receipt) => {
-                for put in &receipt.puts {
+                for (put, (_, external)) in receipt.puts.iter().zip(&puts) {
+                    let restored = external
+                        .as_ref()
+                        .is_some_and(|e| self.restoring.contains(e));
                     match put.status {
                         PutStatus::Added => self.report.added += 1,
+                        PutStatus::Updated if restored => self.report.restored += 1,
                         PutStatus::Updated => self.report.updated += 1,
                         PutStatus::Unchanged => self.report.unchanged += 1,
                     }
                 }
+                self.restoring.clear();
                 self.report.warnings.extend(receipt.warnings);
             }
             // An item `check_put` passed and staging still refused (a record too long to

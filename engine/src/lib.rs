@@ -76,8 +76,9 @@ pub use store::{
     Blob, BlobInfo, BlobKind, BlobRewrite, CatalogShrink, CatalogTableStats, CheckReport,
     CommitReceipt, CompactOptions, CompactReport, CompactionHook, Damage, DroppedBlob,
     ITEM_VECTORS, ItemRewrite, ItemVersion, KeepEverything, LostItem, Options, Problem, PutOutcome,
-    PutStatus, RebuildReport, RepairReport, SalvagedSegment, ScanFilter, SegmentStats, Snapshot,
-    Stats, Store, StoredVectors, VectorHit, VectorScope, Victims, WriteBatch, salvage_segment,
+    PutStatus, RebuildReport, RepairPhase, RepairReport, Repaired, SalvagedSegment, ScanFilter,
+    SegmentStats, Skipped, Snapshot, Stats, Store, StoredVectors, VectorHit, VectorScope, Victims,
+    WriteBatch, salvage_segment,
 };
 pub use time::{TimeBound, TimeError, TimeWindow};
 /// Fault injection for reliability tests (feature `fault-injection`): a recording, failing
@@ -88,6 +89,7 @@ pub mod fault {
         CrashImage, DiskModel, FaultFs, FaultKind, Injection, Op, RandomFaults, Violation, audit,
         catalog_segments, sealed_segment_problems,
     };
+    pub use crate::store::segment_plaintext;
 }
 /// The vector indexes (crate `memdb-vectors`): what an application needs to build and search
 /// one outside a store. Tuning constants, routes, traversal codes and block views live in

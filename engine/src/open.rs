@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use crate::error::Result;
 use crate::store::derived::Clients;
-use crate::store::{Options, RebuildReport, Store};
+use crate::store::{Options, RebuildReport, RepairPhase, Repaired, Store};
 
 /// The clients every store handle maintains, in the order the store calls them.
 fn clients() -> Clients {
@@ -53,12 +53,26 @@ impl Store {
 
     /// Rebuilds the store at `path` from its segment files when its catalog cannot be read
     /// (see `store/rebuild.rs`); `why` says what failed. The old directory is kept beside it as
-    /// `<name>.damaged-<unix seconds>`. `progress` gets (items written, items to write).
+    /// `<name>.damaged-<unix seconds>`. `progress` gets (items written, items to write). An
+    /// encrypted store needs its secret in `options` (its segments are read through its key)
+    /// and is rebuilt sealed under the same secret, with `options.kdf_cost`.
     pub fn rebuild(
         path: impl AsRef<Path>,
+        options: Options,
         why: &str,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<RebuildReport> {
-        Store::rebuild_with(path, why, progress, clients())
+        Store::rebuild_with(path, options, why, progress, clients())
+    }
+
+    /// Repairs the store at `path`: in place while its catalog reads and agrees with its
+    /// segments ([`Store::repair`]), else by a rebuild from the segments ([`Store::rebuild`]).
+    /// What `memdb repair` runs. `progress` gets the phase and (done, total) of it.
+    pub fn repair_or_rebuild(
+        path: impl AsRef<Path>,
+        options: Options,
+        progress: &mut dyn FnMut(RepairPhase, u64, u64),
+    ) -> Result<Repaired> {
+        Store::repair_or_rebuild_with(path.as_ref(), options, progress, clients)
     }
 }

@@ -97,7 +97,7 @@ fn graph_tables_match_the_spec_and_the_golden_dump() {
     let db = redb::Database::open(path.join("catalog.redb")).unwrap();
     let txn = db.begin_read().unwrap();
     let meta = txn.open_table(META).unwrap();
-    assert_eq!(meta.get("format_version").unwrap().unwrap().value(), 18);
+    assert_eq!(meta.get("format_version").unwrap().unwrap().value(), 20);
     let tables: Vec<String> = txn
         .list_tables()
         .unwrap()

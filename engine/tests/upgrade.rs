@@ -36,7 +36,7 @@ const OP_BATCHES: TableDefinition<u64, (i64, &[u8])> = TableDefinition::new("op_
 const BY_TIME: TableDefinition<(i64, u64), ()> = TableDefinition::new("by_time");
 const BY_SOURCE: TableDefinition<(u8, i64, u64), ()> = TableDefinition::new("by_source");
 /// The format version this build writes.
-const CURRENT: u64 = 18;
+const CURRENT: u64 = 20;
 
 /// One logged op: (sequence, op code, item id).
 type Op = (u64, u8, u64);
@@ -1062,4 +1062,105 @@ fn a_version_16_store_keeps_a_deleted_photos_original_after_its_upgrade() {
         vec![blob]
     );
     assert!(store.check().unwrap().is_clean());
+}
+
+/// Rewrites every segment of the store at `path` as segment format 1 wrote it (SPEC.md §3):
+/// header version 1, blob entries without their tags, each header's CRC made again.
+fn as_segment_format_1(path: &std::path::Path) {
+    use memdb_formats::segment::{EntryHeader, PAGE};
+    let crc = |bytes: &[u8]| memdb_formats::crc32c(bytes).to_le_bytes();
+    for entry in std::fs::read_dir(path.join("segments")).unwrap() {
+        let file = entry.unwrap().path();
+        let mut bytes = std::fs::read(&file).unwrap();
+        bytes[8..12].copy_from_slice(&1u32.to_le_bytes());
+        let header_crc = crc(&bytes[..60]);
+        bytes[60..64].copy_from_slice(&header_crc);
+        let mut at = PAGE;
+        while at + PAGE <= bytes.len() {
+            let Ok(header) = EntryHeader::decode(&bytes[at..], at as u64) else {
+                at += PAGE;
+                continue;
+            };
+            bytes[at + 5] = 0;
+            bytes[at + 32..at + 48].fill(0);
+            let entry_crc = crc(&bytes[at..at + 60]);
+            bytes[at + 60..at + 64].copy_from_slice(&entry_crc);
+            at += header.pages() as usize * PAGE;
+        }
+        std::fs::write(&file, bytes).unwrap();
+    }
+}
+
+/// Format 20 tags every blob entry with its blob, kind and owner (SPEC.md §3.2). A version-18
+/// store — segments of format 1, untagged, `format_version` 18 — is read as it is; its first
+/// write makes it version 20 and tags what it writes; after a compaction every blob is tagged,
+/// and a rebuild from the segments alone keeps every original, old and new.
+#[test]
+fn a_version_18_store_tags_its_new_blobs_after_its_upgrade() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s");
+    let (old_id, old_blob) = {
+        let store = Store::create(&path, Options::default()).unwrap();
+        let mut b = store.batch();
+        b.put_with_blobs(
+            note("p1", "The harbour at dusk"),
+            vec![(memdb::BlobKind::Original, vec![42; 3_000])],
+        );
+        let receipt = b.commit().unwrap();
+        (receipt.puts[0].id, receipt.puts[0].blob_ids[0])
+    };
+    as_segment_format_1(&path);
+    {
+        let db = redb::Database::open(path.join("catalog.redb")).unwrap();
+        let txn = db.begin_write().unwrap();
+        txn.open_table(META)
+            .unwrap()
+            .insert("format_version", 18)
+            .unwrap();
+        txn.commit().unwrap();
+    }
+    let store = Store::open(&path, Options::default()).unwrap();
+    assert!(store.check().unwrap().is_clean());
+    assert_eq!(
+        &store.snapshot().unwrap().blob(old_blob).unwrap().unwrap()[..],
+        &[42; 3_000][..]
+    );
+    drop(store);
+    assert_eq!(catalog_state(&path).0, 18, "reading changes nothing");
+    let store = Store::open(&path, Options::default()).unwrap();
+    let mut b = store.batch();
+    b.put_with_blobs(
+        note("p2", "The lighthouse"),
+        vec![(memdb::BlobKind::Original, vec![7; 5_000])],
+    );
+    let receipt = b.commit().unwrap();
+    let (new_id, new_blob) = (receipt.puts[0].id, receipt.puts[0].blob_ids[0]);
+    assert!(store.check().unwrap().is_clean());
+    // A compaction copies the old original into a format-2 segment, tagged.
+    store
+        .compact(
+            &memdb::CompactOptions {
+                victims: memdb::Victims::All,
+            },
+            &mut memdb::KeepEverything,
+        )
+        .unwrap();
+    drop(store);
+    assert_eq!(catalog_state(&path).0, CURRENT);
+    // The catalog lost: both originals come back with their items, from the tags.
+    std::fs::write(path.join("catalog.redb"), vec![0x5a; 8192]).unwrap();
+    let repaired = Store::repair_or_rebuild(&path, Options::default(), &mut |_, _, _| {}).unwrap();
+    assert!(
+        matches!(repaired, memdb::Repaired::Rebuilt(_)),
+        "{repaired:?}"
+    );
+    let store = Store::open(&path, Options::default()).unwrap();
+    let snap = store.snapshot().unwrap();
+    for (id, blob, bytes) in [
+        (old_id, old_blob, vec![42; 3_000]),
+        (new_id, new_blob, vec![7; 5_000]),
+    ] {
+        assert_eq!(snap.get(id).unwrap().unwrap().blobs, vec![blob]);
+        assert_eq!(&snap.blob(blob).unwrap().unwrap()[..], &bytes[..]);
+    }
 }

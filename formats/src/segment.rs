@@ -22,8 +22,18 @@ pub const SEGMENT_MAGIC: [u8; 8] = *b"MEMDBSEG";
 pub const ENTRY_MAGIC: [u8; 4] = *b"MDBE";
 /// Magic at byte 0 of the trailer page of a sealed segment.
 pub const TRAILER_MAGIC: [u8; 8] = *b"MEMDBEND";
-/// Segment format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// Segment format version this build writes. Version 2 (store format 20) adds what a blob entry
+/// belongs to (its id, kind and owning item) and, in an encrypted store, the segment's key salt
+/// on its header page, so a store can be rebuilt from its segments alone; version 1 is still
+/// read (its entries carry no tag).
+pub const FORMAT_VERSION: u32 = 2;
+/// The oldest segment format this build reads.
+pub const OLDEST_FORMAT_VERSION: u32 = 1;
+/// Where an encrypted segment's key salt sits on its header page (format 2), right after the
+/// 64 header bytes; covered by the page's tag (SPEC.md §3.7), zero in a plain segment.
+pub const KEY_SALT_OFFSET: usize = SEGMENT_HEADER_BYTES;
+/// Bytes of a segment's key salt.
+pub const KEY_SALT_BYTES: usize = 32;
 /// Page size of format version 1. Every structure starts on a page boundary.
 pub const PAGE_SIZE: u32 = 4096;
 /// `PAGE_SIZE` as a usize, for slicing.
@@ -53,13 +63,17 @@ const SH_CRC: usize = SEGMENT_HEADER_BYTES - 4;
 // Entry header field offsets (SPEC.md §3.3).
 const EH_MAGIC: usize = 0;
 const EH_KIND: usize = EH_MAGIC + 4;
-const EH_FLAGS: usize = EH_KIND + 1;
-const EH_RESERVED0: usize = EH_FLAGS + 1;
+// Format 2: a blob entry's kind (the `blobs` table's code); `flags`, always 0, in format 1.
+const EH_BLOB_KIND: usize = EH_KIND + 1;
+const EH_RESERVED0: usize = EH_BLOB_KIND + 1;
 const EH_PAYLOAD_LEN: usize = EH_RESERVED0 + 2;
 const EH_PAYLOAD_CRC: usize = EH_PAYLOAD_LEN + 8;
 const EH_RESERVED1: usize = EH_PAYLOAD_CRC + 4;
 const EH_SEGMENT_ID: usize = EH_RESERVED1 + 4;
-const EH_RESERVED2: usize = EH_SEGMENT_ID + 8;
+// Format 2: a blob entry's id and owning item (0: none) open what was `reserved2`.
+const EH_BLOB_ID: usize = EH_SEGMENT_ID + 8;
+const EH_BLOB_OWNER: usize = EH_BLOB_ID + 8;
+const EH_RESERVED2: usize = EH_BLOB_OWNER + 8;
 const EH_CRC: usize = ENTRY_HEADER_BYTES - 4;
 
 // Trailer field offsets (SPEC.md §3.5).
@@ -114,6 +128,9 @@ pub struct SegmentHeader {
     /// Whether the file's pages are sealed (SPEC.md §3.7: cipher 1, XChaCha20-Poly1305, with
     /// a 40-byte tail after every page) rather than stored as they are (cipher 0).
     pub sealed: bool,
+    /// The salt the segment's key derives from (SPEC.md §3.7), on the header page of an
+    /// encrypted segment of format 2; `None` in a plain segment and in one of format 1.
+    pub key_salt: Option<[u8; KEY_SALT_BYTES]>,
 }
 
 /// The bytes after every page of a sealed segment: the nonce (24) and tag (16).
@@ -135,11 +152,18 @@ impl SegmentHeader {
         out.resize(SH_CRC, 0);
         let crc = crc32c(&out[..SH_CRC]);
         out.put_u32(crc);
+        if self.sealed
+            && let Some(salt) = &self.key_salt
+        {
+            out.extend_from_slice(salt);
+        }
         out.resize(PAGE, 0);
         out
     }
 
-    /// Decodes page 0 (at least its first 64 bytes).
+    /// Decodes page 0: its first 64 bytes, and in a sealed segment of format 2 the key salt
+    /// after them (when `bytes` holds it; an all-zero salt reads as none). The rest of the
+    /// page's padding is the caller's to check ([`SegmentHeader::padding_start`]).
     pub fn decode(bytes: &[u8]) -> Result<SegmentHeader, FormatError> {
         const WHAT: &str = "segment header";
         let mut r = Reader::new(WHAT, bytes);
@@ -153,7 +177,10 @@ impl SegmentHeader {
         }
         check_crc(WHAT, head, SH_CRC, 0)?;
         let mut f = Reader::new(WHAT, &head[SH_VERSION..]);
-        FormatError::check_version(WHAT, f.u32()?, FORMAT_VERSION)?;
+        let version = f.u32()?;
+        if !(OLDEST_FORMAT_VERSION..=FORMAT_VERSION).contains(&version) {
+            FormatError::check_version(WHAT, version, FORMAT_VERSION)?;
+        }
         let page_size = f.u32()?;
         let segment_id = f.u64()?;
         let created_unix_ms = f.i64()?;
@@ -189,12 +216,43 @@ impl SegmentHeader {
                 "unknown flags or non-zero reserved bytes".into(),
             ));
         }
+        let key_salt = if sealed && version >= 2 {
+            bytes
+                .get(KEY_SALT_OFFSET..KEY_SALT_OFFSET + KEY_SALT_BYTES)
+                .and_then(|salt| <[u8; KEY_SALT_BYTES]>::try_from(salt).ok())
+                .filter(|salt| salt.iter().any(|&b| b != 0))
+        } else {
+            None
+        };
         Ok(SegmentHeader {
             segment_id,
             created_unix_ms,
             sealed,
+            key_salt,
         })
     }
+
+    /// Where the zero padding of the header page starts: after the key salt when the header
+    /// carries one, else right after the 64 header bytes.
+    pub fn padding_start(&self) -> usize {
+        if self.key_salt.is_some() {
+            KEY_SALT_OFFSET + KEY_SALT_BYTES
+        } else {
+            SEGMENT_HEADER_BYTES
+        }
+    }
+}
+
+/// What a blob entry of segment format 2 says it is: enough to file it again, and tie it to its
+/// item, with no catalog (a rebuild).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct BlobTag {
+    /// The blob's id (never 0: blob ids start at 1; a header with id 0 carries no tag).
+    pub id: u64,
+    /// The blob's kind, as the catalog's `blobs` table codes it.
+    pub kind: u8,
+    /// The item that owns the blob, or 0 (a page part, a vector block, an op note).
+    pub owner: u64,
 }
 
 /// The 64-byte header at the start of every entry.
@@ -208,6 +266,9 @@ pub struct EntryHeader {
     pub payload_crc: u32,
     /// Id of the segment the entry was written into (catches misplaced pages).
     pub segment_id: u64,
+    /// A blob entry's id, kind and owner (format 2); `None` for other entries and for blob
+    /// entries written by format 1.
+    pub blob: Option<BlobTag>,
 }
 
 impl EntryHeader {
@@ -218,20 +279,33 @@ impl EntryHeader {
             payload_len: payload.len() as u64,
             payload_crc: crc32c(payload),
             segment_id,
+            blob: None,
+        }
+    }
+
+    /// Header for the payload of blob `tag` in segment `segment_id`.
+    pub fn for_blob(segment_id: u64, tag: BlobTag, payload: &[u8]) -> EntryHeader {
+        EntryHeader {
+            blob: Some(tag),
+            ..EntryHeader::for_payload(EntryKind::Blob, segment_id, payload)
         }
     }
 
     /// The 64 header bytes.
     pub fn encode(&self) -> [u8; ENTRY_HEADER_BYTES] {
         let mut out = Vec::with_capacity(ENTRY_HEADER_BYTES);
+        // Only a blob entry carries a tag: a writer never emits what its decoder rejects.
+        let tag = self.blob.filter(|_| self.kind == EntryKind::Blob);
         out.extend_from_slice(&ENTRY_MAGIC);
         out.put_u8(self.kind as u8);
-        out.put_u8(0);
+        out.put_u8(tag.map_or(0, |t| t.kind));
         out.put_u16(0);
         out.put_u64(self.payload_len);
         out.put_u32(self.payload_crc);
         out.put_u32(0);
         out.put_u64(self.segment_id);
+        out.put_u64(tag.map_or(0, |t| t.id));
+        out.put_u64(tag.map_or(0, |t| t.owner));
         out.resize(EH_CRC, 0);
         let crc = crc32c(&out);
         out.put_u32(crc);
@@ -256,12 +330,14 @@ impl EntryHeader {
         check_crc(WHAT, head, EH_CRC, offset)?;
         let mut f = Reader::new(WHAT, &head[EH_KIND..]);
         let kind_code = f.u8()?;
-        let flags = f.u8()?;
+        let blob_kind = f.u8()?;
         let reserved0 = f.u16()?;
         let payload_len = f.u64()?;
         let payload_crc = f.u32()?;
         let reserved1 = f.u32()?;
         let segment_id = f.u64()?;
+        let blob_id = f.u64()?;
+        let blob_owner = f.u64()?;
         let invalid = |field: usize, reason: String| FormatError::Invalid {
             what: WHAT,
             offset: offset.saturating_add(field as u64),
@@ -269,21 +345,29 @@ impl EntryHeader {
         };
         let kind = EntryKind::from_code(kind_code)
             .ok_or_else(|| invalid(EH_KIND, format!("unknown entry kind {kind_code}")))?;
-        if flags != 0
-            || reserved0 != 0
-            || reserved1 != 0
-            || head[EH_RESERVED2..EH_CRC].iter().any(|&b| b != 0)
-        {
-            return Err(invalid(
-                EH_FLAGS,
-                "unknown flags or non-zero reserved bytes".into(),
-            ));
+        if reserved0 != 0 || reserved1 != 0 || head[EH_RESERVED2..EH_CRC].iter().any(|&b| b != 0) {
+            return Err(invalid(EH_RESERVED0, "non-zero reserved bytes".into()));
         }
+        let blob = match kind {
+            EntryKind::Blob if blob_id != 0 => Some(BlobTag {
+                id: blob_id,
+                kind: blob_kind,
+                owner: blob_owner,
+            }),
+            _ if blob_kind != 0 || blob_id != 0 || blob_owner != 0 => {
+                return Err(invalid(
+                    EH_BLOB_KIND,
+                    format!("a {} entry with a blob's tag", kind.name()),
+                ));
+            }
+            _ => None,
+        };
         Ok(EntryHeader {
             kind,
             payload_len,
             payload_crc,
             segment_id,
+            blob,
         })
     }
 
@@ -518,15 +602,17 @@ pub const SEGMENT_HEADER_OFFSETS: [(&str, usize); 10] = [
 
 /// Offsets of the entry header fields, for the SPEC.md offset test.
 #[doc(hidden)]
-pub const ENTRY_HEADER_OFFSETS: [(&str, usize); 10] = [
+pub const ENTRY_HEADER_OFFSETS: [(&str, usize); 12] = [
     ("magic", EH_MAGIC),
     ("kind", EH_KIND),
-    ("flags", EH_FLAGS),
+    ("blob_kind", EH_BLOB_KIND),
     ("reserved0", EH_RESERVED0),
     ("payload_len", EH_PAYLOAD_LEN),
     ("payload_crc32c", EH_PAYLOAD_CRC),
     ("reserved1", EH_RESERVED1),
     ("segment_id", EH_SEGMENT_ID),
+    ("blob_id", EH_BLOB_ID),
+    ("blob_owner", EH_BLOB_OWNER),
     ("reserved2", EH_RESERVED2),
     ("header_crc32c", EH_CRC),
 ];
@@ -541,6 +627,7 @@ mod tests {
             segment_id: 42,
             created_unix_ms: -5,
             sealed: false,
+            key_salt: None,
         };
         let page = h.encode();
         assert_eq!(page.len(), PAGE);
@@ -570,11 +657,69 @@ mod tests {
     }
 
     #[test]
+    fn a_blob_entry_names_its_blob_and_owner_and_only_a_blob_entry_may() {
+        let tag = BlobTag {
+            id: 77,
+            kind: 1,
+            owner: u64::MAX,
+        };
+        let header = EntryHeader::for_blob(3, tag, b"jpeg");
+        let decoded = EntryHeader::decode(&header.encode(), 0).unwrap();
+        assert_eq!(decoded, header);
+        assert_eq!(decoded.blob, Some(tag));
+        // The same tag on an item block is refused (and never written).
+        let mut block = EntryHeader::for_payload(EntryKind::ItemBlock, 3, b"x");
+        block.blob = Some(tag);
+        assert_eq!(EntryHeader::decode(&block.encode(), 0).unwrap().blob, None);
+        let mut forged = EntryHeader::for_payload(EntryKind::ItemBlock, 3, b"x").encode();
+        forged[EH_BLOB_ID] = 1;
+        let crc = crc32c(&forged[..EH_CRC]);
+        forged[EH_CRC..].copy_from_slice(&crc.to_le_bytes());
+        assert!(EntryHeader::decode(&forged, 0).is_err());
+    }
+
+    #[test]
+    fn an_encrypted_segments_header_page_carries_its_key_salt_and_format_1_still_reads() {
+        let h = SegmentHeader {
+            segment_id: 5,
+            created_unix_ms: 9,
+            sealed: true,
+            key_salt: Some([7; KEY_SALT_BYTES]),
+        };
+        let page = h.encode();
+        assert_eq!(
+            &page[KEY_SALT_OFFSET..KEY_SALT_OFFSET + KEY_SALT_BYTES],
+            &[7; 32]
+        );
+        assert_eq!(SegmentHeader::decode(&page).unwrap(), h);
+        assert_eq!(h.padding_start(), KEY_SALT_OFFSET + KEY_SALT_BYTES);
+        // A plain header never carries one.
+        let plain = SegmentHeader { sealed: false, ..h };
+        assert!(plain.encode()[KEY_SALT_OFFSET..].iter().all(|&b| b == 0));
+        // A format-1 header (version 1, no salt) still decodes.
+        let mut old = SegmentHeader {
+            key_salt: None,
+            ..h
+        }
+        .encode();
+        old[SH_VERSION..SH_VERSION + 4].copy_from_slice(&1u32.to_le_bytes());
+        let crc = crc32c(&old[..SH_CRC]);
+        old[SH_CRC..SH_CRC + 4].copy_from_slice(&crc.to_le_bytes());
+        assert_eq!(SegmentHeader::decode(&old).unwrap().key_salt, None);
+        // Version 3 is not this build's.
+        old[SH_VERSION..SH_VERSION + 4].copy_from_slice(&3u32.to_le_bytes());
+        let crc = crc32c(&old[..SH_CRC]);
+        old[SH_CRC..SH_CRC + 4].copy_from_slice(&crc.to_le_bytes());
+        assert!(SegmentHeader::decode(&old).is_err());
+    }
+
+    #[test]
     fn every_bit_flip_in_headers_is_detected() {
         let page = SegmentHeader {
             segment_id: 9,
             created_unix_ms: 1,
             sealed: false,
+            key_salt: None,
         }
         .encode();
         let entry = encode_entry(EntryKind::ItemBlock, 9, b"abc");

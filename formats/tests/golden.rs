@@ -25,9 +25,15 @@ fn page(mut bytes: Vec<u8>) -> Vec<u8> {
 
 /// SPEC.md §3.1, field by field.
 fn spec_header_page(id: u64, created: i64) -> Vec<u8> {
+    spec_header_page_of(2, id, created)
+}
+
+/// SPEC.md §3.1 of segment format `version` (a plain segment: both versions are laid out
+/// alike).
+fn spec_header_page_of(version: u32, id: u64, created: i64) -> Vec<u8> {
     let mut b = Vec::new();
     b.extend_from_slice(b"MEMDBSEG");
-    b.extend_from_slice(&1u32.to_le_bytes());
+    b.extend_from_slice(&version.to_le_bytes());
     b.extend_from_slice(&4096u32.to_le_bytes());
     b.extend_from_slice(&id.to_le_bytes());
     b.extend_from_slice(&created.to_le_bytes());
@@ -39,17 +45,24 @@ fn spec_header_page(id: u64, created: i64) -> Vec<u8> {
     page(b)
 }
 
-/// SPEC.md §3.2 plus the payload and zero padding.
+/// SPEC.md §3.2 plus the payload and zero padding; `tag` is a blob entry's (id, kind, owner).
 fn spec_entry(kind: u8, id: u64, payload: &[u8]) -> Vec<u8> {
+    spec_tagged_entry(kind, id, (0, 0, 0), payload)
+}
+
+fn spec_tagged_entry(kind: u8, id: u64, tag: (u64, u8, u64), payload: &[u8]) -> Vec<u8> {
     let mut b = Vec::new();
     b.extend_from_slice(b"MDBE");
     b.push(kind);
-    b.extend_from_slice(&[0, 0, 0]);
+    b.push(tag.1); // blob_kind
+    b.extend_from_slice(&[0, 0]);
     b.extend_from_slice(&(payload.len() as u64).to_le_bytes());
     b.extend_from_slice(&crc(payload).to_le_bytes());
     b.extend_from_slice(&[0; 4]);
     b.extend_from_slice(&id.to_le_bytes());
-    b.extend_from_slice(&[0; 28]);
+    b.extend_from_slice(&tag.0.to_le_bytes()); // blob_id
+    b.extend_from_slice(&tag.2.to_le_bytes()); // blob_owner
+    b.extend_from_slice(&[0; 12]);
     assert_eq!(b.len(), 60);
     let c = crc(&b);
     b.extend_from_slice(&c.to_le_bytes());
@@ -269,7 +282,9 @@ fn spec_record_v2_photo() -> Vec<u8> {
 }
 
 /// A sealed segment holding one item block (the sample record) and one blob.
-fn spec_sealed_segment() -> Vec<u8> {
+/// A sealed segment of format `version` holding one item block and one blob (tagged in
+/// format 2: blob 9, an original of item 1).
+fn spec_sealed_segment(version: u32) -> Vec<u8> {
     let id = 0x0102_0304_0506_0708u64;
     let record = spec_record_v1();
     let mut block = Vec::new();
@@ -277,11 +292,12 @@ fn spec_sealed_segment() -> Vec<u8> {
     block.extend_from_slice(&crc(&record).to_le_bytes());
     block.extend_from_slice(&record);
     let blob: Vec<u8> = (0..5000u32).map(|i| (i * 7 % 256) as u8).collect();
-    let mut file = spec_header_page(id, 1_700_000_000_000);
+    let mut file = spec_header_page_of(version, id, 1_700_000_000_000);
     let block_page = file.len() as u64 / 4096;
     file.extend(spec_entry(1, id, &block));
     let blob_page = file.len() as u64 / 4096;
-    file.extend(spec_entry(2, id, &blob));
+    let tag = if version >= 2 { (9, 1, 1) } else { (0, 0, 0) };
+    file.extend(spec_tagged_entry(2, id, tag, &blob));
     let mut footer = 2u32.to_le_bytes().to_vec();
     for (p, payload, kind) in [(block_page, &block, 1u8), (blob_page, &blob, 2u8)] {
         footer.extend_from_slice(&p.to_le_bytes());
@@ -329,6 +345,7 @@ fn segment_structures_match_the_spec() {
             segment_id: id,
             created_unix_ms: 1_700_000_000_000,
             sealed: false,
+            key_salt: None,
         }
         .encode(),
         spec_header_page(id, 1_700_000_000_000)
@@ -358,6 +375,16 @@ fn segment_structures_match_the_spec() {
     );
     let header = EntryHeader::for_payload(EntryKind::Blob, id, b"hello");
     assert_eq!(&header.encode()[..], &spec_entry(2, id, b"hello")[..64]);
+    // A tagged blob entry (store format 20): an original of item 2^64 - 2, blob 77.
+    let tag = segment::BlobTag {
+        id: 77,
+        kind: 1,
+        owner: u64::MAX - 1,
+    };
+    let tagged = EntryHeader::for_blob(id, tag, b"jpeg");
+    let spec = spec_tagged_entry(2, id, (77, 1, u64::MAX - 1), b"jpeg");
+    assert_eq!(&tagged.encode()[..], &spec[..64]);
+    assert_eq!(EntryHeader::decode(&spec, 0).unwrap().blob, Some(tag));
 }
 
 #[test]
@@ -490,8 +517,15 @@ fn version_1_records_still_read() {
 
 #[test]
 fn sealed_segment_golden_file_decodes() {
-    let file = spec_sealed_segment();
-    golden(1, "sealed_segment.seg", &file);
+    // Format 1 (before store format 20) is still read; format 2 tags its blob.
+    for version in [1u8, 2] {
+        let file = spec_sealed_segment(u32::from(version));
+        golden(version, "sealed_segment.seg", &file);
+        decode_sealed_segment(&file, version);
+    }
+}
+
+fn decode_sealed_segment(file: &[u8], version: u8) {
     // Read it the way SPEC.md §3.4 says: trailer → footer → entries.
     let trailer = Trailer::decode(&file[file.len() - 4096..], (file.len() - 4096) as u64).unwrap();
     assert_eq!(trailer.total_pages as usize * 4096, file.len());
@@ -506,8 +540,16 @@ fn sealed_segment_golden_file_decodes() {
     let block = &file[block_at..block_at + records[0].payload_len as usize];
     let record = item::read_framed(block).unwrap();
     assert_eq!(item::decode_record(record).unwrap(), sample_record());
-    let header = SegmentHeader::decode(&file).unwrap();
+    let header = SegmentHeader::decode(file).unwrap();
     assert_eq!(header.segment_id, 0x0102_0304_0506_0708);
+    let blob_at = records[1].page as usize * 4096;
+    let blob = EntryHeader::decode(&file[blob_at..], blob_at as u64).unwrap();
+    let want = (version >= 2).then_some(segment::BlobTag {
+        id: 9,
+        kind: 1,
+        owner: 1,
+    });
+    assert_eq!(blob.blob, want);
 }
 
 #[test]
@@ -518,7 +560,7 @@ fn field_offsets_match_the_spec_tables() {
         .collect();
     assert_eq!(header, vec![0, 8, 12, 16, 24, 32, 34, 35, 36, 60]);
     let entry: Vec<usize> = segment::ENTRY_HEADER_OFFSETS.iter().map(|f| f.1).collect();
-    assert_eq!(entry, vec![0, 4, 5, 6, 8, 16, 20, 24, 32, 60]);
+    assert_eq!(entry, vec![0, 4, 5, 6, 8, 16, 20, 24, 32, 40, 48, 60]);
 }
 
 /// SPEC.md §3.1 for an encrypted store's segment: `page_reserve` 40 and `cipher` 1.
@@ -527,7 +569,7 @@ fn a_sealed_segments_header_page_matches_the_spec() {
     let id = 0x0a0b_0c0d_0e0f_1011u64;
     let mut b = Vec::new();
     b.extend_from_slice(b"MEMDBSEG");
-    b.extend_from_slice(&1u32.to_le_bytes());
+    b.extend_from_slice(&2u32.to_le_bytes());
     b.extend_from_slice(&4096u32.to_le_bytes());
     b.extend_from_slice(&id.to_le_bytes());
     b.extend_from_slice(&7i64.to_le_bytes());
@@ -536,11 +578,13 @@ fn a_sealed_segments_header_page_matches_the_spec() {
     b.extend_from_slice(&[0; 24]);
     let c = crc(&b);
     b.extend_from_slice(&c.to_le_bytes());
+    b.extend_from_slice(&[0x5a; 32]); // key_salt (format 2)
     let expected = page(b);
     let header = SegmentHeader {
         segment_id: id,
         created_unix_ms: 7,
         sealed: true,
+        key_salt: Some([0x5a; 32]),
     };
     assert_eq!(header.encode(), expected);
     assert_eq!(SegmentHeader::decode(&expected).unwrap(), header);

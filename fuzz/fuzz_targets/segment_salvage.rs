@@ -22,7 +22,7 @@ fuzz_target!(|data: &[u8]| {
         let bytes = encode_record(record).expect("a salvaged record encodes");
         assert_eq!(&decode_record(&bytes).expect("and decodes"), record);
     }
-    for (offset, len) in &found.blobs {
+    for (offset, len, _) in &found.blobs {
         assert!(
             offset
                 .checked_add(*len)

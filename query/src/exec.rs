@@ -221,6 +221,9 @@ pub struct Output {
     pub plan: Plan,
     /// `RECALL`: the memory-graph nodes the question named (empty for other statements).
     pub query_nodes: Vec<String>,
+    /// What the statement could not read because its bytes are damaged: it answered from
+    /// the rest (empty on a sound store; `memdb repair` mends it).
+    pub skipped: memdb::Skipped,
 }
 
 impl Output {
@@ -252,6 +255,7 @@ pub(crate) fn execute(
         },
         statement: statement.to_string(),
         query_nodes: Vec::new(),
+        skipped: memdb::Skipped::default(),
     };
     let rows = match &statement {
         Statement::Query(q) | Statement::Explain(q) => run.query(q)?,
@@ -263,6 +267,7 @@ pub(crate) fn execute(
         rows,
         plan: run.plan,
         query_nodes: run.query_nodes,
+        skipped: run.skipped,
     })
 }
 
@@ -273,6 +278,7 @@ struct Run<'r> {
     plan: Plan,
     statement: String,
     query_nodes: Vec<String>,
+    skipped: memdb::Skipped,
 }
 
 /// Filters split into what an index scan takes and what is checked on its candidates.
@@ -439,6 +445,15 @@ impl Run<'_> {
         Ok((stats_items as f64 * share).round() as u64)
     }
 
+    /// Notes items left out of the answer because their records are damaged.
+    fn skip_items(&mut self, ids: impl IntoIterator<Item = u64>) {
+        for id in ids {
+            if !self.skipped.items.contains(&id) {
+                self.skipped.items.push(id);
+            }
+        }
+    }
+
     /// Items passing `filters`, in event-time order: an index range scan, then the residual
     /// checks. Records its stages.
     fn select(&mut self, filters: &[Filter], limit: Option<usize>) -> Result<Vec<Item>> {
@@ -457,7 +472,13 @@ impl Run<'_> {
         let candidates = if push.empty {
             Vec::new()
         } else {
-            self.snapshot.scan(&push.scan).map_err(self.err())?
+            // A damaged record costs its item, not the answer: skipped and named.
+            let (items, unreadable) = self
+                .snapshot
+                .scan_readable(&push.scan)
+                .map_err(self.err())?;
+            self.skip_items(unreadable);
+            items
         };
         let scanned = candidates.len() as u64;
         self.stage("scan", push.detail, Some(estimated), scanned, started);
@@ -610,6 +631,12 @@ impl Run<'_> {
             recall
         }
         .map_err(self.err())?;
+        self.skip_items(recall.skipped.items.iter().copied());
+        for block in &recall.skipped.vector_blocks {
+            if !self.skipped.vector_blocks.contains(block) {
+                self.skipped.vector_blocks.push(*block);
+            }
+        }
         let (c, t) = (recall.counts, recall.timings);
         let depth = options.depth.max(options.k) as u64;
         let pool = c.allowed.unwrap_or(c.items);

@@ -518,6 +518,14 @@ pub fn to_json(out: &Output) -> Value {
         doc["query_nodes"] = json!(out.query_nodes);
     }
     doc["plan"] = plan_json(&out.plan);
+    // Only when something was: a sound store's answers are as they were.
+    if let Some(warning) = out.skipped.describe() {
+        doc["skipped"] = json!({
+            "items": out.skipped.items,
+            "vector_blocks": out.skipped.vector_blocks,
+            "warning": warning,
+        });
+    }
     doc
 }
 

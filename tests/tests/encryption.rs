@@ -318,9 +318,15 @@ fn a_wrong_or_missing_key_is_refused_before_anything_is_written() {
         "a refused open changed a file"
     );
 
-    // A key file cut short, grown, or with a flipped byte: the header's own error, naming it.
+    // A key file cut short, grown, or with a byte flipped in both of its copies: the header's
+    // own error, naming it. One copy damaged costs nothing (store format 21).
     let key = path.join("KEY");
     let good = std::fs::read(&key).unwrap();
+    assert_eq!(good.len(), 320, "two copies of the key header");
+    let mut one_copy = good.clone();
+    one_copy[50] ^= 1;
+    std::fs::write(&key, &one_copy).unwrap();
+    Store::open(&path, options("pw")).expect("the second copy unlocks the store");
     for (what, bytes) in [
         ("cut", good[..100].to_vec()),
         ("empty", Vec::new()),
@@ -328,6 +334,7 @@ fn a_wrong_or_missing_key_is_refused_before_anything_is_written() {
         ("flipped", {
             let mut b = good.clone();
             b[50] ^= 1;
+            b[160 + 50] ^= 1;
             b
         }),
     ] {

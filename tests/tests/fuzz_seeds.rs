@@ -162,6 +162,7 @@ fn damaged_segments(block: &[u8]) -> Vec<(&'static str, String, Vec<u8>)> {
         segment_id: 7,
         created_unix_ms: 1_700_000_000_000,
         sealed: false,
+        key_salt: None,
     }
     .encode()
     .to_vec();
@@ -221,6 +222,7 @@ fn generated() -> Vec<(&'static str, String, Vec<u8>)> {
         segment_id: 7,
         created_unix_ms: 1_700_000_000_000,
         sealed: false,
+        key_salt: None,
     }
     .encode();
     out.push((

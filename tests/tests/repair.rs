@@ -329,7 +329,13 @@ fn a_catalog_that_does_not_open_is_rebuilt_from_the_segments() {
     }
     std::fs::write(&catalog, bytes).unwrap();
     assert!(Store::open(&path, Options::default()).is_err());
-    let report = Store::rebuild(&path, "test: catalog header destroyed", &mut |_, _| {}).unwrap();
+    let report = Store::rebuild(
+        &path,
+        Options::default(),
+        "test: catalog header destroyed",
+        &mut |_, _| {},
+    )
+    .unwrap();
     // Without a catalog nothing says which items were deleted: the report says so.
     assert!(!report.deletions_known);
     assert_rebuilt(&path, &report, &live, &deleted);
@@ -375,7 +381,7 @@ fn a_catalog_with_damaged_pages_is_rebuilt_keeping_every_readable_item() {
         }
     }
     let why = why.expect("some page of the catalog is read by check");
-    let report = Store::rebuild(&path, &why, &mut |_, _| {}).unwrap();
+    let report = Store::rebuild(&path, Options::default(), &why, &mut |_, _| {}).unwrap();
     assert_rebuilt(&path, &report, &live, &deleted);
 }
 

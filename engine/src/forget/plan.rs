@@ -233,33 +233,14 @@ impl Store {
                     let Some(record) = snapshot.get(item)? else {
                         continue;
                     };
-                    for blob in originals_of(&snapshot, &record)? {
-                        if let Some(info) = snapshot.blob_info(blob)?
-                            && drop_blobs.insert(blob)
-                        {
-                            stage.originals_dropped += 1;
-                            stage.original_bytes_dropped += info.len;
-                            report.originals.push(OriginalDrop {
-                                item,
-                                external_id: record.fields.external_id.clone(),
-                                blob,
-                                bytes: info.len,
-                                day: day.clone(),
-                                stage: rule.name.clone(),
-                            });
-                        }
-                    }
+                    let shown = (rule, day.as_str());
+                    drop_originals(&snapshot, &record, shown, stage, &mut drop_blobs)?
+                        .into_iter()
+                        .for_each(|drop| report.originals.push(drop));
                 }
             }
             for item in layout.items() {
-                if let Some(&now) = precisions.get(&item)
-                    && rule.vectors.bits_per_value() < now.bits_per_value()
-                    && quantize.insert(item, rule.vectors).is_none()
-                {
-                    stage.vectors_quantized += 1;
-                    stage.vector_bytes_saved +=
-                        (now.row_bytes(dim as usize) - rule.vectors.row_bytes(dim as usize)) as u64;
-                }
+                quantize_vector(item, rule, stage, (&precisions, dim), &mut quantize);
             }
             if new == *row {
                 continue;
@@ -276,6 +257,30 @@ impl Store {
                 }
             }
             changes.push((target, day.clone(), row.clone(), new));
+        }
+
+        // Undated items are on no page: they age from the day memdb stored them (their
+        // record's ingest time, UTC), so their originals are not kept forever. The dry run
+        // names each with that day.
+        for item in snapshot.undated_ids()? {
+            let Some(record) = snapshot.get(item)? else {
+                continue;
+            };
+            let Ok(stored) = jiff::Timestamp::from_millisecond(record.ingest_time_ms) else {
+                continue;
+            };
+            let stored = stored.to_zoned(jiff::tz::TimeZone::UTC).date();
+            let age = (as_of - stored).get_days().into();
+            let target = policy.stage_for(age).min(policy.stages.len() - 1);
+            let rule = &policy.stages[target];
+            let stage = &mut report.stages[target];
+            if !rule.keep_originals {
+                let shown = format!("undated, stored {stored}");
+                drop_originals(&snapshot, &record, (rule, &shown), stage, &mut drop_blobs)?
+                    .into_iter()
+                    .for_each(|drop| report.originals.push(drop));
+            }
+            quantize_vector(item, rule, stage, (&precisions, dim), &mut quantize);
         }
 
         let mut victims = BTreeSet::new();
@@ -390,6 +395,54 @@ struct PageChange {
 }
 
 /// The blob ids of an item's photo originals.
+/// Marks `record`'s originals for dropping by `rule` (the stage its page, or its stored day,
+/// `shown`, falls in), counts them in `stage`, and returns what the report lists of each.
+fn drop_originals(
+    snapshot: &Snapshot,
+    record: &ItemRecord,
+    (rule, shown): (&super::policy::StageRule, &str),
+    stage: &mut StageReport,
+    drop_blobs: &mut BTreeSet<u64>,
+) -> Result<Vec<OriginalDrop>> {
+    let mut out = Vec::new();
+    for blob in originals_of(snapshot, record)? {
+        if let Some(info) = snapshot.blob_info(blob)?
+            && drop_blobs.insert(blob)
+        {
+            stage.originals_dropped += 1;
+            stage.original_bytes_dropped += info.len;
+            out.push(OriginalDrop {
+                item: record.id,
+                external_id: record.fields.external_id.clone(),
+                blob,
+                bytes: info.len,
+                day: shown.to_owned(),
+                stage: rule.name.clone(),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Marks `item`'s vector for re-quantizing at `rule`'s precision when that is coarser than
+/// what it has now (`precisions`, of rows of `dim` values), counted in `stage`.
+fn quantize_vector(
+    item: u64,
+    rule: &super::policy::StageRule,
+    stage: &mut StageReport,
+    (precisions, dim): (&HashMap<u64, Precision>, u64),
+    quantize: &mut BTreeMap<u64, Precision>,
+) {
+    if let Some(&now) = precisions.get(&item)
+        && rule.vectors.bits_per_value() < now.bits_per_value()
+        && quantize.insert(item, rule.vectors).is_none()
+    {
+        stage.vectors_quantized += 1;
+        stage.vector_bytes_saved +=
+            (now.row_bytes(dim as usize) - rule.vectors.row_bytes(dim as usize)) as u64;
+    }
+}
+
 fn originals_of(snapshot: &Snapshot, record: &ItemRecord) -> Result<Vec<u64>> {
     let mut out = Vec::new();
     for &blob in &record.blobs {

@@ -397,6 +397,8 @@ pub struct Recall {
     pub timings: RecallTimings,
     /// Candidates per stage.
     pub counts: RecallCounts,
+    /// What the answer could not search because its bytes are damaged (`memdb repair`).
+    pub skipped: crate::store::Skipped,
 }
 
 /// Per-snapshot derived data: the lexical index and each item's time, source and place, by row.
@@ -420,6 +422,8 @@ pub(crate) struct ItemIndex {
     fact_texts: HashMap<usize, String>,
     /// Item id → row.
     rows: HashMap<u64, usize>,
+    /// Items left out because their records could not be read (damage).
+    unreadable: Vec<u64>,
 }
 
 impl ItemIndex {
@@ -480,6 +484,7 @@ impl ItemIndex {
                 .enumerate()
                 .map(|(row, i)| (i.id, row))
                 .collect(),
+            unreadable: Vec::new(),
         }
     }
 }
@@ -581,8 +586,11 @@ impl Store {
         {
             return Ok(Arc::clone(index));
         }
-        let items = snapshot.scan(&ScanFilter::default())?;
-        let index = Arc::new(ItemIndex::build(op_seq, &items, style, stems));
+        // A damaged record costs its item, not the search: it is left out and named.
+        let (items, unreadable) = snapshot.scan_readable(&ScanFilter::default())?;
+        let mut index = ItemIndex::build(op_seq, &items, style, stems);
+        index.unreadable = unreadable;
+        let index = Arc::new(index);
         if let Ok(mut guard) = cache.newest.lock() {
             *guard = Some(Arc::clone(&index));
         }
@@ -660,9 +668,18 @@ fn recall_in(
     let mut dense_hits: Vec<(u64, f32)> = Vec::new();
 
     let started = Instant::now();
-    if options.signals.dense
-        && let Some(space) = snapshot.vectors(&options.dense_space)?
-    {
+    let mut skipped = crate::store::Skipped {
+        items: index.unreadable.clone(),
+        vector_blocks: Vec::new(),
+    };
+    let dense_space = if options.signals.dense {
+        let (space, unreadable) = snapshot.readable_vectors(&options.dense_space)?;
+        skipped.vector_blocks = unreadable;
+        space
+    } else {
+        None
+    };
+    if let Some(space) = dense_space {
         let mut scope = VectorScope::all();
         if let Some(keys) = &stored_keys {
             scope = scope.with_keys(keys.clone());
@@ -670,6 +687,8 @@ fn recall_in(
         let mut hits: Vec<(u64, f32)> = space
             .search(&vectors[0], depth, &scope)?
             .into_iter()
+            // A vector whose item's record is unreadable leads nowhere.
+            .filter(|h| !skipped.items.contains(&h.key))
             .map(|h| (h.key, h.score))
             .collect();
         if let Some(travel) = travel {
@@ -975,6 +994,7 @@ fn recall_in(
         form,
         timings,
         counts,
+        skipped,
     })
 }
 

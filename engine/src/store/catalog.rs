@@ -246,13 +246,17 @@ pub(crate) const KEY_NEXT_PATH: &str = "next_graph_path_id";
 /// `deleted_retention_days`), so an undelete brings its originals back; a version-16 store is
 /// read as it is and becomes version 18 at its first write, so an older build — whose delete
 /// frees the blobs and whose `check` calls a retired item's blob an orphan — refuses it.
-pub(crate) const STORE_FORMAT_VERSION: u64 = 18;
-/// Format of an encrypted store (SPEC.md §3.7, §10): version 18 with its files sealed, a KEY
+/// Version 20 writes segments of format 2 (SPEC.md §3): every blob entry names its blob, kind
+/// and owner, and an encrypted segment's header page its key salt, so a rebuild ties each
+/// original to its item without the catalog; a version-18 store is read as it is and becomes
+/// version 20 at its first write (a build that does not know the tags would call them damage).
+pub(crate) const STORE_FORMAT_VERSION: u64 = 20;
+/// Format of an encrypted store (SPEC.md §3.7, §10): version 20 with its files sealed, a KEY
 /// file and the `segment_keys` table. A store is made encrypted or not and stays so; the
-/// plain format keeps its version. Versions 9, 11, 13, 15 and 17 are encrypted stores of
-/// versions 8, 10, 12, 14 and 16: read as they are, and upgraded at their first write like a
+/// plain format keeps its version. Versions 9, 11, 13, 15, 17 and 19 are encrypted stores of
+/// versions 8, 10, 12, 14, 16 and 18: read as they are, and upgraded at their first write like a
 /// plain store of their version, to this version.
-pub(crate) const ENCRYPTED_FORMAT_VERSION: u64 = 19;
+pub(crate) const ENCRYPTED_FORMAT_VERSION: u64 = 21;
 /// The oldest version this build opens.
 pub(crate) const OLDEST_FORMAT_VERSION: u64 = 1;
 
@@ -439,6 +443,15 @@ impl BlobLoc {
             self.kind as u8,
             self.owner,
         )
+    }
+
+    /// What blob `id`'s entry header says of it (segment format 2): its id, kind and owner.
+    pub(crate) fn tag(&self, id: u64) -> memdb_formats::segment::BlobTag {
+        memdb_formats::segment::BlobTag {
+            id,
+            kind: self.kind as u8,
+            owner: self.owner,
+        }
     }
 
     /// Bytes the blob's entry occupies in its segment (header, payload, padding).

@@ -99,6 +99,10 @@ pub struct CheckReport {
     pub damage: Damage,
     /// The catalog itself cannot be read (the rest of the report is then empty).
     pub catalog_damaged: bool,
+    /// The catalog reads but some of its rows disagree with sound segment bytes or with each
+    /// other (a row that damage changed): a repair in place would trust them, so `repair`
+    /// rebuilds the store from its segments instead.
+    pub catalog_inconsistent: bool,
 }
 
 impl CheckReport {
@@ -113,6 +117,17 @@ impl CheckReport {
             offset,
             what: what.into(),
         });
+    }
+
+    /// A problem of the catalog's rows, not of segment bytes.
+    fn catalog_problem(
+        &mut self,
+        segment: Option<u64>,
+        offset: Option<u64>,
+        what: impl Into<String>,
+    ) {
+        self.catalog_inconsistent = true;
+        self.problem(segment, offset, what);
     }
 }
 
@@ -224,9 +239,9 @@ fn next_entry_start(map: &[u8], segment: u64, offset: u64, end: u64) -> Option<u
 /// in order and whether any was damaged. A damaged entry is still listed (so an appended
 /// footer describes the file); a header it cannot read is skipped by scanning for the next.
 pub(crate) fn walk_entries(file: &SegmentFile, end: u64) -> Result<(Vec<FooterRecord>, bool)> {
-    let map = file.bytes(0..end)?;
+    let (map, bad_pages) = file.bytes_by_page(0..end)?;
     let mut out = Vec::new();
-    let mut damaged = false;
+    let mut damaged = !bad_pages.is_empty();
     let mut offset = PAGE as u64;
     while offset < end {
         let (header, next) = match verify_entry(&map, file.id(), offset, end) {
@@ -255,6 +270,14 @@ pub(crate) fn walk_entries(file: &SegmentFile, end: u64) -> Result<(Vec<FooterRe
         offset = next;
     }
     Ok((out, damaged))
+}
+
+/// Whether segment `file`, as `row` describes it, verifies whole: every page, entry, footer
+/// and trailer (what a compaction that must not trip over damage rewrites).
+pub(super) fn segment_is_sound(file: &SegmentFile, row: &SegmentRow) -> bool {
+    let mut report = CheckReport::default();
+    check_segment(&mut report, file, row, false);
+    report.problems.is_empty()
 }
 
 fn check_segment(
@@ -295,8 +318,17 @@ fn check_segment(
         );
         return entries;
     }
-    let map = match file.bytes(0..row.len) {
-        Ok(m) => m,
+    let map = match file.bytes_by_page(0..row.len) {
+        Ok((map, bad_pages)) => {
+            for page in bad_pages {
+                report.problem(
+                    Some(id),
+                    Some(page * PAGE as u64),
+                    format!("page {page} fails its tag (the entries on it follow)"),
+                );
+            }
+            map
+        }
         Err(e) => {
             report.problem(Some(id), None, e.to_string());
             return entries;
@@ -316,8 +348,9 @@ fn check_segment_bytes(
     let mut entries = Vec::new();
     report.segments += 1;
     report.bytes += row.len;
+    let mut padding = SEGMENT_HEADER_BYTES;
     match SegmentHeader::decode(&map[..PAGE]) {
-        Ok(h) if h.segment_id == id => {}
+        Ok(h) if h.segment_id == id => padding = h.padding_start(),
         Ok(h) => report.problem(
             Some(id),
             Some(0),
@@ -325,10 +358,10 @@ fn check_segment_bytes(
         ),
         Err(e) => report.problem(Some(id), Some(0), e.to_string()),
     }
-    if let Some(pos) = map[SEGMENT_HEADER_BYTES..PAGE].iter().position(|&b| b != 0) {
+    if let Some(pos) = map[padding..PAGE].iter().position(|&b| b != 0) {
         report.problem(
             Some(id),
-            Some((SEGMENT_HEADER_BYTES + pos) as u64),
+            Some((padding + pos) as u64),
             "header page padding is not zero",
         );
     }
@@ -648,10 +681,17 @@ impl Store {
             report.problem(Some(*id), None, format!("unusable since open: {reason}"));
         }
         let mut walked = BTreeMap::new();
+        // Segments whose own bytes showed damage: a catalog row pointing at something
+        // unreadable in any other segment is itself wrong.
+        let mut damaged_segments = BTreeSet::new();
         for (id, row) in &rows {
             match segments.get(id) {
                 Some(file) => {
+                    let before = report.problems.len();
                     walked.insert(*id, check_segment(&mut report, file, row, read_only));
+                    if report.problems.len() > before {
+                        damaged_segments.insert(*id);
+                    }
                 }
                 None if self.inner.damaged.contains_key(id) => {}
                 None => report.problem(Some(*id), None, "listed in the catalog but not open"),
@@ -671,7 +711,7 @@ impl Store {
             let end = loc.offset + u64::from(loc.frame_len);
             report.items += 1;
             if !rows.contains_key(&loc.segment) {
-                report.problem(
+                report.catalog_problem(
                     Some(loc.segment),
                     Some(loc.offset),
                     format!("item {id} is in a segment the catalog does not list"),
@@ -696,15 +736,25 @@ impl Store {
             match read_record(segments, &loc) {
                 Err(e) => {
                     report.damage.items.push(id);
-                    report.problem(
-                        Some(loc.segment),
-                        Some(loc.offset),
-                        format!("item {id}: {e}"),
-                    )
+                    if damaged_segments.contains(&loc.segment) {
+                        report.problem(
+                            Some(loc.segment),
+                            Some(loc.offset),
+                            format!("item {id}: {e}"),
+                        )
+                    } else {
+                        report.catalog_problem(
+                            Some(loc.segment),
+                            Some(loc.offset),
+                            format!(
+                                "item {id}: {e} (its segment is sound: the catalog row is wrong)"
+                            ),
+                        )
+                    }
                 }
                 Ok(rec) => {
                     if rec.id != id {
-                        report.problem(
+                        report.catalog_problem(
                             Some(loc.segment),
                             Some(loc.offset),
                             format!("item {id} points at the record of item {}", rec.id),
@@ -713,7 +763,7 @@ impl Store {
                     if rec.fields.time.unix_ms != loc.time_ms
                         || rec.fields.source.code() != loc.source
                     {
-                        report.problem(
+                        report.catalog_problem(
                             Some(loc.segment),
                             Some(loc.offset),
                             format!("item {id}: catalog time/source differ from the record"),
@@ -726,7 +776,7 @@ impl Store {
                             .ctx("read external_ids")?
                             .map(|v| v.value());
                         if mapped != Some(id) {
-                            report.problem(
+                            report.catalog_problem(
                                 None,
                                 None,
                                 format!("external id `{ext}` of item {id} maps to {mapped:?}"),
@@ -740,7 +790,7 @@ impl Store {
                 .ctx("read by_source")?
                 .is_none()
             {
-                report.problem(
+                report.catalog_problem(
                     None,
                     None,
                     format!("item {id} is missing from the time index"),
@@ -758,13 +808,13 @@ impl Store {
             (external_count..=external_count + report.damage.items.len() as u64).contains(&n_ext)
         };
         if n_time != report.items || !ext_plausible {
-            report.problem(None, None, format!(
+            report.catalog_problem(None, None, format!(
                 "index sizes differ: {} items, {n_time} in the time index, {n_ext} external ids for {external_count} items that have one",
                 report.items
             ));
         }
         if let Err(e) = catalog::read_op_log(txn) {
-            report.problem(None, None, format!("the op log: {e}"));
+            report.catalog_problem(None, None, format!("the op log: {e}"));
         }
 
         let blobs = txn.open_table(catalog::BLOBS).ctx("open blobs")?;
@@ -778,7 +828,7 @@ impl Store {
             let loc = match BlobLoc::decode(id, raw.value()) {
                 Ok(l) => l,
                 Err(e) => {
-                    report.problem(None, None, format!("blob {id}: {e}"));
+                    report.catalog_problem(None, None, format!("blob {id}: {e}"));
                     continue;
                 }
             };
@@ -804,11 +854,19 @@ impl Store {
             }
             if let Err(e) = read_blob(segments, id, &loc) {
                 report.damage.blobs.push(super::read::blob_info(id, &loc));
-                report.problem(
-                    Some(loc.segment),
-                    Some(loc.offset),
-                    format!("blob {id}: {e}"),
-                );
+                if damaged_segments.contains(&loc.segment) || !rows.contains_key(&loc.segment) {
+                    report.problem(
+                        Some(loc.segment),
+                        Some(loc.offset),
+                        format!("blob {id}: {e}"),
+                    );
+                } else {
+                    report.catalog_problem(
+                        Some(loc.segment),
+                        Some(loc.offset),
+                        format!("blob {id}: {e} (its segment is sound: the catalog row is wrong)"),
+                    );
+                }
             }
         }
         check_history(&mut report, txn, segments, &rows, &walked)?;
@@ -826,7 +884,7 @@ impl Store {
                 None => false,
             };
             if !retired && items.get(owner).ctx("read items")?.is_none() {
-                report.problem(
+                report.catalog_problem(
                     None,
                     None,
                     format!("blob {blob} belongs to missing item {owner}"),
@@ -869,7 +927,7 @@ fn check_op_notes(
             }
             match notes.remove(&note) {
                 Some(owner) if owner == memory => {}
-                Some(owner) => report.problem(
+                Some(owner) => report.catalog_problem(
                     None,
                     None,
                     format!("op {seq} of memory {memory} names note blob {note} of memory {owner}"),
@@ -881,7 +939,7 @@ fn check_op_notes(
         }
     }
     for (blob, owner) in notes {
-        report.problem(
+        report.catalog_problem(
             None,
             None,
             format!("op note blob {blob} of memory {owner} is named by no op"),

@@ -166,6 +166,9 @@ pub struct CompactReport {
     pub blobs_dropped: u64,
     /// Earlier item versions (history) moved.
     pub versions_kept: u64,
+    /// Segments a plain compaction left as they are because their bytes do not verify: the
+    /// damage is carried over untouched, for `memdb repair`, instead of failing the run.
+    pub segments_skipped_damaged: Vec<u64>,
     /// Blobs of deleted items dropped because the store's retention window had passed.
     pub retired_blobs_expired: u64,
 }
@@ -223,10 +226,15 @@ impl Output<'_> {
         Ok(())
     }
 
-    fn add_blob(&mut self, t: &mut Tables<'_>, bytes: &[u8]) -> Result<(u64, u64)> {
+    fn add_blob(
+        &mut self,
+        t: &mut Tables<'_>,
+        tag: memdb_formats::segment::BlobTag,
+        bytes: &[u8],
+    ) -> Result<(u64, u64)> {
         let need = memdb_formats::segment::pages_for(bytes.len() as u64) * PAGE as u64;
         let seg = self.segment_for(t, need)?;
-        let offset = seg.append(EntryKind::Blob, bytes)?;
+        let offset = seg.append_blob(tag, bytes)?;
         Ok((seg.id(), offset))
     }
 
@@ -288,7 +296,13 @@ impl Store {
         options: &CompactOptions,
         hook: &mut dyn CompactionHook,
     ) -> Result<CompactReport> {
-        self.compact_with(options, hook, &mut |_, _, _| Ok(false), &mut |_, _| {})
+        self.compact_inner(
+            options,
+            hook,
+            &mut |_, _, _| Ok(false),
+            &mut |_, _| {},
+            true,
+        )
     }
 
     /// Gives the catalog's free pages back to the file system. A commit that frees catalog
@@ -335,6 +349,20 @@ impl Store {
         finish: &mut FinishRows<'_>,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<CompactReport> {
+        self.compact_inner(options, hook, finish, progress, false)
+    }
+
+    /// The compaction; with `skip_damaged`, victims whose bytes do not verify are left out
+    /// (and reported) instead of failing the run — a plain compaction's way; repair and
+    /// forgetting, which must account for every entry of their victims, leave it off.
+    fn compact_inner(
+        &self,
+        options: &CompactOptions,
+        hook: &mut dyn CompactionHook,
+        finish: &mut FinishRows<'_>,
+        progress: &mut dyn FnMut(u64, u64),
+        skip_damaged: bool,
+    ) -> Result<CompactReport> {
         let mut writer = self.lock_writer()?;
         let segments = self.current_segments()?;
         let active_id = writer.active.as_ref().map(|a| a.id());
@@ -365,7 +393,19 @@ impl Store {
                 versions::expire_retired_blobs(&mut t, output.now, retention_days)?;
             finished_rows |= report.retired_blobs_expired > 0;
             let rows = catalog::segment_rows(&t.segments)?;
-            let victims = choose_victims(&options.victims, &rows, &segments, active_id);
+            let mut victims = choose_victims(&options.victims, &rows, &segments, active_id);
+            if skip_damaged {
+                victims.retain(|id| {
+                    let sound = match (segments.get(id), rows.get(id)) {
+                        (Some(file), Some(row)) => super::check::segment_is_sound(file, row),
+                        _ => false,
+                    };
+                    if !sound {
+                        report.segments_skipped_damaged.push(*id);
+                    }
+                    sound
+                });
+            }
             // `finish` first: a blob it drops is then not copied, and the vector blocks it
             // stages go straight into the output.
             let mut staged = StagedVectors::new();
@@ -440,7 +480,12 @@ impl Store {
     ) -> Result<Vec<(u64, Option<Arc<memdb_vectors::HnswIndex>>)>> {
         let mut written = Vec::new();
         for block in vector_space::stage(t, segments, &self.inner.graphs, staged)? {
-            let (segment, offset) = output.add_blob(t, &block.bytes)?;
+            let tag = memdb_formats::segment::BlobTag {
+                id: block.blob_id,
+                kind: BlobKind::Vectors as u8,
+                owner: 0,
+            };
+            let (segment, offset) = output.add_blob(t, tag, &block.bytes)?;
             let loc = BlobLoc {
                 segment,
                 offset,
@@ -571,7 +616,7 @@ fn copy_blobs(
             BlobRewrite::Drop => None,
         };
         if let Some(kept) = kept {
-            let (segment, offset) = output.add_blob(t, kept)?;
+            let (segment, offset) = output.add_blob(t, loc.tag(id), kept)?;
             let moved = BlobLoc {
                 segment,
                 offset,

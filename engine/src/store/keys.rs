@@ -51,11 +51,15 @@ pub(crate) fn create_key_file(
     Ok(key)
 }
 
+/// Copies of the key header a KEY file holds (store format 20): one damaged byte costs one
+/// copy, never the store.
+const KEY_COPIES: usize = 2;
+
 fn write_key_file(io: &dyn StorageIo, path: &std::path::Path, header: &KeyHeader) -> Result<()> {
     let file = io
         .open_file(path, OpenMode::CreateNew)
         .map_err(Error::io("create key file", path))?;
-    io.write_at(path, &file, &header.encode(), 0)
+    io.write_at(path, &file, &header.encode().repeat(KEY_COPIES), 0)
         .map_err(Error::io("write key file", path))?;
     io.sync_data(path, &file)
         .map_err(Error::io("fdatasync", path))
@@ -68,11 +72,33 @@ pub(crate) fn read_key_header(io: &dyn StorageIo, paths: &StorePaths) -> Result<
         .open_file(&path, OpenMode::ReadOnly)
         .map_err(Error::io("open key file", &path))?;
     let len = io.len(&path, &file).map_err(Error::io("stat", &path))?;
-    // Longer than a header is damage too; read one byte more than a header to see it.
-    let mut bytes = vec![0u8; (len as usize).min(KEY_HEADER_BYTES + 1)];
+    // Longer than its copies is damage too; read one byte more to see it.
+    let mut bytes = vec![0u8; (len as usize).min(KEY_COPIES * KEY_HEADER_BYTES + 1)];
     io.read_at(&path, &file, &mut bytes, 0)
         .map_err(Error::io("read key file", &path))?;
-    KeyHeader::decode(&bytes).map_err(|e| key_error(paths)(CryptoError::Header(e)))
+    decode_key_file(&bytes).map_err(|e| key_error(paths)(CryptoError::Header(e)))
+}
+
+/// The key header of a KEY file's bytes: the first of its copies that decodes (a file of one
+/// header, before format 20, is read too). The error is the first copy's.
+fn decode_key_file(bytes: &[u8]) -> std::result::Result<KeyHeader, memdb_formats::FormatError> {
+    if bytes.len() != KEY_COPIES * KEY_HEADER_BYTES {
+        return KeyHeader::decode(bytes);
+    }
+    let mut first_error = None;
+    for copy in bytes.chunks_exact(KEY_HEADER_BYTES) {
+        match KeyHeader::decode(copy) {
+            Ok(header) => return Ok(header),
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    Err(first_error.unwrap_or(memdb_formats::FormatError::Invalid {
+        what: "key file",
+        offset: 0,
+        reason: "no copy of the key header".into(),
+    }))
 }
 
 /// For an encrypted store, unlocks its data key with `options.secret` and puts a [`SealedIo`]
@@ -140,13 +166,14 @@ pub(crate) fn register_segments(
 }
 
 /// A new segment's salt: registered with `sealed` and recorded in `segment_keys` in the
-/// commit that records the segment.
+/// commit that records the segment; returned for the segment's header page (segment format 2),
+/// where a rebuild finds it when the catalog cannot be read.
 pub(crate) fn new_segment_key(
     sealed: &SealedIo,
     paths: &StorePaths,
     table: &mut redb::Table<'_, u64, &'static [u8]>,
     id: u64,
-) -> Result<()> {
+) -> Result<[u8; 32]> {
     let salt: [u8; 32] = crypto::random().map_err(key_error(paths))?;
     sealed
         .register_segment(&paths.segment(id), id, &salt)
@@ -154,7 +181,7 @@ pub(crate) fn new_segment_key(
     table
         .insert(id, salt.as_slice())
         .ctx("write segment_keys")?;
-    Ok(())
+    Ok(salt)
 }
 
 /// Changes what unlocks the store at `paths` from `old` to `new`: only the KEY file changes
@@ -180,4 +207,35 @@ pub(crate) fn rekey(
     io.rename(&staged, &path)
         .map_err(Error::io("rename key file", &path))?;
     dir::sync_dir(io, &paths.root)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn any_one_damaged_byte_of_a_key_file_leaves_a_copy_that_reads() {
+        let header = KeyHeader {
+            kdf: memdb_formats::key_header::Kdf::KeyFile,
+            store_key_id: [1; 16],
+            salt: [2; 32],
+            wrap_nonce: [3; 24],
+            wrapped_key: [4; 32],
+            wrap_tag: [5; 16],
+        };
+        let file = header.encode().repeat(KEY_COPIES);
+        for at in 0..file.len() {
+            let mut damaged = file.clone();
+            damaged[at] ^= 0x5a;
+            assert_eq!(decode_key_file(&damaged).unwrap(), header, "byte {at}");
+        }
+        // Both copies damaged: a typed error, not a guess.
+        let mut both = file.clone();
+        both[40] ^= 1;
+        both[KEY_HEADER_BYTES + 40] ^= 1;
+        assert!(decode_key_file(&both).is_err());
+        // A one-copy file (format 19 and before) still reads.
+        assert_eq!(decode_key_file(&header.encode()).unwrap(), header);
+        assert!(decode_key_file(&file[..KEY_HEADER_BYTES + 1]).is_err());
+    }
 }

@@ -43,7 +43,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
-use memdb_formats::segment::{EntryKind, FooterRecord, PAGE};
+use memdb_formats::segment::{BlobTag, EntryKind, FooterRecord, PAGE};
 use redb::{ReadableDatabase, ReadableTable};
 
 use crate::error::{CatalogResult, Error, Result};
@@ -58,9 +58,11 @@ pub use compact::{
     BlobRewrite, CatalogShrink, CompactOptions, CompactReport, CompactionHook, ItemRewrite,
     KeepEverything, LostItem, Victims,
 };
-pub use read::{Blob, BlobInfo, DroppedBlob, ItemVersion, ScanFilter, Snapshot};
+pub use read::{Blob, BlobInfo, DroppedBlob, ItemVersion, ScanFilter, Skipped, Snapshot};
+#[cfg(feature = "fault-injection")]
+pub use rebuild::segment_plaintext;
 pub use rebuild::{RebuildReport, SalvagedSegment, salvage_segment};
-pub use repair::RepairReport;
+pub use repair::{RepairPhase, RepairReport, Repaired};
 pub use stats::{CatalogTableStats, SegmentStats, Stats};
 pub use vector_space::{ITEM_VECTORS, StoredVectors, VectorHit, VectorScope};
 pub use versions::{
@@ -201,13 +203,14 @@ impl OpenSegment {
         now_ms: i64,
     ) -> Result<OpenSegment> {
         let (io, paths) = (&store.options.io, &store.paths);
+        let mut key_salt = None;
         if let Some(sealed) = &store.sealed {
             let table = t.segment_keys.as_mut().ok_or_else(|| {
                 Error::Inconsistent("an encrypted store's catalog has no segment_keys".into())
             })?;
-            keys::new_segment_key(sealed, paths, table, id)?;
+            key_salt = Some(keys::new_segment_key(sealed, paths, table, id)?);
         }
-        let file = SegmentFile::create(io, paths.segment(id), id, now_ms)?
+        let file = SegmentFile::create(io, paths.segment(id), id, now_ms, key_salt)?
             .with_opened_cache(store.sealed.as_ref().map(|s| s.opened_cache()));
         dir::sync_dir(io.as_ref(), &paths.segments)?;
         Ok(OpenSegment {
@@ -226,6 +229,22 @@ impl OpenSegment {
     /// Writes one entry at the write position; returns the file offset of its payload.
     fn append(&mut self, kind: EntryKind, payload: &[u8]) -> Result<u64> {
         let header = memdb_formats::segment::EntryHeader::for_payload(kind, self.id(), payload);
+        self.append_entry(header, payload)
+    }
+
+    /// Writes blob `tag`'s entry (its header names the blob, its kind and owner: SPEC.md §3.2)
+    /// at the write position; returns the file offset of its payload.
+    fn append_blob(&mut self, tag: BlobTag, payload: &[u8]) -> Result<u64> {
+        let header = memdb_formats::segment::EntryHeader::for_blob(self.id(), tag, payload);
+        self.append_entry(header, payload)
+    }
+
+    fn append_entry(
+        &mut self,
+        header: memdb_formats::segment::EntryHeader,
+        payload: &[u8],
+    ) -> Result<u64> {
+        let kind = header.kind;
         let start = self.len;
         let total = header.pages() * PAGE as u64;
         let payload_offset = start + memdb_formats::segment::ENTRY_HEADER_BYTES as u64;
@@ -406,10 +425,13 @@ impl Store {
         let mut had_tail = BTreeSet::new();
         for (&id, row) in &rows {
             match open_segment(&options.io, &paths, id, row) {
-                Ok((seg, tail)) => {
+                Ok((seg, tail, header_damage)) => {
                     let seg = seg.with_opened_cache(sealed.as_ref().map(|s| s.opened_cache()));
                     if tail {
                         had_tail.insert(id);
+                    }
+                    if let Some(reason) = header_damage {
+                        damaged.insert(id, reason);
                     }
                     set.insert(id, Arc::new(seg));
                 }
@@ -429,6 +451,7 @@ impl Store {
             .rev()
             .filter(|(_, row)| row.state == SegmentState::Open)
             .filter(|(id, _)| sealed.is_none() || !had_tail.contains(id))
+            .filter(|(id, _)| !damaged.contains_key(id))
             .find_map(|(id, row)| set.get(id).map(|f| (Arc::clone(f), row.len)))
             .and_then(|(file, len)| {
                 // A damaged open segment takes no more appends: it stays as it is (readable
@@ -842,8 +865,15 @@ fn open_segment(
     paths: &StorePaths,
     id: u64,
     row: &SegmentRow,
-) -> Result<(SegmentFile, bool)> {
-    let file = SegmentFile::open(io, paths.segment(id), id, OpenMode::ReadWrite)?;
+) -> Result<(SegmentFile, bool, Option<String>)> {
+    let file = SegmentFile::open_unchecked(io, paths.segment(id), id, OpenMode::ReadWrite)?;
+    // A damaged header page costs no entry (each has its own checks): the segment stays
+    // readable, reported damaged, until a repair copies its entries into a sound one.
+    let header_damage = match file.verify_header() {
+        Ok(()) => None,
+        Err(e @ Error::Corruption { .. }) => Some(e.to_string()),
+        Err(e) => return Err(e),
+    };
     let file_len = file.file_len()?;
     if file_len < row.len {
         return Err(Error::SegmentUnavailable {
@@ -864,7 +894,7 @@ fn open_segment(
         // Bytes past the committed length belong to a batch whose commit never happened.
         file.truncate(row.len)?;
     }
-    Ok((file, file_len > row.len))
+    Ok((file, file_len > row.len, header_damage))
 }
 
 /// Deletes segment files (and temporary files) that no committed catalog row references.

@@ -52,6 +52,50 @@ pub struct ScanFilter {
     pub limit: Option<usize>,
 }
 
+/// What a search left out because its bytes are damaged: it answered from the rest. Empty
+/// on a sound store; `memdb repair` mends what it lists.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Skipped {
+    /// Items whose records could not be read.
+    pub items: Vec<u64>,
+    /// Vector blocks (blob ids) that could not be read: their rows' vectors were not searched.
+    pub vector_blocks: Vec<u64>,
+}
+
+impl Skipped {
+    /// Whether nothing was skipped.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty() && self.vector_blocks.is_empty()
+    }
+
+    /// One line for a person: what was skipped and what mends it; `None` when nothing was.
+    pub fn describe(&self) -> Option<String> {
+        if self.is_empty() {
+            return None;
+        }
+        let mut parts = Vec::new();
+        if !self.items.is_empty() {
+            let ids: Vec<String> = self.items.iter().take(5).map(u64::to_string).collect();
+            let more = if self.items.len() > 5 { ", …" } else { "" };
+            parts.push(format!(
+                "{} item(s) unreadable ({}{more})",
+                self.items.len(),
+                ids.join(", ")
+            ));
+        }
+        if !self.vector_blocks.is_empty() {
+            parts.push(format!(
+                "{} vector block(s) unreadable",
+                self.vector_blocks.len()
+            ));
+        }
+        Some(format!(
+            "{}: skipped; run `memdb repair`",
+            parts.join(" and ")
+        ))
+    }
+}
+
 /// Where a blob is and what it is, without its bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BlobInfo {
@@ -276,10 +320,52 @@ impl Snapshot {
         Ok(out)
     }
 
+    /// As [`scan`](Snapshot::scan), but an item whose record cannot be read (damage: a
+    /// checksum that fails, a segment that is gone) is skipped and its id listed second,
+    /// instead of failing the scan: what searches answer from, saying what they skipped.
+    pub fn scan_readable(&self, filter: &ScanFilter) -> Result<(Vec<ItemRecord>, Vec<u64>)> {
+        let items = self.items()?;
+        let (mut out, mut unreadable) = (Vec::new(), Vec::new());
+        for id in self.scan_ids(filter)? {
+            let raw = items.get(id).ctx("read items")?.ok_or_else(|| {
+                Error::bad_row("by_source", id, "names an item the items table lacks")
+            })?;
+            match read_record(&self.segments, &ItemLoc::decode(raw.value())) {
+                Ok(record) => {
+                    check_id(id, &record)?;
+                    out.push(record);
+                }
+                Err(e) if e.is_damage() => unreadable.push(id),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok((out, unreadable))
+    }
+
     /// Number of live items.
     pub fn item_count(&self) -> Result<u64> {
         let items = self.items()?;
         items.len().ctx("count items")
+    }
+
+    /// Ids of the undated items (filed at `i64::MIN`, on no day and no page), by source.
+    pub(crate) fn undated_ids(&self) -> Result<Vec<u64>> {
+        let table = self
+            .txn
+            .open_table(catalog::BY_SOURCE)
+            .ctx("open by_source")?;
+        let undated = memdb_formats::item::UNDATED_MS;
+        let mut out = Vec::new();
+        for source in Source::ALL {
+            let code = source.code();
+            for row in table
+                .range::<(u8, i64, u64)>((code, undated, 0)..=(code, undated, u64::MAX))
+                .ctx("read by_source")?
+            {
+                out.push(row.ctx("read by_source")?.0.value().2);
+            }
+        }
+        Ok(out)
     }
 
     /// Event times (UTC ms) of the oldest and the newest dated item, if any: what a query

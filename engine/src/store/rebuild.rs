@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use memdb_formats::item::{ItemRecord, decode_record, read_framed};
-use memdb_formats::segment::{ENTRY_HEADER_BYTES, EntryHeader, EntryKind, PAGE};
+use memdb_formats::segment::{BlobTag, ENTRY_HEADER_BYTES, EntryHeader, EntryKind, PAGE};
 use redb::{ReadableDatabase, ReadableTable};
 
 use super::catalog::{self, BlobKind, BlobLoc, ItemLoc, OpCode};
@@ -50,6 +50,12 @@ pub struct RebuildReport {
     pub from_segments_only: u64,
     /// Whether deletions could be told from the op log for those.
     pub deletions_known: bool,
+    /// Items whose records were all lost but whose files survived: kept as stand-ins tagged
+    /// `recovered` (a photo's fields read again from its original), as `repair` keeps them.
+    pub stand_ins: Vec<u64>,
+    /// Segment files nothing could be read from (an encrypted segment of format 1 whose key
+    /// was only in the lost catalog).
+    pub segments_unreadable: Vec<u64>,
     /// Pages the old catalog listed: they come back from `memdb pages`, except those that
     /// forgetting had re-encoded (stage > 0), which are lost with their catalog rows.
     pub pages_listed: u64,
@@ -118,8 +124,13 @@ struct Found {
 #[derive(Default)]
 struct SegmentScan {
     records: Vec<Found>,
-    /// (segment, payload offset) → payload bytes (verified).
-    blobs: HashMap<(u64, u64), Vec<u8>>,
+    /// (segment, payload offset) → payload bytes (verified) and what the entry's header says
+    /// the blob is (segment format 2).
+    blobs: HashMap<(u64, u64), (Vec<u8>, Option<BlobTag>)>,
+    /// Blob id → where its newest sound copy is (segment format 2: the entry names its blob).
+    by_id: HashMap<u64, (u64, u64)>,
+    /// Segment files that could not be read at all (an encrypted segment whose key is lost).
+    unreadable: Vec<u64>,
 }
 
 /// What can be read from the bytes of one segment file without its catalog.
@@ -128,8 +139,10 @@ pub struct SalvagedSegment {
     /// Every item record whose frame verifies, with the file offset of its frame, in file
     /// order (several versions of an item may appear).
     pub records: Vec<(u64, ItemRecord)>,
-    /// Every blob entry whose payload verifies: (payload offset, payload length).
-    pub blobs: Vec<(u64, u64)>,
+    /// Every blob entry whose payload verifies: (payload offset, payload length, what the
+    /// entry's header says the blob is — its id, kind and owner; `None` in a segment entry
+    /// of format 1).
+    pub blobs: Vec<(u64, u64, Option<BlobTag>)>,
 }
 
 /// Reads what it can from the bytes of segment `segment` (a whole file, possibly damaged):
@@ -173,7 +186,7 @@ pub fn salvage_segment(segment: u64, bytes: &[u8]) -> SalvagedSegment {
                 }
             }
             EntryKind::Blob if header.verify_payload(payload, start).is_ok() => {
-                out.blobs.push((start, header.payload_len));
+                out.blobs.push((start, header.payload_len, header.blob));
             }
             _ => {}
         }
@@ -184,7 +197,16 @@ pub fn salvage_segment(segment: u64, bytes: &[u8]) -> SalvagedSegment {
     out
 }
 
-fn scan_segments(paths: &StorePaths) -> Result<SegmentScan> {
+/// Reads every segment file of the store: as it is, or in an encrypted store page by page
+/// through `sealed` under the key its salt derives — the salt on the segment's header page
+/// (segment format 2), else the one the old catalog's `segment_keys` still gives. A page that
+/// fails its tag reads as zeros (what it held is lost, nothing else); a segment with no usable
+/// salt cannot be read at all and is listed in `unreadable`.
+fn scan_segments(
+    paths: &StorePaths,
+    sealed: Option<&super::sealed::SealedIo>,
+    catalog_salts: &BTreeMap<u64, Vec<u8>>,
+) -> Result<SegmentScan> {
     let mut scan = SegmentScan::default();
     let mut files: Vec<(u64, PathBuf)> = std::fs::read_dir(&paths.segments)
         .map_err(Error::io("list", &paths.segments))?
@@ -196,7 +218,18 @@ fn scan_segments(paths: &StorePaths) -> Result<SegmentScan> {
         .collect();
     files.sort();
     for (segment, path) in files {
-        let bytes = std::fs::read(&path).map_err(Error::io("read", &path))?;
+        let bytes = match sealed {
+            None => std::fs::read(&path).map_err(Error::io("read", &path))?,
+            Some(sealed) => {
+                match open_sealed_segment(sealed, &path, segment, catalog_salts.get(&segment))? {
+                    Some(bytes) => bytes,
+                    None => {
+                        scan.unreadable.push(segment);
+                        continue;
+                    }
+                }
+            }
+        };
         let salvaged = salvage_segment(segment, &bytes);
         for (offset, record) in salvaged.records {
             scan.records.push(Found {
@@ -205,28 +238,114 @@ fn scan_segments(paths: &StorePaths) -> Result<SegmentScan> {
                 offset,
             });
         }
-        for (offset, len) in salvaged.blobs {
+        for (offset, len, tag) in salvaged.blobs {
             let payload = bytes[offset as usize..(offset + len) as usize].to_vec();
-            scan.blobs.insert((segment, offset), payload);
+            if let Some(tag) = tag {
+                // Files are walked in id order: a later segment's copy (a compaction's) wins.
+                scan.by_id.insert(tag.id, (segment, offset));
+            }
+            scan.blobs.insert((segment, offset), (payload, tag));
         }
     }
     Ok(scan)
 }
 
+/// The pages of an encrypted segment, opened (a page whose tag fails reads as zeros); `None`
+/// when no salt opens it. Of the salts there may be (the header page's, the old catalog's),
+/// the first that opens the segment's first data page is taken.
+fn open_sealed_segment(
+    sealed: &super::sealed::SealedIo,
+    path: &Path,
+    segment: u64,
+    catalog_salt: Option<&Vec<u8>>,
+) -> Result<Option<Vec<u8>>> {
+    use super::io::StorageIo;
+    let raw_len = std::fs::metadata(path)
+        .map_err(Error::io("stat", path))?
+        .len();
+    let pages = raw_len / super::sealed::SLOT as u64;
+    let file = std::fs::File::open(path).map_err(Error::io("open", path))?;
+    let mut header_page = vec![0u8; PAGE];
+    {
+        use std::os::unix::fs::FileExt;
+        // Page 0 is stored readable: its plaintext is the slot's first 4096 bytes.
+        let _ = file.read_exact_at(&mut header_page, 0);
+    }
+    let mut salts: Vec<[u8; 32]> = Vec::new();
+    if let Some(salt) = memdb_formats::segment::SegmentHeader::decode(&header_page)
+        .ok()
+        .and_then(|h| h.key_salt)
+    {
+        salts.push(salt);
+    }
+    if let Some(salt) = catalog_salt.and_then(|s| <[u8; 32]>::try_from(s.as_slice()).ok())
+        && !salts.contains(&salt)
+    {
+        salts.push(salt);
+    }
+    for salt in salts {
+        if sealed.register_segment(path, segment, &salt).is_err() {
+            continue;
+        }
+        let mut out = vec![0u8; (pages as usize).saturating_mul(PAGE)];
+        let mut opened = 0u64;
+        for (page, buf) in (0u64..).zip(out.chunks_exact_mut(PAGE)) {
+            match sealed.read_at(path, &file, buf, page * PAGE as u64) {
+                Ok(()) => opened += 1,
+                Err(_) => buf.fill(0),
+            }
+        }
+        // Every page's tag is under the segment's key, which its salt derives: a salt that
+        // opens no page is the wrong one (or the damage took every page).
+        if opened > 0 {
+            return Ok(Some(out));
+        }
+    }
+    sealed.forget(path);
+    Ok(None)
+}
+
+/// Blob `blob`'s kind and verified bytes: where the old catalog's row says it is, when a sound
+/// entry is there that is not another blob's; else where the segments' own tags say (segment
+/// format 2).
+fn find_blob<'s>(
+    scan: &'s SegmentScan,
+    blob: u64,
+    loc: Option<&BlobLoc>,
+) -> Option<(BlobKind, &'s [u8])> {
+    if let Some(l) = loc
+        && let Some((bytes, tag)) = scan.blobs.get(&(l.segment, l.offset))
+        && tag.is_none_or(|t| t.id == blob)
+        && bytes.len() as u64 == l.len
+    {
+        return Some((l.kind, bytes));
+    }
+    let place = scan.by_id.get(&blob)?;
+    let (bytes, tag) = scan.blobs.get(place)?;
+    let kind = BlobKind::from_code(tag.as_ref()?.kind)?;
+    Some((kind, bytes))
+}
+
 /// The old catalog, opened however it still opens (a panic of the catalog library on its
 /// damaged bytes counts as not opening).
-fn open_old_catalog(paths: &StorePaths) -> std::result::Result<OldCatalog, String> {
+fn open_old_catalog(
+    paths: &StorePaths,
+    io: &Arc<dyn super::io::StorageIo>,
+) -> std::result::Result<OldCatalog, String> {
     crate::error::catch_catalog_panic("open the damaged catalog", || {
-        Ok(open_old_catalog_inner(paths))
+        Ok(open_old_catalog_inner(paths, io))
     })
     .map_err(|e| e.to_string())?
 }
 
-fn open_old_catalog_inner(paths: &StorePaths) -> std::result::Result<OldCatalog, String> {
+fn open_old_catalog_inner(
+    paths: &StorePaths,
+    io: &Arc<dyn super::io::StorageIo>,
+) -> std::result::Result<OldCatalog, String> {
     if !paths.catalog.is_file() {
         return Err("the catalog file is missing".to_owned());
     }
-    let io: Arc<dyn super::io::StorageIo> = Arc::new(super::io::OsIo);
+    let io = Arc::clone(io);
     let read_only = CatalogBackend::open(Arc::clone(&io), &paths.catalog, OpenMode::ReadOnly)
         .map_err(|e| e.to_string())
         .and_then(|b| {
@@ -272,6 +391,7 @@ impl Store {
     /// `<name>.damaged-<unix seconds>`. `progress` gets (items written, items to write).
     pub(crate) fn rebuild_with(
         path: impl AsRef<Path>,
+        options: Options,
         why: &str,
         progress: &mut dyn FnMut(u64, u64),
         clients: super::derived::Clients,
@@ -283,28 +403,39 @@ impl Store {
                 path: root.to_path_buf(),
             });
         }
-        if super::keys::is_encrypted(&paths) {
-            // Its segments' keys are in the catalog that cannot be read (crypto-shredding's
-            // price): nothing could be salvaged, so the store is left exactly as it is.
-            return Err(Error::Key {
-                path: root.to_path_buf(),
-                source: crate::crypto::CryptoError::Unsupported(
-                    "an encrypted store cannot be rebuilt without its catalog, which holds its segments' keys; restore the store from a backup".into(),
-                ),
-            });
-        }
+        // An encrypted store is read through its key (a missing or wrong secret fails here,
+        // before anything is written); the rebuilt store is sealed under the same secret.
+        let encrypted = super::keys::is_encrypted(&paths);
+        let (options, sealed) = super::keys::seal_if_encrypted(&paths, options)?;
         let lock = StoreLock::acquire(root)?;
         let mut report = RebuildReport {
             catalog_error: why.to_owned(),
             deletions_known: true,
             ..RebuildReport::default()
         };
-        let old = open_old_catalog(&paths).ok();
-        let txn = old.as_ref().and_then(OldCatalog::begin_read);
+        let old = open_old_catalog(&paths, &options.io).ok();
+        let txn = crate::error::catch_catalog_panic("read the damaged catalog", || {
+            Ok(old.as_ref().and_then(OldCatalog::begin_read))
+        })
+        .ok()
+        .flatten();
         let items = salvage_table(txn.as_ref(), catalog::ITEMS, |k, v| {
             (k.value(), ItemLoc::decode(v.value()))
         });
         let mut blobs = salvage_table(txn.as_ref(), catalog::BLOBS, |k, v| (k.value(), v.value()));
+        // Where earlier versions are: a record found there is not its item's current one.
+        let history = salvage_table(txn.as_ref(), catalog::HISTORY, |k, v| {
+            let (segment, offset, ..) = v.value();
+            ((segment, offset), k.value().0)
+        });
+        let salts = if encrypted {
+            salvage_table(txn.as_ref(), catalog::SEGMENT_KEYS, |k, v| {
+                (k.value(), v.value().to_vec())
+            })
+            .rows
+        } else {
+            BTreeMap::new()
+        };
         // The op log: `op_batches` (format 10), or the `oplog` of an older catalog.
         let mut oplog = salvage_table(txn.as_ref(), catalog::OPLOG, |k, v| (k.value(), v.value()));
         let batches = salvage_table(txn.as_ref(), catalog::OP_BATCHES, |k, v| {
@@ -335,16 +466,36 @@ impl Store {
         report.pages_listed = pages.rows.len() as u64;
         report.forgotten_pages_lost =
             pages.rows.values().filter(|stage| **stage > 0).count() as u64;
+        // The ops by memory (format 8): the same ops as the log, kept by item — a second
+        // reading of what happened to each, for when a page of the log is lost.
+        let by_memory = salvage_table(txn.as_ref(), catalog::MEMORY_OPS, |k, v| {
+            (k.value(), v.value().0)
+        });
         // The last op of each item: deleted ones must not come back from their old bytes.
         // A NONE (op 4) changes nothing, so it does not count as the last word.
-        let mut last_op: HashMap<u64, u8> = HashMap::new();
-        for (op, item, _) in oplog.rows.values() {
-            if *op != OpCode::Keep as u8 {
-                last_op.insert(*item, *op);
+        let mut last: HashMap<u64, (u64, u8)> = HashMap::new();
+        let ops = oplog
+            .rows
+            .iter()
+            .map(|(seq, (op, item, _))| (*seq, *op, *item))
+            .chain(
+                by_memory
+                    .rows
+                    .iter()
+                    .map(|((item, seq), op)| (*seq, *op, *item)),
+            );
+        for (seq, op, item) in ops {
+            if op != OpCode::Keep as u8 && last.get(&item).is_none_or(|(s, _)| seq >= *s) {
+                last.insert(item, (seq, op));
             }
         }
+        let last_op: HashMap<u64, u8> = last.into_iter().map(|(k, (_, op))| (k, op)).collect();
+        // Either reading, whole, knows every item's ops.
+        oplog.complete |= by_memory.complete;
+        let gone = [OpCode::Delete as u8, OpCode::Purge as u8];
 
-        let scan = scan_segments(&paths)?;
+        let scan = scan_segments(&paths, sealed.as_deref(), &salts)?;
+        report.segments_unreadable = scan.unreadable.clone();
         let at: HashMap<(u64, u64), usize> = scan
             .records
             .iter()
@@ -352,43 +503,70 @@ impl Store {
             .map(|(i, f)| ((f.segment, f.offset), i))
             .collect();
         let mut keep: BTreeMap<u64, usize> = BTreeMap::new();
+        // Items the catalog lists whose row does not point at their record (a damaged row):
+        // taken from the segments as their newest version that is not an earlier one.
+        let mut misplaced: Vec<u64> = Vec::new();
         for (id, loc) in &items.rows {
             match at.get(&(loc.segment, loc.offset)) {
                 Some(&i) if scan.records[i].record.id == *id => {
                     keep.insert(*id, i);
                 }
-                _ => report.items_lost.push(*id),
+                _ => misplaced.push(*id),
             }
         }
-        if !items.complete {
-            // The catalog's list is partial: every other item is taken from the segments, as
-            // its newest version, unless the op log says it was deleted.
-            report.deletions_known = oplog.complete;
-            let mut newest: BTreeMap<u64, usize> = BTreeMap::new();
-            for (i, found) in scan.records.iter().enumerate() {
-                let id = found.record.id;
-                let gone = [OpCode::Delete as u8, OpCode::Purge as u8];
-                if items.rows.contains_key(&id)
-                    || last_op.get(&id).is_some_and(|op| gone.contains(op))
-                {
-                    continue;
-                }
-                let better = newest.get(&id).is_none_or(|&j| {
-                    let (a, b) = (&scan.records[i], &scan.records[j]);
-                    (a.record.ingest_time_ms, a.segment, a.offset)
-                        > (b.record.ingest_time_ms, b.segment, b.offset)
-                });
-                if better {
-                    newest.insert(id, i);
-                }
+        // The newest version in the segments of every item, leaving out the versions the
+        // history lists and the locations the `items` rows point at for other items.
+        let mut newest: BTreeMap<u64, usize> = BTreeMap::new();
+        for (i, found) in scan.records.iter().enumerate() {
+            let id = found.record.id;
+            if history.rows.contains_key(&(found.segment, found.offset)) {
+                continue;
             }
-            report.from_segments_only = newest.len() as u64;
-            keep.extend(newest);
+            let better = newest.get(&id).is_none_or(|&j| {
+                let (a, b) = (&scan.records[i], &scan.records[j]);
+                (a.record.ingest_time_ms, a.segment, a.offset)
+                    > (b.record.ingest_time_ms, b.segment, b.offset)
+            });
+            if better {
+                newest.insert(id, i);
+            }
+        }
+        for id in misplaced {
+            match newest.get(&id) {
+                Some(&i) => {
+                    keep.insert(id, i);
+                    report.from_segments_only += 1;
+                }
+                None => report.items_lost.push(id),
+            }
+        }
+        // Items the catalog does not list: when its list is partial, every other item in the
+        // segments unless the op log says it was deleted; when its list reads whole, those the
+        // op log (read whole) says are current — a row that damage took or renamed.
+        report.deletions_known = oplog.complete;
+        for (id, i) in newest {
+            if keep.contains_key(&id) || items.rows.contains_key(&id) {
+                continue;
+            }
+            let take = match last_op.get(&id) {
+                Some(op) if gone.contains(op) => false,
+                Some(_) => oplog.complete || !items.complete,
+                None => !items.complete,
+            };
+            if take {
+                keep.insert(id, i);
+                report.from_segments_only += 1;
+            }
         }
 
         // A damaged page of the blobs table stops its scan, not lookups down other paths.
+        let blobs_table = crate::error::catch_catalog_panic("read the damaged catalog", || {
+            Ok(txn.as_ref().and_then(|t| t.open_table(catalog::BLOBS).ok()))
+        })
+        .ok()
+        .flatten();
         if !blobs.complete
-            && let Some(table) = txn.as_ref().and_then(|t| t.open_table(catalog::BLOBS).ok())
+            && let Some(table) = blobs_table
         {
             for &i in keep.values() {
                 for &blob in &scan.records[i].record.blobs {
@@ -404,6 +582,54 @@ impl Store {
                     }
                 }
             }
+        }
+
+        // Items whose every record is lost but whose files survive (segment format 2 names
+        // each blob's owner): kept as stand-ins, as a repair in place keeps them.
+        let external = salvage_table(txn.as_ref(), catalog::EXTERNAL_IDS, |k, v| {
+            (v.value(), k.value().to_owned())
+        });
+        let mut by_owner: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+        for (&blob, place) in &scan.by_id {
+            if let Some((_, Some(tag))) = scan.blobs.get(place)
+                && tag.owner != 0
+                && !keep.contains_key(&tag.owner)
+                && matches!(
+                    BlobKind::from_code(tag.kind),
+                    Some(BlobKind::Original | BlobKind::Attachment | BlobKind::Other)
+                )
+            {
+                by_owner.entry(tag.owner).or_default().push(blob);
+            }
+        }
+        let mut records: BTreeMap<u64, ItemRecord> = keep
+            .into_iter()
+            .map(|(id, i)| (id, scan.records[i].record.clone()))
+            .collect();
+        for (owner, owned) in by_owner {
+            let current = match last_op.get(&owner) {
+                Some(op) if gone.contains(op) => false,
+                Some(_) => true,
+                None => items.rows.contains_key(&owner) || !items.complete,
+            };
+            if !current {
+                continue;
+            }
+            let loc = items.rows.get(&owner);
+            let lost = super::compact::LostItem {
+                id: owner,
+                time_ms: loc.map_or(memdb_formats::item::UNDATED_MS, |l| l.time_ms),
+                source: loc.map_or(memdb_formats::item::Source::Note.code(), |l| l.source),
+                external_id: external.rows.get(&owner).cloned(),
+                blobs: owned.clone(),
+            };
+            let original = owned.iter().find_map(|blob| {
+                let (bytes, tag) = scan.blobs.get(scan.by_id.get(blob)?)?;
+                (tag.as_ref()?.kind == BlobKind::Original as u8).then_some(bytes.as_slice())
+            });
+            records.insert(owner, super::repair::stand_in_for(&lost, original));
+            report.items_lost.retain(|id| *id != owner);
+            report.stand_ins.push(owner);
         }
 
         // The new store, beside the old one until it takes its place.
@@ -427,33 +653,41 @@ impl Store {
             }
         }
         let fresh = parent.join(format!("{unfinished}{}", std::process::id()));
-        let store = Store::create_with(&fresh, Options::default(), clients)?;
-        let total = keep.len() as u64;
+        let fresh_options = Options {
+            secret: options.secret.clone(),
+            kdf_cost: options.kdf_cost,
+            ..Options::default()
+        };
+        let store = Store::create_with(&fresh, fresh_options, clients)?;
+        let total = records.len() as u64;
         let mut batch = store.batch();
         let (mut pending, mut pending_bytes) = (0usize, 0usize);
-        for (done, (_, i)) in keep.into_iter().enumerate() {
-            let record = &scan.records[i].record;
+        for (done, record) in records.into_values().enumerate() {
+            let record = &record;
             let mut owned = Vec::new();
+            let mut lost = Vec::new();
             for &blob in &record.blobs {
                 let loc = blobs
                     .rows
                     .get(&blob)
                     .and_then(|raw| BlobLoc::decode(blob, *raw).ok());
-                let bytes =
-                    loc.and_then(|l| scan.blobs.get(&(l.segment, l.offset)).map(|b| (l.kind, b)));
-                match bytes {
+                match find_blob(&scan, blob, loc.as_ref()) {
                     Some((kind, bytes)) if kind != BlobKind::Vectors => {
                         pending_bytes += bytes.len();
-                        owned.push((blob, kind, bytes.clone()));
+                        owned.push((blob, kind, bytes.to_vec()));
                     }
-                    _ => report.blobs_lost.push(blob),
+                    _ => {
+                        report.blobs_lost.push(blob);
+                        let (kind, len) = loc.map_or((BlobKind::Other, 0), |l| (l.kind, l.len));
+                        lost.push((blob, kind, len));
+                    }
                 }
             }
             let mut record = record.clone();
             record.blobs = owned.iter().map(|b| b.0).collect();
             report.items += 1;
             report.blobs += owned.len() as u64;
-            batch.restore(record, owned);
+            batch.restore_with_lost(record, owned, lost);
             pending += 1;
             if pending >= RESTORE_ITEMS || pending_bytes >= RESTORE_BYTES {
                 std::mem::replace(&mut batch, store.batch()).commit()?;
@@ -496,5 +730,24 @@ fn swap_in(root: &Path, fresh: &Path, keep: &Path) -> Result<()> {
             std::fs::rename(root, keep).map_err(Error::io("rename", root))?;
             std::fs::rename(fresh, root).map_err(Error::io("rename", fresh))
         }
+    }
+}
+
+/// The plaintext of segment `id` of the store at `path`: the file as it is, or an encrypted
+/// store's pages opened under the key its header page's salt derives (a page that fails its
+/// tag reads as zeros). What a reliability test maps a changed byte of a file back to.
+#[cfg(any(test, feature = "fault-injection"))]
+pub fn segment_plaintext(path: &Path, options: Options, id: u64) -> Result<Vec<u8>> {
+    let paths = StorePaths::new(path);
+    let file = paths.segment(id);
+    let (_, sealed) = super::keys::seal_if_encrypted(&paths, options)?;
+    match sealed {
+        None => std::fs::read(&file).map_err(Error::io("read", &file)),
+        Some(sealed) => open_sealed_segment(&sealed, &file, id, None)?.ok_or_else(|| {
+            Error::SegmentUnavailable {
+                segment: id,
+                reason: "no salt opens it".into(),
+            }
+        }),
     }
 }

@@ -56,13 +56,86 @@ impl RepairReport {
     }
 }
 
+/// What [`Store::repair_or_rebuild`](crate::Store::repair_or_rebuild) did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Repaired {
+    /// The catalog read and agreed with the segments: the damaged segments were rewritten in
+    /// place.
+    InPlace(RepairReport),
+    /// It did not: the store was rebuilt from its segments.
+    Rebuilt(super::RebuildReport),
+}
+
+/// Which part of [`Store::repair_or_rebuild`](crate::Store::repair_or_rebuild) a progress call
+/// is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RepairPhase {
+    /// The repair in place: bytes of the damaged segments read, of all.
+    InPlace,
+    /// The rebuild from the segments (the catalog could not be read or trusted): items
+    /// written, of all. Its first call comes before anything is written.
+    Rebuild,
+}
+
+impl Store {
+    /// Repairs the store at `path` in place while its catalog reads and agrees with the
+    /// segments, else rebuilds it from its segments ([`Store::rebuild`]): `memdb repair`.
+    /// A store that is locked, of an unknown version, or whose secret is missing or wrong is
+    /// left as it is, with that error; so is one whose files cannot be read for another reason
+    /// than damage (an I/O error).
+    pub(crate) fn repair_or_rebuild_with(
+        path: &std::path::Path,
+        options: super::Options,
+        progress: &mut dyn FnMut(RepairPhase, u64, u64),
+        clients: impl Fn() -> super::derived::Clients,
+    ) -> Result<Repaired> {
+        let rebuildable = |e: &Error| {
+            !matches!(
+                e,
+                Error::Locked { .. }
+                    | Error::ReadOnly { .. }
+                    | Error::UnsupportedVersion { .. }
+                    | Error::Key { .. }
+                    | Error::Encrypted { .. }
+                    | Error::Io { .. }
+                    | Error::NoStore { .. }
+            )
+        };
+        let why = match Store::open_with(path, options.clone(), clients()) {
+            Ok(store) => {
+                match store.repair(&mut |done, total| progress(RepairPhase::InPlace, done, total)) {
+                    Ok(report) if report.remaining == 0 => return Ok(Repaired::InPlace(report)),
+                    Ok(report) => format!(
+                        "{} problem(s) remain after the repair in place",
+                        report.remaining
+                    ),
+                    Err(e) if rebuildable(&e) => e.to_string(),
+                    Err(e) => return Err(e),
+                }
+            }
+            Err(e) if rebuildable(&e) && path.join("segments").is_dir() => e.to_string(),
+            Err(e) => return Err(e),
+        };
+        progress(RepairPhase::Rebuild, 0, 0);
+        Store::rebuild_with(
+            path,
+            options,
+            &why,
+            &mut |done, total| progress(RepairPhase::Rebuild, done, total),
+            clients(),
+        )
+        .map(Repaired::Rebuilt)
+    }
+}
+
 /// The compaction hook of a repair: stand-ins for unreadable items that still own files,
 /// grey parts for lost page parts, lost blobs dropped.
 struct Salvage {
     /// Lost page part blob id → its replacement bytes.
     grey_parts: BTreeMap<u64, Vec<u8>>,
-    /// Lost items whose photo original survives → the fields read again from it.
-    reread: BTreeMap<u64, ItemFields>,
+    /// Lost items whose original survives → its bytes (a photo's fields are read again from
+    /// them).
+    originals: BTreeMap<u64, Vec<u8>>,
     stand_ins: Vec<u64>,
     lost: Vec<(u64, Option<String>)>,
 }
@@ -74,19 +147,8 @@ impl CompactionHook for Salvage {
             return Ok(None);
         }
         self.stand_ins.push(lost.id);
-        let mut record = stand_in(lost);
-        if let Some(fields) = self.reread.remove(&lost.id) {
-            // The item keeps the identity the catalog knew it by.
-            let external_id = record
-                .fields
-                .external_id
-                .take()
-                .or(fields.external_id.clone());
-            record.fields = fields;
-            record.fields.external_id = external_id;
-            record.fields.tags.push("recovered".to_owned());
-        }
-        Ok(Some(record))
+        let original = self.originals.remove(&lost.id);
+        Ok(Some(stand_in_for(lost, original.as_deref())))
     }
 
     fn unreadable_blob(&mut self, info: &BlobInfo, _error: Error) -> Result<BlobRewrite> {
@@ -95,6 +157,38 @@ impl CompactionHook for Salvage {
             None => BlobRewrite::Drop,
         })
     }
+}
+
+/// The record kept for item `lost`, whose own record is lost but whose files survive: what the
+/// catalog still knows, and for a photo the fields read again from its `original` (EXIF time,
+/// place, camera), as an import would have stored them. The item keeps the external id the
+/// catalog knew it by.
+pub(super) fn stand_in_for(lost: &LostItem, original: Option<&[u8]>) -> ItemRecord {
+    let mut record = stand_in(lost);
+    if let Some(fields) = original.and_then(reread_photo) {
+        let external_id = record
+            .fields
+            .external_id
+            .take()
+            .or(fields.external_id.clone());
+        record.fields = fields;
+        record.fields.external_id = external_id;
+        record.fields.tags.push("recovered".to_owned());
+    }
+    record
+}
+
+/// A photo's fields read again from its original, with the place its GPS is in.
+fn reread_photo(bytes: &[u8]) -> Option<ItemFields> {
+    let photo = memdb_formats::import::photo::parse(
+        "",
+        bytes,
+        memdb_formats::import::photo::PhotoLimits::default(),
+    )
+    .ok()?;
+    let mut fields = photo.draft.fields;
+    crate::place::fill_place(&mut fields, &crate::place::PlaceOptions::default());
+    Some(fields)
 }
 
 /// The record kept for an item whose own record is lost but whose files survive.
@@ -130,14 +224,22 @@ impl Store {
     /// [`Store::rebuild`].
     pub fn repair(&self, progress: &mut dyn FnMut(u64, u64)) -> Result<RepairReport> {
         let before = self.check()?;
-        if before.catalog_damaged {
+        if before.catalog_damaged || before.catalog_inconsistent {
+            // Rows that damage changed would steer the compaction (and it deletes the old
+            // segments): nothing is touched, and the caller rebuilds from the segments.
+            let message = if before.catalog_damaged {
+                before.problems.first().map(|p| p.what.clone())
+            } else {
+                before
+                    .problems
+                    .iter()
+                    .find(|p| p.segment.is_none() || p.what.contains("catalog"))
+                    .or(before.problems.first())
+                    .map(|p| format!("catalog rows disagree with the segments: {}", p.what))
+            };
             return Err(Error::CatalogDamaged {
                 op: "repair",
-                message: before
-                    .problems
-                    .first()
-                    .map(|p| p.what.clone())
-                    .unwrap_or_default(),
+                message: message.unwrap_or_default(),
             });
         }
         let mut report = RepairReport {
@@ -171,7 +273,7 @@ impl Store {
             stale_days.extend(salvage.stale_days);
         }
         // A lost photo's fields come back from its original, where that survives.
-        let mut reread = BTreeMap::new();
+        let mut originals = BTreeMap::new();
         if !before.damage.items.is_empty() {
             let lost: BTreeSet<u64> = before.damage.items.iter().copied().collect();
             let blobs = snapshot
@@ -183,21 +285,12 @@ impl Store {
                 let (owner, kind) = (raw.value().4, raw.value().3);
                 if !lost.contains(&owner)
                     || kind != BlobKind::Original as u8
-                    || reread.contains_key(&owner)
+                    || originals.contains_key(&owner)
                 {
                     continue;
                 }
-                if let Ok(Some(bytes)) = snapshot.blob(id.value())
-                    && let Ok(photo) = memdb_formats::import::photo::parse(
-                        "",
-                        &bytes,
-                        memdb_formats::import::photo::PhotoLimits::default(),
-                    )
-                {
-                    // As an import would have stored it: with the place its GPS is in.
-                    let mut fields = photo.draft.fields;
-                    crate::place::fill_place(&mut fields, &crate::place::PlaceOptions::default());
-                    reread.insert(owner, fields);
+                if let Ok(Some(bytes)) = snapshot.blob(id.value()) {
+                    originals.insert(owner, bytes.to_vec());
                 }
             }
         }
@@ -213,7 +306,7 @@ impl Store {
         };
         let mut hook = Salvage {
             grey_parts,
-            reread,
+            originals,
             stand_ins: Vec::new(),
             lost: Vec::new(),
         };

@@ -35,13 +35,14 @@ pub(crate) struct SegmentFile {
 }
 
 impl SegmentFile {
-    /// Creates segment `id` with its header page and fsyncs it. The caller fsyncs the
-    /// directory before any commit references the segment.
+    /// Creates segment `id` with its header page (carrying `key_salt` in an encrypted store)
+    /// and fsyncs it. The caller fsyncs the directory before any commit references the segment.
     pub(crate) fn create(
         io: &Arc<dyn StorageIo>,
         path: PathBuf,
         id: u64,
         now_ms: i64,
+        key_salt: Option<[u8; memdb_formats::segment::KEY_SALT_BYTES]>,
     ) -> Result<SegmentFile> {
         let file = io
             .open_file(&path, OpenMode::CreateNew)
@@ -50,6 +51,7 @@ impl SegmentFile {
             segment_id: id,
             created_unix_ms: now_ms,
             sealed: io.seals_pages(),
+            key_salt,
         }
         .encode();
         io.write_at(&path, &file, &header, 0)
@@ -85,12 +87,46 @@ impl SegmentFile {
         id: u64,
         mode: OpenMode,
     ) -> Result<SegmentFile> {
+        let segment = SegmentFile::open_unchecked(io, path, id, mode)?;
+        segment.verify_header()?;
+        Ok(segment)
+    }
+
+    /// Opens segment `id` without reading its header page: its entries stand on their own
+    /// checks, so a segment whose header page is damaged stays readable for a repair to copy.
+    pub(crate) fn open_unchecked(
+        io: &Arc<dyn StorageIo>,
+        path: PathBuf,
+        id: u64,
+        mode: OpenMode,
+    ) -> Result<SegmentFile> {
         let file = io
             .open_file(&path, mode)
             .map_err(Error::io("open segment", &path))?;
+        Ok(SegmentFile::with_file(io, path, id, file))
+    }
+
+    /// Checks the header page: a damaged one is a `Corruption` at page 0 (an encrypted page
+    /// whose tag fails too), a header of another segment or of the other kind of store
+    /// `SegmentUnavailable`.
+    pub(crate) fn verify_header(&self) -> Result<()> {
+        let (io, path, id) = (&self.io, &self.path, self.id);
         let mut page = vec![0u8; PAGE];
-        io.read_at(&path, &file, &mut page, 0)
-            .map_err(Error::io("read segment header", &path))?;
+        match io.read_at(path, &self.file, &mut page, 0) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                return Err(Error::corruption(
+                    id,
+                    0,
+                    memdb_formats::FormatError::Invalid {
+                        what: "segment header page",
+                        offset: 0,
+                        reason: e.to_string(),
+                    },
+                ));
+            }
+            Err(e) => return Err(Error::io("read segment header", path)(e)),
+        }
         let header =
             SegmentHeader::decode(&page).map_err(|source| Error::corruption(id, 0, source))?;
         if header.sealed != io.seals_pages() {
@@ -122,21 +158,19 @@ impl SegmentFile {
                 ),
             });
         }
-        if page[memdb_formats::segment::SEGMENT_HEADER_BYTES..]
-            .iter()
-            .any(|&b| b != 0)
-        {
+        let padding = header.padding_start();
+        if page[padding..].iter().any(|&b| b != 0) {
             return Err(Error::corruption(
                 id,
-                memdb_formats::segment::SEGMENT_HEADER_BYTES as u64,
+                padding as u64,
                 memdb_formats::FormatError::Invalid {
                     what: "segment header page",
-                    offset: memdb_formats::segment::SEGMENT_HEADER_BYTES as u64,
+                    offset: padding as u64,
                     reason: "padding after the header is not zero".into(),
                 },
             ));
         }
-        Ok(SegmentFile::with_file(io, path, id, file))
+        Ok(())
     }
 
     pub(crate) fn id(&self) -> u64 {
@@ -187,6 +221,41 @@ impl SegmentFile {
             )),
             Err(e) => Err(Error::io("read", &self.path)(e)),
         }
+    }
+
+    /// As [`bytes`](SegmentFile::bytes), but in an encrypted store a page whose tag fails
+    /// reads as zeros and is listed (by page number) instead of failing the whole range: one
+    /// bad page costs what it holds, so `check` walks the rest and names exactly that.
+    pub(crate) fn bytes_by_page(&self, range: Range<u64>) -> Result<(SegmentBytes, Vec<u64>)> {
+        match self.bytes(range.clone()) {
+            Err(Error::Corruption { .. }) if self.io.seals_pages() => {}
+            other => return other.map(|bytes| (bytes, Vec::new())),
+        }
+        let len = usize::try_from(range.end.saturating_sub(range.start)).map_err(|_| {
+            Error::SegmentUnavailable {
+                segment: self.id,
+                reason: format!("a read of {range:?} does not fit in memory"),
+            }
+        })?;
+        let mut opened = AlignedBytes::zeroed(len);
+        let mut bad = Vec::new();
+        let page = PAGE as u64;
+        let mut at = range.start;
+        while at < range.end {
+            let page_end = ((at / page + 1) * page).min(range.end);
+            let buf = &mut opened.as_mut_slice()
+                [(at - range.start) as usize..(page_end - range.start) as usize];
+            match self.io.read_at(&self.path, &self.file, buf, at) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                    buf.fill(0);
+                    bad.push(at / page);
+                }
+                Err(e) => return Err(Error::io("read", &self.path)(e)),
+            }
+            at = page_end;
+        }
+        Ok((SegmentBytes::Opened(Arc::new(opened)), bad))
     }
 
     /// As [`bytes`](SegmentFile::bytes), but an encrypted store's opened range is kept in its
@@ -466,7 +535,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("0000000000000001.seg");
         let io: Arc<dyn StorageIo> = Arc::new(crate::store::io::OsIo);
-        let seg = Arc::new(SegmentFile::create(&io, path.clone(), 1, 0).unwrap());
+        let seg = Arc::new(SegmentFile::create(&io, path.clone(), 1, 0, None).unwrap());
         let first = seg.bytes(0..4096).unwrap();
         assert_eq!(first.len(), 4096);
         let entry = memdb_formats::segment::encode_entry(
@@ -494,7 +563,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("x.seg");
         let io: Arc<dyn StorageIo> = Arc::new(crate::store::io::OsIo);
-        drop(SegmentFile::create(&io, path.clone(), 5, 0).unwrap());
+        drop(SegmentFile::create(&io, path.clone(), 5, 0, None).unwrap());
         assert!(matches!(
             SegmentFile::open(&io, path.clone(), 6, OpenMode::ReadWrite),
             Err(Error::SegmentUnavailable { .. })

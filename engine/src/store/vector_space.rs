@@ -770,6 +770,23 @@ impl Snapshot {
     /// The vector space `space` as of this snapshot (`None` if it has never held a vector).
     /// Maps and checksum-verifies its blocks once; search the returned view many times.
     pub fn vectors(&self, space: &str) -> Result<Option<StoredVectors>> {
+        self.vectors_with(space, None)
+    }
+
+    /// As [`vectors`](Snapshot::vectors), but a block whose bytes fail their checks is left
+    /// out and its blob id listed second: a search answers from the rest and says what it
+    /// skipped (`memdb repair` drops the block's keys, `memdb embed` encodes them again).
+    pub fn readable_vectors(&self, space: &str) -> Result<(Option<StoredVectors>, Vec<u64>)> {
+        let mut skipped = Vec::new();
+        let vectors = self.vectors_with(space, Some(&mut skipped))?;
+        Ok((vectors, skipped))
+    }
+
+    fn vectors_with(
+        &self,
+        space: &str,
+        mut skipped: Option<&mut Vec<u64>>,
+    ) -> Result<Option<StoredVectors>> {
         let spaces = match self.txn().open_table(catalog::VECTOR_SPACES) {
             Ok(table) => table,
             // A format-1 store has no vector tables yet.
@@ -798,7 +815,17 @@ impl Snapshot {
         let mut blocks = Vec::new();
         for listed in listed_blocks(&table, space)? {
             let id = listed.id;
-            let loaded = load_block(&blobs, self.segments(), self.graphs(), space, &listed)?;
+            let loaded = match load_block(&blobs, self.segments(), self.graphs(), space, &listed) {
+                Ok(loaded) => loaded,
+                Err(e) if e.is_damage() => match skipped.as_deref_mut() {
+                    Some(skipped) => {
+                        skipped.push(id);
+                        continue;
+                    }
+                    None => return Err(e),
+                },
+                Err(e) => return Err(e),
+            };
             let view = loaded.view().map_err(block_error(space, id))?;
             if view.dim() != dim as usize
                 || view.precision().bits_per_value() > precision.bits_per_value()

@@ -116,6 +116,9 @@ enum BatchOp {
     Restore {
         record: Box<ItemRecord>,
         blobs: Vec<(u64, BlobKind, Vec<u8>)>,
+        /// Blobs the item had that could not be salvaged: (id, kind, bytes), recorded in
+        /// `dropped_blobs` so the item still says they existed.
+        lost: Vec<(u64, BlobKind, u64)>,
     },
     /// A change to item `id`'s fields, computed from its fields as they are when the batch
     /// commits (an enrichment pass: the place of a stored item).
@@ -308,14 +311,16 @@ impl<'s> WriteBatch<'s> {
 
     /// Stages an item exactly as it was (id, ingest time, fields, blob ids): a rebuild's copy.
     /// The id and blob ids must be unused.
-    pub(crate) fn restore(
+    pub(crate) fn restore_with_lost(
         &mut self,
         record: ItemRecord,
         blobs: Vec<(u64, BlobKind, Vec<u8>)>,
+        lost: Vec<(u64, BlobKind, u64)>,
     ) -> &mut Self {
         self.ops.push(BatchOp::Restore {
             record: Box::new(record),
             blobs,
+            lost,
         });
         self
     }
@@ -674,6 +679,27 @@ impl<'t> Tables<'t> {
         Ok(())
     }
 
+    /// Removes item `id`'s records of blobs of `kinds` that a repair dropped (their `why`
+    /// starts `repair`): a put brought files of those kinds back.
+    pub(super) fn forget_repair_drops(&mut self, id: u64, kinds: &[BlobKind]) -> Result<()> {
+        let mut gone = Vec::new();
+        for row in self
+            .dropped_blobs
+            .range((id, 0)..=(id, u64::MAX))
+            .ctx("scan dropped_blobs")?
+        {
+            let (key, value) = row.ctx("scan dropped_blobs")?;
+            let (kind, _, _, why) = value.value();
+            if why.starts_with("repair") && kinds.iter().any(|k| *k as u8 == kind) {
+                gone.push(key.value());
+            }
+        }
+        for key in gone {
+            self.dropped_blobs.remove(key).ctx("remove dropped_blobs")?;
+        }
+        Ok(())
+    }
+
     /// Removes the earlier versions of item `id` (its history) and its dropped-blob records:
     /// what a delete takes with the item. Their frames become dead bytes.
     pub(super) fn remove_history(&mut self, id: u64) -> Result<bool> {
@@ -957,8 +983,22 @@ fn stage_op<'t>(
             tables: t,
             new_blobs: &mut batch.staged.blobs,
         })?,
-        BatchOp::Restore { record, blobs } => {
+        BatchOp::Restore {
+            record,
+            blobs,
+            lost,
+        } => {
+            let id = record.id;
             stage_restore(t, &mut batch.staged, index, *record, blobs, batch.now)?;
+            for (blob, kind, len) in lost {
+                t.record_dropped_blob(
+                    id,
+                    blob,
+                    (kind, len),
+                    batch.now,
+                    "repair: its bytes were not found, or did not verify, when the store was rebuilt from its segments",
+                )?;
+            }
         }
         BatchOp::Amend { id, amend } => {
             match stage_amend(
@@ -1524,7 +1564,12 @@ fn append_staged(
             }
         }
         for blob in &blobs {
-            let offset = active.append(EntryKind::Blob, &blob.bytes)?;
+            let tag = memdb_formats::segment::BlobTag {
+                id: blob.id,
+                kind: blob.kind as u8,
+                owner: blob.owner,
+            };
+            let offset = active.append_blob(tag, &blob.bytes)?;
             let loc = BlobLoc {
                 segment: active.id(),
                 offset,
@@ -1790,6 +1835,10 @@ fn stage_fields(
                     for blob in old_blobs {
                         t.remove_blob(blob)?;
                     }
+                    // Files a repair dropped (damage) that this put brings back: the item no
+                    // longer says they are lost. What forgetting dropped stays recorded.
+                    let kinds: Vec<BlobKind> = new_blobs.iter().map(|(kind, _)| *kind).collect();
+                    t.forget_repair_drops(id, &kinds)?;
                 }
                 (id, PutStatus::Updated)
             }
