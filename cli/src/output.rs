@@ -374,6 +374,9 @@ pub(crate) fn rebuild_json(r: &memdb::RebuildReport) -> Value {
         "items": r.items, "blobs": r.blobs, "items_lost": r.items_lost, "blobs_lost": r.blobs_lost,
         "items_from_segments_only": r.from_segments_only, "deletions_known": r.deletions_known,
         "pages_listed": r.pages_listed, "forgotten_pages_lost": r.forgotten_pages_lost,
+        "stand_ins": r.stand_ins, "segments_unreadable": r.segments_unreadable,
+        "versions_not_carried": r.versions_not_carried,
+        "deleted_items_not_carried": r.deleted_items_not_carried,
     })
 }
 
@@ -415,10 +418,30 @@ pub(crate) fn rebuild_text(r: &memdb::RebuildReport) -> String {
             }
         ));
     }
+    if !r.stand_ins.is_empty() {
+        text.push_str(&format!(
+            "\n{} item(s) whose records were lost kept their files, as stand-ins tagged `recovered`: {}",
+            r.stand_ins.len(),
+            list(&r.stand_ins)
+        ));
+    }
+    if !r.segments_unreadable.is_empty() {
+        text.push_str(&format!(
+            "\nlost: {} segment file(s) that could not be read at all (an encrypted segment whose key was only in the catalog): {}",
+            r.segments_unreadable.len(),
+            list(&r.segments_unreadable)
+        ));
+    }
     if r.forgotten_pages_lost > 0 {
         text.push_str(&format!(
             "\nlost: {} forgotten page(s) of {} (their re-encoded pixels were listed only in the catalog)",
             r.forgotten_pages_lost, r.pages_listed
+        ));
+    }
+    if r.versions_not_carried > 0 || r.deleted_items_not_carried > 0 {
+        text.push_str(&format!(
+            "\nnot carried over: {} earlier version(s) with the op log, {} deleted item(s) kept for an undelete (the damaged copy still holds them)",
+            r.versions_not_carried, r.deleted_items_not_carried
         ));
     }
     text.push_str(

@@ -12,9 +12,10 @@
 //! derived from a passphrase by Argon2id or from a 32-byte key file by HKDF-SHA256; the wrap's
 //! associated data is the whole key header before it, so a header whose costs or salt were
 //! edited fails to unwrap instead of running a weaker KDF. Every file is sealed under its own
-//! subkey, HKDF-SHA256 of the data key: a segment's with a random salt of the segment's that
-//! only the catalog holds, so when compaction or forgetting retires a segment and its catalog
-//! row goes, its key goes too (crypto-shredding).
+//! subkey, HKDF-SHA256 of the data key: a segment's with a random salt of the segment's, kept
+//! in the catalog and (segment format 2) on the segment's own header page, so a rebuild can
+//! read a segment without the catalog. The salt is not secret; a retired segment is gone with
+//! its file (before format 2 its key went with its catalog row: crypto-shredding).
 //!
 //! Invariants: key material lives in [`Zeroizing`] buffers (or ciphers that zeroize on drop)
 //! and is never formatted; a page's associated data binds it to its store, its file and its

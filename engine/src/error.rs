@@ -336,6 +336,25 @@ impl Error {
         ) || self.is_missing_bytes()
     }
 
+    /// Whether this error says the catalog is damaged — its file does not read (redb's own
+    /// checks, an encrypted page whose tag fails, a panic of the catalog library caught), or a
+    /// row is not what the format allows — rather than that the disk or the system failed
+    /// (an I/O error such as a full disk, a lock, a secret): what `repair` answers with a
+    /// rebuild from the segments.
+    pub fn is_catalog_damage(&self) -> bool {
+        match self {
+            Error::CatalogDamaged { .. } | Error::BadRow { .. } | Error::Inconsistent(_) => true,
+            Error::Catalog { source, .. } => match source.as_ref() {
+                redb::Error::Io(e) => matches!(
+                    e.kind(),
+                    io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof
+                ),
+                _ => true,
+            },
+            _ => false,
+        }
+    }
+
     /// Whether this error says the store's files may not be written here: no permission, a
     /// read-only file system, or another process holding the write lock. A reader can still
     /// open the store read-only.

@@ -412,8 +412,9 @@ impl Ingest<'_> {
                 held.push((blob, info));
             }
         }
-        let mut all_held = true;
-        let mut missing = Vec::new();
+        // Which of the item's blobs the stored version holds, byte for byte (a held blob that
+        // damage made unreadable is not held: the put brings it back).
+        let mut is_held = Vec::with_capacity(item.blobs.len());
         for (kind, bytes) in &item.blobs {
             let mut found = false;
             for (blob, info) in &held {
@@ -421,32 +422,55 @@ impl Ingest<'_> {
                     && info.len == bytes.len() as u64
                     && self
                         .snapshot
-                        .blob(*blob)?
+                        .blob(*blob)
+                        .ok()
+                        .flatten()
                         .is_some_and(|stored| *stored == **bytes)
                 {
                     found = true;
                     break;
                 }
             }
-            if !found {
-                missing.push(*kind);
-            }
-            all_held &= found;
+            is_held.push(found);
         }
         // Only when every blob is held already: a put with blobs replaces them all.
-        if all_held {
+        if is_held.iter().all(|h| *h) {
             item.blobs.clear();
             return Ok(());
         }
         let dropped = self.snapshot.dropped_blobs(stored.id)?;
-        let forgotten = |kind: BlobKind| {
+        let dropped_by = |kind: BlobKind, cause: &str| {
             dropped
                 .iter()
-                .any(|d| d.kind == kind && d.why.starts_with("forgetting"))
+                .any(|d| d.kind == kind && d.why.starts_with(cause))
         };
-        if missing.iter().all(|kind| forgotten(*kind)) {
+        // What forgetting dropped stays dropped (the person's policy said so): the put carries
+        // the other blobs — held ones and those it brings back — and leaves those out.
+        let mut keep = is_held.iter();
+        let mut brings = Vec::new();
+        item.blobs.retain(|(kind, _)| {
+            let held = keep.next().copied().unwrap_or(false);
+            if held {
+                return true;
+            }
+            if dropped_by(*kind, "forgetting") {
+                return false;
+            }
+            brings.push(*kind);
+            true
+        });
+        if brings.is_empty() {
             item.blobs.clear();
-        } else {
+            return Ok(());
+        }
+        // Restored: what it brings back is what damage took (a repair's record, or none at all
+        // of a kind the stored item no longer has); anything else is an update.
+        let restores = brings.iter().all(|kind| {
+            dropped_by(*kind, "repair")
+                || (!held.iter().any(|(_, info)| info.kind == *kind)
+                    && !dropped.iter().any(|d| d.kind == *kind))
+        });
+        if restores {
             self.restoring.insert(id);
         }
         Ok(())

@@ -515,11 +515,13 @@ impl Run<'_> {
     }
 
     /// Item id → the item that supersedes it (a full scan: supersession is not indexed).
-    fn superseded_by(&self) -> Result<HashMap<u64, u64>> {
-        Ok(self
+    fn superseded_by(&mut self) -> Result<HashMap<u64, u64>> {
+        let (items, unreadable) = self
             .snapshot
-            .scan(&ScanFilter::default())
-            .map_err(self.err())?
+            .scan_readable(&ScanFilter::default())
+            .map_err(self.err())?;
+        self.skip_items(unreadable);
+        Ok(items
             .into_iter()
             .filter_map(|i| i.supersedes.map(|old| (old, i.id)))
             .collect())
@@ -978,13 +980,14 @@ impl Run<'_> {
                     statement: self.statement.clone(),
                     source,
                 })?;
-                let items = self
+                let (items, unreadable) = self
                     .snapshot
-                    .scan(&ScanFilter {
+                    .scan_readable(&ScanFilter {
                         time,
                         ..ScanFilter::default()
                     })
                     .map_err(self.err())?;
+                self.skip_items(unreadable);
                 let mut paths: BTreeMap<u64, PathRow> = BTreeMap::new();
                 for item in &items {
                     if let Some((path, _)) = graph.item(item.id).map_err(self.err())?

@@ -25,14 +25,35 @@ const SLOT: u64 = 4136;
 /// What the store held: each current item's fields and the bytes of its blobs, by id.
 type Truth = BTreeMap<u64, (ItemFields, BTreeMap<u64, Vec<u8>>)>;
 
-/// A store of photos (from the shared data when present), mail, chat and notes (the crash
-/// workload: every source, some with originals), one item deleted, every item with a vector,
-/// the pages composed; sealed by a compaction, then one more batch in an open segment.
+/// A store of photos and real mail (from the shared data when present), chat and notes (the
+/// crash workload: every source, some with originals), one item deleted, every item with a
+/// vector, the pages composed; sealed by a compaction, then one more batch in an open segment.
+/// `MEMDB_DAMAGE_PHOTOS` (default 8) and `MEMDB_DAMAGE_MAILS` (default 20) size it: the notes'
+/// bench-sized run takes 60 and 300.
 fn build(path: &Path, encrypted: bool) -> Truth {
     let store = Store::create(path, store_options(encrypted)).unwrap();
     if let Some(photos) = memdb_it::shared_data("photos") {
-        let n = memdb_it::import_photos(&store, &photos.join("exif-samples"), 8);
-        println!("{n} photos");
+        let limit = env_u64("MEMDB_DAMAGE_PHOTOS", 8) as usize;
+        memdb_it::import_photos(&store, &photos, limit);
+    }
+    if let Some(mail) = memdb_it::shared_data("mail") {
+        let limit = env_u64("MEMDB_DAMAGE_MAILS", 20) as usize;
+        let mut wb = store.batch();
+        let mut n = 0;
+        for file in files_under(&mail.join("enron")) {
+            if n == limit {
+                break;
+            }
+            let bytes = std::fs::read(&file).unwrap();
+            let name = file.display().to_string();
+            for item in memdb_formats::import::mail::parse(&file, &name, &bytes).items {
+                if n < limit {
+                    wb.put(item.draft);
+                    n += 1;
+                }
+            }
+        }
+        wb.commit().unwrap();
     }
     for batch in 0..3 {
         let mut wb = store.batch();

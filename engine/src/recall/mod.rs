@@ -1052,7 +1052,8 @@ pub(crate) fn path_overlap(
     allowed_keys: &Option<RoaringTreemap>,
 ) -> Result<PathOverlap> {
     let graph = snapshot.graph();
-    let node_space = snapshot.vectors(NODE_VECTORS)?;
+    // A damaged block of node vectors costs its nodes' similarity, not the recall.
+    let (node_space, _) = snapshot.readable_vectors(NODE_VECTORS)?;
     // node id → (similarity, phrase of the query node)
     let mut sims: HashMap<u64, f32> = HashMap::new();
     for (draft, vector) in nodes.iter().zip(node_vectors) {

@@ -137,7 +137,8 @@ pub(crate) const LEGACY_GRAPH_PATH_NODES: TableDefinition<u64, &[u8]> =
 pub(crate) const LEGACY_GRAPH_ITEMS: TableDefinition<u64, (u64, &[u8])> =
     TableDefinition::new("graph_items");
 /// segment id → the 32-byte random salt its subkey derives from; encrypted stores only
-/// (SPEC.md §3.7). Dropped with the segment's row: crypto-shredding.
+/// (SPEC.md §3.7). Dropped with the segment's row; a segment of format 2 also carries it on its
+/// header page (what a rebuild reads when the catalog cannot be).
 pub(crate) const SEGMENT_KEYS: TableDefinition<u64, &[u8]> = TableDefinition::new("segment_keys");
 /// item id → (path id, the item's node ids as an id list): which items the graph has seen.
 /// Format version 14; it replaced `graph_items`.

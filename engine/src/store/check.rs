@@ -274,10 +274,17 @@ pub(crate) fn walk_entries(file: &SegmentFile, end: u64) -> Result<(Vec<FooterRe
 
 /// Whether segment `file`, as `row` describes it, verifies whole: every page, entry, footer
 /// and trailer (what a compaction that must not trip over damage rewrites).
-pub(super) fn segment_is_sound(file: &SegmentFile, row: &SegmentRow) -> bool {
+/// An error reading it that is not damage (an I/O error) is returned, not taken for damage.
+pub(super) fn segment_is_sound(file: &SegmentFile, row: &SegmentRow) -> Result<bool> {
+    file.file_len()?;
+    if let Err(e) = file.bytes_by_page(0..row.len)
+        && !e.is_damage()
+    {
+        return Err(e);
+    }
     let mut report = CheckReport::default();
     check_segment(&mut report, file, row, false);
-    report.problems.is_empty()
+    Ok(report.problems.is_empty())
 }
 
 fn check_segment(
@@ -683,7 +690,8 @@ impl Store {
         let mut walked = BTreeMap::new();
         // Segments whose own bytes showed damage: a catalog row pointing at something
         // unreadable in any other segment is itself wrong.
-        let mut damaged_segments = BTreeSet::new();
+        // (A segment found unusable at open — missing, short, its header damaged — is one.)
+        let mut damaged_segments: BTreeSet<u64> = self.inner.damaged.keys().copied().collect();
         for (id, row) in &rows {
             match segments.get(id) {
                 Some(file) => {

@@ -5,6 +5,10 @@
 //! drop it: this is how forgetting re-encodes pages and drops originals with the same crash
 //! safety as a plain compaction.
 //!
+//! A plain compaction ([`Store::compact`]) first leaves out any victim whose bytes do not
+//! verify — the damage is carried over untouched, for `repair` — and reports it; repair and
+//! forgetting, which account for every entry of their victims, take them all.
+//!
 //! Order: read and verify every live entry of the victims → write the new segments (each
 //! sealed, fsync'd, its directory entry fsync'd) → one redb commit that points every moved
 //! item and blob at its new place and drops the victims from the manifest → retire the victims
@@ -395,16 +399,19 @@ impl Store {
             let rows = catalog::segment_rows(&t.segments)?;
             let mut victims = choose_victims(&options.victims, &rows, &segments, active_id);
             if skip_damaged {
-                victims.retain(|id| {
-                    let sound = match (segments.get(id), rows.get(id)) {
-                        (Some(file), Some(row)) => super::check::segment_is_sound(file, row),
+                let mut sound = BTreeSet::new();
+                for id in victims {
+                    let ok = match (segments.get(&id), rows.get(&id)) {
+                        (Some(file), Some(row)) => super::check::segment_is_sound(file, row)?,
                         _ => false,
                     };
-                    if !sound {
-                        report.segments_skipped_damaged.push(*id);
+                    if ok {
+                        sound.insert(id);
+                    } else {
+                        report.segments_skipped_damaged.push(id);
                     }
-                    sound
-                });
+                }
+                victims = sound;
             }
             // `finish` first: a blob it drops is then not copied, and the vector blocks it
             // stages go straight into the output.
@@ -767,7 +774,8 @@ fn write_segment_rows(
 ) -> Result<()> {
     for &id in &victims {
         t.segments.remove(id).ctx("remove segment")?;
-        // Crypto-shredding: without its salt the retired segment's key cannot be derived.
+        // The retired segment's salt goes with its row (a format-1 segment's key with it; a
+        // format-2 segment carries its salt, and goes with its file).
         if let Some(keys) = t.segment_keys.as_mut() {
             keys.remove(id).ctx("remove segment key")?;
         }

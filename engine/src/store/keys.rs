@@ -47,7 +47,7 @@ pub(crate) fn create_key_file(
     cost: KdfCost,
 ) -> Result<DataKey> {
     let (header, key) = crypto::create_key(secret, cost).map_err(key_error(paths))?;
-    write_key_file(io, &key_path(paths), &header)?;
+    write_key_file(io, &key_path(paths), &header, KEY_COPIES)?;
     Ok(key)
 }
 
@@ -55,11 +55,16 @@ pub(crate) fn create_key_file(
 /// copy, never the store.
 const KEY_COPIES: usize = 2;
 
-fn write_key_file(io: &dyn StorageIo, path: &std::path::Path, header: &KeyHeader) -> Result<()> {
+fn write_key_file(
+    io: &dyn StorageIo,
+    path: &std::path::Path,
+    header: &KeyHeader,
+    copies: usize,
+) -> Result<()> {
     let file = io
         .open_file(path, OpenMode::CreateNew)
         .map_err(Error::io("create key file", path))?;
-    io.write_at(path, &file, &header.encode().repeat(KEY_COPIES), 0)
+    io.write_at(path, &file, &header.encode().repeat(copies), 0)
         .map_err(Error::io("write key file", path))?;
     io.sync_data(path, &file)
         .map_err(Error::io("fdatasync", path))
@@ -196,6 +201,12 @@ pub(crate) fn rekey(
     let header = read_key_header(io, paths)?;
     let rewrapped = crypto::rewrap(&header, old, new, cost).map_err(key_error(paths))?;
     let path = key_path(paths);
+    // As many copies as the file had: a store of format 19 or older keeps the one copy a
+    // build that reads it expects (two would read as damage there).
+    let copies = match std::fs::metadata(&path) {
+        Ok(m) if m.len() < (KEY_COPIES * KEY_HEADER_BYTES) as u64 => 1,
+        _ => KEY_COPIES,
+    };
     let staged = paths.root.join(format!("{KEY_FILE}.new"));
     // A KEY.new left by an interrupted rekey was never made current: replace it.
     match io.remove_file(&staged) {
@@ -203,7 +214,7 @@ pub(crate) fn rekey(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(Error::io("remove", &staged)(e)),
     }
-    write_key_file(io, &staged, &rewrapped)?;
+    write_key_file(io, &staged, &rewrapped, copies)?;
     io.rename(&staged, &path)
         .map_err(Error::io("rename key file", &path))?;
     dir::sync_dir(io, &paths.root)

@@ -50,6 +50,12 @@ pub struct RebuildReport {
     pub from_segments_only: u64,
     /// Whether deletions could be told from the op log for those.
     pub deletions_known: bool,
+    /// Earlier versions (history rows) the old catalog listed, which the rebuilt store does
+    /// not carry (their records stay in the damaged copy); the op log goes with them.
+    pub versions_not_carried: u64,
+    /// Deleted items the old catalog kept for an undelete, which the rebuilt store does not
+    /// carry.
+    pub deleted_items_not_carried: u64,
     /// Items whose records were all lost but whose files survived: kept as stand-ins tagged
     /// `recovered` (a photo's fields read again from its original), as `repair` keeps them.
     pub stand_ins: Vec<u64>,
@@ -381,6 +387,16 @@ impl OldCatalog {
     }
 }
 
+/// A blob a restored item had, recorded in its `dropped_blobs`: (id, kind, bytes, when, why).
+pub(crate) type DroppedRecord = (u64, BlobKind, u64, i64, String);
+
+/// Why a rebuild records a blob it could not find.
+const REBUILD_LOST: &str = "repair: its bytes were not found, or did not verify, when the store was rebuilt from its segments";
+
+/// The file that marks a rebuilt store not yet swapped in (a leftover with it is removed; one
+/// without it is an old store a killed swap left behind, and is kept).
+const UNFINISHED_MARK: &str = "REBUILD-UNFINISHED";
+
 /// Items written per commit of the rebuilt store, and blob bytes.
 const RESTORE_ITEMS: usize = 500;
 const RESTORE_BYTES: usize = 64 << 20;
@@ -490,8 +506,8 @@ impl Store {
             }
         }
         let last_op: HashMap<u64, u8> = last.into_iter().map(|(k, (_, op))| (k, op)).collect();
-        // Either reading, whole, knows every item's ops.
-        oplog.complete |= by_memory.complete;
+        // (`memory_ops` only adds ops: a purge removes an item's rows there, its own included,
+        // so only the log read whole knows every item's last op.)
         let gone = [OpCode::Delete as u8, OpCode::Purge as u8];
 
         let scan = scan_segments(&paths, sealed.as_deref(), &salts)?;
@@ -544,16 +560,18 @@ impl Store {
         // segments unless the op log says it was deleted; when its list reads whole, those the
         // op log (read whole) says are current — a row that damage took or renamed.
         report.deletions_known = oplog.complete;
+        // Whether an item the `items` table does not list is current (the same rule for its
+        // records and, below, its surviving files).
+        let listed_current = |id: u64| match last_op.get(&id) {
+            Some(op) if gone.contains(op) => false,
+            Some(_) => oplog.complete || !items.complete,
+            None => !items.complete,
+        };
         for (id, i) in newest {
             if keep.contains_key(&id) || items.rows.contains_key(&id) {
                 continue;
             }
-            let take = match last_op.get(&id) {
-                Some(op) if gone.contains(op) => false,
-                Some(_) => oplog.complete || !items.complete,
-                None => !items.complete,
-            };
-            if take {
+            if listed_current(id) {
                 keep.insert(id, i);
                 report.from_segments_only += 1;
             }
@@ -607,12 +625,8 @@ impl Store {
             .map(|(id, i)| (id, scan.records[i].record.clone()))
             .collect();
         for (owner, owned) in by_owner {
-            let current = match last_op.get(&owner) {
-                Some(op) if gone.contains(op) => false,
-                Some(_) => true,
-                None => items.rows.contains_key(&owner) || !items.complete,
-            };
-            if !current {
+            let deleted = last_op.get(&owner).is_some_and(|op| gone.contains(op));
+            if deleted || !(items.rows.contains_key(&owner) || listed_current(owner)) {
                 continue;
             }
             let loc = items.rows.get(&owner);
@@ -632,6 +646,27 @@ impl Store {
             report.stand_ins.push(owner);
         }
 
+        // What the old catalog says of the items kept that the rebuilt store carries over:
+        // the files forgetting or a repair dropped (so an item still says they existed and a
+        // re-import does not bring back what forgetting took), and the store's settings.
+        let dropped = salvage_table(txn.as_ref(), catalog::DROPPED_BLOBS, |k, v| {
+            let (kind, len, at, why) = v.value();
+            (k.value(), (kind, len, at, why.to_owned()))
+        });
+        let settings = salvage_table(txn.as_ref(), catalog::SETTINGS, |k, v| {
+            (k.value().to_owned(), v.value().to_owned())
+        });
+        // What it cannot carry: earlier versions and the op log (their records stay in the
+        // damaged copy), and deleted items kept for an undelete.
+        report.versions_not_carried = history.rows.len() as u64;
+        let retired: std::collections::BTreeSet<u64> = history
+            .rows
+            .values()
+            .filter(|id| !records.contains_key(id))
+            .copied()
+            .collect();
+        report.deleted_items_not_carried = retired.len() as u64;
+
         // The new store, beside the old one until it takes its place.
         let name = root
             .file_name()
@@ -641,14 +676,24 @@ impl Store {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        // Rebuilds of this store killed before their swap left their half-written directory:
-        // the LOCK held here proves none of them still runs.
+        // Rebuilds of this store killed before their swap left their half-written directory
+        // (marked unfinished): the LOCK held here proves none of them still runs. One killed
+        // between the exchange and the rename left the old store under that name, unmarked:
+        // it is kept, as a damaged copy.
         let unfinished = format!(".{name}.rebuild-");
         if let Ok(listing) = std::fs::read_dir(&parent) {
             for entry in listing.flatten() {
                 if entry.file_name().to_string_lossy().starts_with(&unfinished) {
                     let path = entry.path();
-                    std::fs::remove_dir_all(&path).map_err(Error::io("remove", &path))?;
+                    if path.join(UNFINISHED_MARK).exists() {
+                        std::fs::remove_dir_all(&path).map_err(Error::io("remove", &path))?;
+                    } else {
+                        let keep = parent.join(format!(
+                            "{name}.damaged-{}-recovered",
+                            super::now_ms() / 1000
+                        ));
+                        std::fs::rename(&path, &keep).map_err(Error::io("rename", &path))?;
+                    }
                 }
             }
         }
@@ -659,6 +704,8 @@ impl Store {
             ..Options::default()
         };
         let store = Store::create_with(&fresh, fresh_options, clients)?;
+        let mark = fresh.join(UNFINISHED_MARK);
+        std::fs::write(&mark, b"").map_err(Error::io("write", &mark))?;
         let total = records.len() as u64;
         let mut batch = store.batch();
         let (mut pending, mut pending_bytes) = (0usize, 0usize);
@@ -687,6 +734,19 @@ impl Store {
             record.blobs = owned.iter().map(|b| b.0).collect();
             report.items += 1;
             report.blobs += owned.len() as u64;
+            let now = super::now_ms();
+            let mut lost: Vec<DroppedRecord> = lost
+                .into_iter()
+                .map(|(blob, kind, len)| (blob, kind, len, now, REBUILD_LOST.to_owned()))
+                .collect();
+            for ((_, blob), (kind, len, at, why)) in
+                dropped.rows.range((record.id, 0)..=(record.id, u64::MAX))
+            {
+                if !lost.iter().any(|l| l.0 == *blob) {
+                    let kind = BlobKind::from_code(*kind).unwrap_or(BlobKind::Other);
+                    lost.push((*blob, kind, *len, *at, why.clone()));
+                }
+            }
             batch.restore_with_lost(record, owned, lost);
             pending += 1;
             if pending >= RESTORE_ITEMS || pending_bytes >= RESTORE_BYTES {
@@ -694,6 +754,9 @@ impl Store {
                 (pending, pending_bytes) = (0, 0);
             }
             progress(done as u64 + 1, total);
+        }
+        for (key, value) in settings.rows {
+            batch.set_setting(key, value);
         }
         batch.commit()?;
         drop(store);
@@ -709,6 +772,10 @@ impl Store {
         drop(lock);
         swap_in(root, &fresh, &damaged)?;
         dir::sync_dir(&super::io::OsIo, &parent)?;
+        // The rebuilt store is the store now: it no longer says it is unfinished.
+        let mark = root.join(UNFINISHED_MARK);
+        std::fs::remove_file(&mark).map_err(Error::io("remove", &mark))?;
+        dir::sync_dir(&super::io::OsIo, root)?;
         report.damaged_copy = damaged;
         Ok(report)
     }

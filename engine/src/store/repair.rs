@@ -1,9 +1,12 @@
 //! Repair: salvage everything readable from a damaged store, and say exactly what was lost
 //! (SQLite's `.recover` is the model).
 //!
-//! [`Store::repair`] works in place when the catalog reads: [`Store::check`] names what damage
-//! made unreadable, then one compaction rewrites every segment with a problem into new
-//! segments, keeping every entry that verifies. What it cannot read goes, recorded:
+//! [`Store::repair`] works in place when the catalog reads and agrees with the segments
+//! ([`Store::check`] sets `catalog_inconsistent` when a row disagrees with sound bytes: then it
+//! touches nothing and fails with `CatalogDamaged`): `check` names what damage made
+//! unreadable, then one compaction rewrites every segment with a problem into new segments,
+//! keeping every entry that verifies. `Store::repair_or_rebuild` (what `memdb repair` runs)
+//! rebuilds from the segments (`rebuild.rs`) when the catalog is damaged. What it cannot read goes, recorded:
 //! - an item whose record is unreadable but whose files survive stays, as a stand-in record
 //!   tagged `recovered`: a photo's fields are read again from its original (EXIF time, place,
 //!   camera; the importer's own parser, then the ingest's place stage), anything else keeps what the catalog still knows — id,
@@ -80,40 +83,26 @@ pub enum RepairPhase {
 impl Store {
     /// Repairs the store at `path` in place while its catalog reads and agrees with the
     /// segments, else rebuilds it from its segments ([`Store::rebuild`]): `memdb repair`.
-    /// A store that is locked, of an unknown version, or whose secret is missing or wrong is
-    /// left as it is, with that error; so is one whose files cannot be read for another reason
-    /// than damage (an I/O error).
+    /// Only damage to the catalog ([`Error::is_catalog_damage`]) leads to a rebuild: a store
+    /// that is locked, of an unknown version, whose secret is missing or wrong, or whose files
+    /// fail to read for another reason (an I/O error) is left as it is, with that error.
     pub(crate) fn repair_or_rebuild_with(
         path: &std::path::Path,
         options: super::Options,
         progress: &mut dyn FnMut(RepairPhase, u64, u64),
         clients: impl Fn() -> super::derived::Clients,
     ) -> Result<Repaired> {
-        let rebuildable = |e: &Error| {
-            !matches!(
-                e,
-                Error::Locked { .. }
-                    | Error::ReadOnly { .. }
-                    | Error::UnsupportedVersion { .. }
-                    | Error::Key { .. }
-                    | Error::Encrypted { .. }
-                    | Error::Io { .. }
-                    | Error::NoStore { .. }
-            )
-        };
+        // Only damage to the catalog calls for a rebuild (which cannot carry everything, see
+        // `RebuildReport`); a failing disk, a lock or a wrong secret is the caller's to fix.
         let why = match Store::open_with(path, options.clone(), clients()) {
             Ok(store) => {
                 match store.repair(&mut |done, total| progress(RepairPhase::InPlace, done, total)) {
-                    Ok(report) if report.remaining == 0 => return Ok(Repaired::InPlace(report)),
-                    Ok(report) => format!(
-                        "{} problem(s) remain after the repair in place",
-                        report.remaining
-                    ),
-                    Err(e) if rebuildable(&e) => e.to_string(),
+                    Ok(report) => return Ok(Repaired::InPlace(report)),
+                    Err(e) if e.is_catalog_damage() => e.to_string(),
                     Err(e) => return Err(e),
                 }
             }
-            Err(e) if rebuildable(&e) && path.join("segments").is_dir() => e.to_string(),
+            Err(e) if e.is_catalog_damage() && path.join("segments").is_dir() => e.to_string(),
             Err(e) => return Err(e),
         };
         progress(RepairPhase::Rebuild, 0, 0);

@@ -116,9 +116,9 @@ enum BatchOp {
     Restore {
         record: Box<ItemRecord>,
         blobs: Vec<(u64, BlobKind, Vec<u8>)>,
-        /// Blobs the item had that could not be salvaged: (id, kind, bytes), recorded in
+        /// Blobs the item had that it no longer has: (id, kind, bytes, when, why), recorded in
         /// `dropped_blobs` so the item still says they existed.
-        lost: Vec<(u64, BlobKind, u64)>,
+        lost: Vec<super::rebuild::DroppedRecord>,
     },
     /// A change to item `id`'s fields, computed from its fields as they are when the batch
     /// commits (an enrichment pass: the place of a stored item).
@@ -315,7 +315,7 @@ impl<'s> WriteBatch<'s> {
         &mut self,
         record: ItemRecord,
         blobs: Vec<(u64, BlobKind, Vec<u8>)>,
-        lost: Vec<(u64, BlobKind, u64)>,
+        lost: Vec<super::rebuild::DroppedRecord>,
     ) -> &mut Self {
         self.ops.push(BatchOp::Restore {
             record: Box::new(record),
@@ -990,14 +990,8 @@ fn stage_op<'t>(
         } => {
             let id = record.id;
             stage_restore(t, &mut batch.staged, index, *record, blobs, batch.now)?;
-            for (blob, kind, len) in lost {
-                t.record_dropped_blob(
-                    id,
-                    blob,
-                    (kind, len),
-                    batch.now,
-                    "repair: its bytes were not found, or did not verify, when the store was rebuilt from its segments",
-                )?;
+            for (blob, kind, len, at, why) in lost {
+                t.record_dropped_blob(id, blob, (kind, len), at, &why)?;
             }
         }
         BatchOp::Amend { id, amend } => {
