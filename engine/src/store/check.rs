@@ -913,8 +913,14 @@ impl Store {
                 _ => report.problem(None, None, format!("unexpected file segments/{name}")),
             }
         }
-        for what in super::vector_space::check_vectors(&snapshot)? {
-            report.problem(None, None, what);
+        // Vector rows that disagree with their blocks are catalog rows damage changed (a lost
+        // block's keys are `repair`'s to drop, and reported above as the block's damage).
+        for (in_catalog, what) in super::vector_space::check_vectors(&snapshot)? {
+            if in_catalog {
+                report.catalog_problem(None, None, what);
+            } else {
+                report.problem(None, None, what);
+            }
         }
         Ok(report)
     }

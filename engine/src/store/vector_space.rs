@@ -908,7 +908,7 @@ pub(crate) fn for_each_key(
 /// Cross-checks the vector tables: every listed block is a readable vector blob of its space's
 /// shape with the row count the catalog says; every key points at a live row of a listed block
 /// that holds that key; every live row has its key. Returns one line per problem.
-pub(crate) fn check_vectors(snapshot: &Snapshot) -> Result<Vec<String>> {
+pub(crate) fn check_vectors(snapshot: &Snapshot) -> Result<Vec<(bool, String)>> {
     let mut problems = Vec::new();
     let Some(listed) = catalog::open_optional(snapshot.txn(), catalog::VECTOR_BLOCKS)? else {
         return Ok(problems);
@@ -918,7 +918,8 @@ pub(crate) fn check_vectors(snapshot: &Snapshot) -> Result<Vec<String>> {
             Ok(Some(v)) => v,
             Ok(None) => continue,
             Err(e) => {
-                problems.push(format!("vector space `{space}`: {e}"));
+                // A block that does not read: damage to its bytes, not to the catalog's rows.
+                problems.push((!e.is_damage(), format!("vector space `{space}`: {e}")));
                 continue;
             }
         };
@@ -930,11 +931,14 @@ pub(crate) fn check_vectors(snapshot: &Snapshot) -> Result<Vec<String>> {
         for block in &vectors.blocks {
             let view = block.loaded.view().map_err(block_error(&space, block.id))?;
             if rows_listed.get(&block.id).copied() != Some(view.len() as u32) {
-                problems.push(format!(
-                    "vector space `{space}`, block {}: {} rows, the catalog says {:?}",
-                    block.id,
-                    view.len(),
-                    rows_listed.get(&block.id)
+                problems.push((
+                    true,
+                    format!(
+                        "vector space `{space}`, block {}: {} rows, the catalog says {:?}",
+                        block.id,
+                        view.len(),
+                        rows_listed.get(&block.id)
+                    ),
                 ));
             }
             live_rows += (view.len() as u64).saturating_sub(block.deleted.len());
@@ -950,14 +954,15 @@ pub(crate) fn check_vectors(snapshot: &Snapshot) -> Result<Vec<String>> {
                     !b.deleted.contains(at) && b.loaded.view().is_ok_and(|v| v.id(at) == Some(key))
                 });
             if !holds_key {
-                problems.push(format!(
+                problems.push((true, format!(
                     "vector space `{space}`: key {key} points at block {block_id} row {at}, which does not hold it live"
-                ));
+                )));
             }
         })?;
         if key_count != live_rows {
-            problems.push(format!(
-                "vector space `{space}`: {key_count} keys for {live_rows} live rows"
+            problems.push((
+                true,
+                format!("vector space `{space}`: {key_count} keys for {live_rows} live rows"),
             ));
         }
     }
