@@ -471,3 +471,17 @@ pub fn store_options(encrypted: bool) -> memdb::Options {
         ..memdb::Options::default()
     }
 }
+
+/// Copies the directory tree `from` to `to` (a store, to damage or crash a copy of it).
+pub fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}

@@ -180,21 +180,8 @@ struct Row {
     wrong: Vec<String>,
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
-
 fn one_copy(pristine: &Path, work: &Path, encrypted: bool, truth: &Truth, rng: &mut Rng) -> Row {
-    copy_dir(pristine, work);
+    memdb_it::copy_dir(pristine, work);
     // Every file of the store but LOCK, whose bytes (the writer's pid) nothing reads.
     let files: Vec<PathBuf> = files_under(work)
         .into_iter()
@@ -732,7 +719,7 @@ fn a_replayed_encrypted_catalog_page_is_never_a_panic() {
         }
         replayed += 1;
         let work = dir.path().join(format!("replay-{n}"));
-        copy_dir(&path, &work);
+        memdb_it::copy_dir(&path, &work);
         let mut bytes = current.clone();
         bytes[n * slot..(n + 1) * slot].copy_from_slice(old);
         std::fs::write(work.join("catalog.redb"), bytes).unwrap();

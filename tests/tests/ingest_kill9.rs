@@ -122,19 +122,6 @@ fn a_kill_between_stages_is_completed_by_the_next_ingest() {
     }
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
-
 /// Issue 48 (2): an import that puts back originals damage took, killed with SIGKILL at any
 /// moment, leaves each photo whole — its original back byte for byte and its repair record gone,
 /// or still without it and still saying a repair dropped it — and the next import finishes it.
@@ -203,7 +190,7 @@ fn a_healing_import_killed_at_any_moment_leaves_each_photo_whole() {
     };
     for delay_ms in [0u64, 30, 80, 150, 180, 210, 240, 270, 300] {
         let work = dir.path().join(format!("kill-{delay_ms}"));
-        copy_dir(&base, &work);
+        memdb_it::copy_dir(&base, &work);
         run_child(
             &work,
             &locomo,
