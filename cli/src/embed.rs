@@ -146,17 +146,30 @@ pub(crate) fn similar(
 ) -> Result<Vec<ItemRow>> {
     let query = encoder.encode(&[text])?.pop().ok_or(CliError::NoVector)?;
     let snapshot = store.snapshot()?;
-    let Some(vectors) = snapshot.vectors(ITEM_VECTORS)? else {
+    // A damaged vector block or record costs what it holds, not the answer: both are skipped
+    // and named on stderr.
+    let (vectors, unreadable_blocks) = snapshot.readable_vectors(ITEM_VECTORS)?;
+    let Some(vectors) = vectors else {
         return Err(CliError::NoVectors);
+    };
+    let mut skipped = memdb::Skipped {
+        items: Vec::new(),
+        vector_blocks: unreadable_blocks,
     };
     let mut found = Vec::new();
     for hit in vectors.search(&query, k, scope)? {
-        if let Some(item) = snapshot.get(hit.key)? {
-            found.push(ItemRow {
+        match snapshot.get(hit.key) {
+            Ok(Some(item)) => found.push(ItemRow {
                 score: Some(score(hit.score)),
                 ..ItemRow::plain(item)
-            });
+            }),
+            Ok(None) => {}
+            Err(e) if e.is_damage() => skipped.items.push(hit.key),
+            Err(e) => return Err(e.into()),
         }
+    }
+    if let Some(warning) = skipped.describe() {
+        eprintln!("memdb: warning: {warning}");
     }
     Ok(found)
 }

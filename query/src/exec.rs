@@ -720,7 +720,16 @@ impl Run<'_> {
         for hit in recall.hits {
             let row = match seen.remove(&hit.item) {
                 Some(version) => ItemRow::version(version),
-                None => ItemRow::plain(self.item(hit.item)?),
+                None => match self.snapshot.get(hit.item) {
+                    Ok(Some(item)) => ItemRow::plain(item),
+                    Ok(None) => continue,
+                    // Damaged since the recall read it: skipped and named, as the rest.
+                    Err(e) if e.is_damage() => {
+                        self.skip_items([hit.item]);
+                        continue;
+                    }
+                    Err(e) => return Err(self.err()(e)),
+                },
             };
             rows.push(ItemRow {
                 score: Some(hit.score),

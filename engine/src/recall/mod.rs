@@ -972,6 +972,9 @@ fn recall_in(
             hits[slot] = turn;
         }
     }
+    // An item whose record is unreadable is named in `skipped`, never returned (the graph and
+    // place signals know it by id alone).
+    hits.retain(|h| !skipped.items.contains(&h.item));
     hits.truncate(options.k);
     for hit in &mut hits {
         hit.explanation.place = at_place.remove(&hit.item);
