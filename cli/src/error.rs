@@ -19,6 +19,9 @@ pub(crate) enum CliError {
     /// The engine refused or failed.
     #[error("{}", engine_message(.0))]
     Engine(#[from] memdb::Error),
+    /// A lab run (ATM-Bench's scoring, a judge) failed.
+    #[error("{0}")]
+    Lab(#[source] memdb_lab::Error),
     /// A batch of an import failed to commit; the batches before it are in the store.
     #[error("commit failed (earlier batches are kept): {}", engine_message(.0))]
     Commit(#[source] memdb::Error),
@@ -221,6 +224,16 @@ fn engine_message(e: &memdb::Error) -> String {
         )
     } else {
         e.to_string()
+    }
+}
+
+/// The engine's errors inside a lab run keep their engine advice.
+impl From<memdb_lab::Error> for CliError {
+    fn from(e: memdb_lab::Error) -> Self {
+        match e {
+            memdb_lab::Error::Engine(source) => CliError::Engine(source),
+            other => CliError::Lab(other),
+        }
     }
 }
 

@@ -8,9 +8,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
-use memdb::atm::{self, Judge, Ranking, Report, Summary};
 use memdb::recall::Signals;
 use memdb_formats::import::atm::Prediction;
+use memdb_lab::atm::{self, Judge, Ranking, Report, Summary};
 use serde_json::{Value, json};
 
 use crate::error::{CliError, Result};

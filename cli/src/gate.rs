@@ -1,12 +1,13 @@
 //! `memdb gate …`: the memorability gate measured and taught on labelled conversations
-//! (`memdb::gate`). `eval` scores a lexicon (a scene catalogue; the built-in one by default)
+//! (`memdb::gate`, measured and grown by `memdb_lab::gate`). `eval` scores a lexicon (a scene catalogue; the built-in one by default)
 //! on LoCoMo turns, or with `--cross-validate` learns one per held-out conversation from the
 //! others; `learn` writes a learned lexicon as a scene catalogue.
 
 use std::path::{Path, PathBuf};
 
-use memdb::gate::{
-    GateEval, Gum, LabelledText, LearnOptions, Scene, Scenes, evaluate, learn_lexicon, locomo_texts,
+use memdb::gate::{Gum, Scene, Scenes};
+use memdb_lab::gate::{
+    Expand, Fold, GateEval, LabelledText, LearnOptions, learn_lexicon, locomo_texts,
 };
 use serde_json::{Value, json};
 
@@ -113,15 +114,15 @@ pub(crate) fn stage(
     }
     if let Some((endpoint, model, timeout)) = &extras.judge {
         let judge = model_judge(endpoint, model, *timeout)?;
-        let options = memdb::gate::CpmOptions::default();
-        let affinity = memdb::gate::store_affinity(&snapshot, &gum, DEFAULT_MIN_SHARE)?;
-        let prompts = memdb::gate::cluster_intents(
+        let options = memdb_lab::gate::CpmOptions::default();
+        let affinity = memdb_lab::gate::store_affinity(&snapshot, &gum, DEFAULT_MIN_SHARE)?;
+        let prompts = memdb_lab::gate::cluster_intents(
             &affinity.matrix,
             affinity.intents.len(),
             affinity.scenes,
             &options,
         )
-        .map(|c| memdb::gate::ClusterPrompts::new(&affinity, &c))
+        .map(|c| memdb_lab::gate::cluster_prompts(&affinity, &c))
         .unwrap_or_default();
         stage.judge = Some(memdb::gate::JudgeStage {
             judge: std::sync::Arc::new(judge),
@@ -193,7 +194,7 @@ pub(crate) fn eval(
     cross_validate: bool,
     options: &LearnOptions,
     extras: &GateExtras,
-    expansion: Option<memdb::gate::Expansion>,
+    expansion: Option<memdb_lab::gate::Expansion>,
 ) -> Result<(Value, String)> {
     let groups = read_groups(locomo)?;
     let all: Vec<LabelledText> = groups.iter().flatten().cloned().collect();
@@ -213,7 +214,7 @@ pub(crate) fn eval(
             .map(|(endpoint, model, timeout)| model_judge(endpoint, model, *timeout))
             .transpose()?;
         let mut judge_failures = 0usize;
-        let e = memdb::gate::evaluate_with(&all, |text| {
+        let e = memdb_lab::gate::evaluate_with(&all, |text| {
             let hits = match &rules {
                 Some(p) => p.hits(&gate, text, None).hits,
                 None if judge.is_none() => return gate.passes(text, None),
@@ -276,9 +277,9 @@ pub(crate) fn eval(
     let (rows, pooled) = leave_one_out(&groups, options, space.as_ref())?;
     let mut lines = vec![HEADER.to_owned()];
     let mut folds = Vec::new();
-    for (group, e, words) in &rows {
-        lines.push(row(group, e, *words));
-        let mut fold = figures(e);
+    for Fold { group, eval, words } in &rows {
+        lines.push(row(group, eval, *words));
+        let mut fold = figures(eval);
         fold["held_out"] = json!(group);
         fold["words"] = json!(words);
         folds.push(fold);
@@ -298,17 +299,17 @@ pub(crate) fn eval(
 /// The MiniLM vectors of a corpus's words, for seed expansion.
 struct WordSpace {
     vectors: std::collections::HashMap<String, Vec<f32>>,
-    expansion: memdb::gate::Expansion,
+    expansion: memdb_lab::gate::Expansion,
 }
 
 impl WordSpace {
     /// Encodes every word of `texts` (in at least `expansion.min_texts` of them) with the
     /// installed encoder.
-    fn of(texts: &[&str], expansion: memdb::gate::Expansion) -> Result<WordSpace> {
+    fn of(texts: &[&str], expansion: memdb_lab::gate::Expansion) -> Result<WordSpace> {
         use memdb_encode::Encoder;
         let dir = crate::model::ensure_installed(true, crate::model::Download::Ask)?;
         let encoder = memdb_encode::MiniLm::load(&dir, memdb_encode::EncoderOptions::default())?;
-        let words = memdb::gate::vocabulary(texts, expansion.min_texts);
+        let words = memdb_lab::gate::vocabulary(texts, expansion.min_texts);
         let refs: Vec<&str> = words.iter().map(String::as_str).collect();
         eprintln!("memdb: encoding {} words for seed expansion", refs.len());
         let vectors = encoder.encode(&refs)?;
@@ -320,52 +321,29 @@ impl WordSpace {
 
     /// `scenes` expanded by the words of `texts`.
     fn expand(&self, scenes: &Scenes, texts: &[&str]) -> Scenes {
-        memdb::gate::expand_lexicon(scenes, texts, &self.expansion, &|w| {
+        memdb_lab::gate::expand_lexicon(scenes, texts, &self.expansion, &|w| {
             self.vectors.get(w).cloned()
         })
     }
 }
 
-/// One held-out conversation's figures: (conversation, figures, lexicon words).
-type Fold = (String, GateEval, usize);
-
-/// Leave one conversation out: its turns are gated by a lexicon learned on the others only;
-/// the pooled figures count every turn once, under the lexicon that never saw it.
+/// Leave one conversation out (`memdb_lab::gate::cross_validate`), expanded by `space`'s words
+/// when given.
 fn leave_one_out(
     groups: &[Vec<LabelledText>],
     options: &LearnOptions,
     space: Option<&WordSpace>,
 ) -> Result<(Vec<Fold>, GateEval)> {
-    let mut rows = Vec::new();
-    let (mut decisions, mut total_us) = (Vec::new(), 0.0);
-    let lexicons = memdb::gate::lexicons_leaving_one_out(groups, options);
-    for (index, (held_out, scenes)) in groups.iter().zip(lexicons).enumerate() {
-        // Expanded by the words of the training conversations only.
-        let scenes = match space {
-            Some(space) => {
-                let train: Vec<&str> = groups
-                    .iter()
-                    .enumerate()
-                    .filter(|(j, _)| *j != index)
-                    .flat_map(|(_, g)| g.iter().map(|t| t.text.as_str()))
-                    .collect();
-                space.expand(&scenes, &train)
-            }
-            None => scenes,
-        };
-        let words = scenes.word_count();
-        let gate = gum(scenes)?;
-        let e = evaluate(&gate, held_out);
-        total_us += e.us_per_text * e.texts as f64;
-        decisions.extend(
-            held_out
-                .iter()
-                .map(|t| (t.memorable, gate.passes(&t.text, None))),
-        );
-        let group = held_out.first().map_or("", |t| t.group.as_str()).to_owned();
-        rows.push((group, e, words));
-    }
-    Ok((rows, GateEval::of(&decisions, total_us)))
+    let expand = |scenes: &Scenes, train: &[&str]| match space {
+        Some(space) => space.expand(scenes, train),
+        None => scenes.clone(),
+    };
+    memdb_lab::gate::cross_validate(groups, options, space.map(|_| &expand as &Expand<'_>)).map_err(
+        |e| CliError::Gate {
+            file: PathBuf::from("(scene words)"),
+            reason: e.to_string(),
+        },
+    )
 }
 
 /// The trade-off curve: pooled cross-validated figures for each learning threshold.
@@ -383,7 +361,7 @@ pub(crate) fn sweep(locomo: &[PathBuf], thresholds: &[f64]) -> Result<(Value, St
             ..LearnOptions::default()
         };
         let (rows, pooled) = leave_one_out(&groups, &options, None)?;
-        let words = rows.iter().map(|r| r.2).sum::<usize>() as f64 / rows.len().max(1) as f64;
+        let words = rows.iter().map(|r| r.words).sum::<usize>() as f64 / rows.len().max(1) as f64;
         lines.push(format!(
             "{threshold:>9} | {words:>12.0} | {:>5.1} % | {:>6.1} % | {:>8.3} | {:>11.3}",
             100.0 * pooled.memorable_kept,
@@ -406,7 +384,7 @@ pub(crate) fn learn(
     out: Option<&Path>,
     store: Option<&Path>,
     options: &LearnOptions,
-    expansion: Option<memdb::gate::Expansion>,
+    expansion: Option<memdb_lab::gate::Expansion>,
 ) -> Result<Value> {
     if out.is_none() && store.is_none() {
         return Err(CliError::Usage(
@@ -592,15 +570,15 @@ pub(crate) fn clusters(
     dir: &Path,
     lexicon: Option<&Path>,
     min_share: f64,
-    options: &memdb::gate::CpmOptions,
+    options: &memdb_lab::gate::CpmOptions,
 ) -> Result<(Value, String)> {
     let store = crate::open_for_reading(dir)?;
     let snapshot = store.snapshot()?;
     let gate = gum(resolve_lexicon(Some(&snapshot), lexicon)?.0)?;
-    let e = memdb::gate::store_affinity(&snapshot, &gate, min_share)?;
+    let e = memdb_lab::gate::store_affinity(&snapshot, &gate, min_share)?;
     let scenes = gate.scenes().scenes();
     let names: Vec<&str> = e.intents.iter().map(|s| s.name()).collect();
-    let Some(c) = memdb::gate::cluster_intents(&e.matrix, e.intents.len(), e.scenes, options)
+    let Some(c) = memdb_lab::gate::cluster_intents(&e.matrix, e.intents.len(), e.scenes, options)
     else {
         let doc = json!({"intents": names, "clusters": [], "why": "no intent hits any scene"});
         return Ok((
@@ -700,7 +678,7 @@ pub(crate) fn generate(args: &GenerateArgs<'_>) -> Result<(Value, String)> {
     }
     let personas_text = match args.personas {
         Some(file) => std::fs::read_to_string(file).map_err(|e| CliError::io("read", file, e))?,
-        None => memdb::gate::DEFAULT_PERSONAS.join("\n"),
+        None => memdb_lab::gate::DEFAULT_PERSONAS.join("\n"),
     };
     let personas: Vec<&str> = personas_text
         .lines()
@@ -710,7 +688,7 @@ pub(crate) fn generate(args: &GenerateArgs<'_>) -> Result<(Value, String)> {
     if personas.is_empty() {
         return Err(CliError::Usage("--personas names no persona"));
     }
-    let model = memdb::gate::RoleplayModel::new(
+    let model = memdb_lab::gate::RoleplayModel::new(
         args.endpoint,
         args.model,
         std::time::Duration::from_secs(args.timeout),
@@ -724,7 +702,7 @@ pub(crate) fn generate(args: &GenerateArgs<'_>) -> Result<(Value, String)> {
         "role-play",
         args.show_progress,
     );
-    let (grown, report) = memdb::gate::grow_by_roleplay(
+    let (grown, report) = memdb_lab::gate::grow_by_roleplay(
         &Scenes::from_scenes(chosen),
         &personas,
         &|persona, scene| model.words(persona, scene),

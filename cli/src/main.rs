@@ -273,11 +273,11 @@ struct ExpandArgs {
 }
 
 impl ExpandArgs {
-    fn expansion(&self) -> Option<memdb::gate::Expansion> {
-        self.expand.map(|neighbours| memdb::gate::Expansion {
+    fn expansion(&self) -> Option<memdb_lab::gate::Expansion> {
+        self.expand.map(|neighbours| memdb_lab::gate::Expansion {
             neighbours,
             min_cosine: self.expand_min_cosine,
-            ..memdb::gate::Expansion::default()
+            ..memdb_lab::gate::Expansion::default()
         })
     }
 }
@@ -1238,7 +1238,7 @@ fn run(command: Command, out: &Out) -> Result<ExitCode> {
             if summary.imported_nothing() {
                 eprintln!(
                     "memdb: nothing imported: {} input(s) skipped (reasons above)",
-                    summary.skipped()
+                    summary.skipped.len()
                 );
                 return Ok(ExitCode::from(2));
             }
@@ -1434,9 +1434,9 @@ fn run(command: Command, out: &Out) -> Result<ExitCode> {
             let (doc, text) = if sweep {
                 gate::sweep(&locomo, &[0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5])?
             } else {
-                let options = memdb::gate::LearnOptions {
+                let options = memdb_lab::gate::LearnOptions {
                     threshold,
-                    ..memdb::gate::LearnOptions::default()
+                    ..memdb_lab::gate::LearnOptions::default()
                 };
                 gate::eval(
                     &locomo,
@@ -1460,7 +1460,7 @@ fn run(command: Command, out: &Out) -> Result<ExitCode> {
                     rank,
                 },
         } => {
-            let options = memdb::gate::CpmOptions {
+            let options = memdb_lab::gate::CpmOptions {
                 sigma,
                 epsilon,
                 rank,
@@ -1478,9 +1478,9 @@ fn run(command: Command, out: &Out) -> Result<ExitCode> {
                     expand,
                 },
         } => {
-            let options = memdb::gate::LearnOptions {
+            let options = memdb_lab::gate::LearnOptions {
                 threshold,
-                ..memdb::gate::LearnOptions::default()
+                ..memdb_lab::gate::LearnOptions::default()
             };
             let doc = gate::learn(
                 &locomo,

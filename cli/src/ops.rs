@@ -1,16 +1,16 @@
 //! `memdb ops eval`: a memory-operation decider scored on labelled scenarios
-//! (`memdb::ops::eval`), as a table or, with `--json`, one JSON document.
+//! (`memdb_lab::decider`), as a table or, with `--json`, one JSON document.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use memdb::ops::eval::{
-    CrossValidation, EvalReport, ScenarioError, cross_validate, evaluate, featurize,
-    parse_scenarios, weights_source,
-};
 use memdb::ops::learned::FitOptions;
 use memdb::ops::{Decider, ModelDecider, Operation, RuleDecider, RuleThresholds};
 use memdb_encode::{Encoder, EncoderOptions, MiniLm};
+use memdb_lab::decider::{
+    CrossValidation, EvalReport, ScenarioError, cross_validate, evaluate, featurize,
+    parse_scenarios, weights_source,
+};
 use serde_json::{Value, json};
 
 use crate::error::{CliError, Result};
@@ -172,7 +172,7 @@ pub(crate) struct TrainSummary {
     written: Option<String>,
     seconds: f64,
     /// Each file's scenarios (for listing the mistakes), by line.
-    by_line: Vec<std::collections::HashMap<usize, memdb::ops::eval::Scenario>>,
+    by_line: Vec<std::collections::HashMap<usize, memdb_lab::decider::Scenario>>,
     /// Whether the text lists the held-out mistakes.
     pub(crate) list_mistakes: bool,
 }

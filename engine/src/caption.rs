@@ -25,9 +25,9 @@ use std::sync::Arc;
 use memdb_formats::caption::{CaptionFields, CaptionReplyError};
 use memdb_formats::item::{CaptionProvenance, ItemFields, Source};
 
-use crate::endpoint::EndpointError;
 use crate::error::Result;
 use crate::store::{ScanFilter, Store};
+use memdb_endpoint::EndpointError;
 
 /// Photos captioned per commit.
 pub(crate) const CAPTION_WINDOW: usize = 8;
@@ -210,7 +210,7 @@ mod vision {
     use serde_json::json;
 
     use super::{CaptionError, Captioner};
-    use crate::endpoint::{EndpointError, LoopbackChat};
+    use memdb_endpoint::{EndpointError, LoopbackChat};
 
     /// The media type a data URL must say for an image file (`None`: not one the captioner
     /// sends).

@@ -246,10 +246,6 @@ pub enum Error {
     /// A compaction hook refused to continue.
     #[error("compaction hook failed: {0}")]
     Hook(String),
-    /// The judge of open-ended answers (ATM-Bench's QS) failed: its server, or a reply without
-    /// a verdict.
-    #[error("answer judge: {0}")]
-    Judge(#[source] crate::EndpointError),
     /// A vector given to a batch or a search does not fit its vector space (wrong dimension,
     /// a non-finite value, a reserved name).
     #[error("vector space `{space}`: {reason}")]

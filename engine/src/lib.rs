@@ -22,10 +22,8 @@
 // compiled but unused.
 #![cfg_attr(not(feature = "render"), allow(dead_code, unused_imports))]
 
-pub mod atm;
 mod caption;
 pub mod crypto;
-mod endpoint;
 mod error;
 #[cfg(test)]
 mod fixtures;
@@ -47,7 +45,6 @@ mod time;
 pub use caption::{CaptionError, CaptionFailure, CaptionReport, Captioner, apply_caption};
 #[cfg(feature = "llm")]
 pub use caption::{VisionCaptioner, VisionOptions};
-pub use endpoint::EndpointError;
 pub use error::{EmbedError, Error, Result};
 #[cfg(feature = "llm")]
 pub use graph::LlmExtractor;
@@ -55,6 +52,7 @@ pub use graph::{Embedder, GraphOptions, GraphReport, NodeExtractor, RuleExtracto
 pub use ingest::{
     EmbedReport, Ingest, IngestItem, IngestOptions, IngestReport, IngestStage, PageStage, Rejected,
 };
+pub use memdb_endpoint::EndpointError;
 pub use memdb_formats::caption::{CaptionFields, CaptionReplyError};
 pub use memdb_formats::item::{
     Camera, CaptionProvenance, EventTime, GeoPoint, ItemDraft, ItemFields, ItemRecord as Item,

@@ -16,6 +16,7 @@ use crate::store::{Options, RebuildReport, RepairPhase, Repaired, Store};
 fn clients() -> Clients {
     vec![
         Arc::new(crate::graph::GraphRows),
+        Arc::new(crate::place::PlaceFields),
         // Without `render` the pages are not maintained: a page is drawn again from its stale
         // marks (which the store keeps) by the next handle that renders.
         #[cfg(feature = "render")]

@@ -115,6 +115,16 @@ pub fn fill_place(fields: &mut ItemFields, options: &PlaceOptions) -> bool {
     true
 }
 
+/// The place stage as a client of the store: a stand-in a repair reads again from a photo's
+/// original gets the place its GPS is in, as an import would have given it.
+pub(crate) struct PlaceFields;
+
+impl crate::store::derived::DerivedData for PlaceFields {
+    fn complete_stand_in(&self, fields: &mut ItemFields) {
+        fill_place(fields, &PlaceOptions::default());
+    }
+}
+
 impl Store {
     /// Gives every stored item that has a position and no place its place ([`fill_place`]), a
     /// window of items per commit; `progress` gets (items done, items to do). Then records that

@@ -6,7 +6,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use memdb::gate::{normalise, parse_verdict, parse_words};
+use memdb::gate::{normalise, parse_verdict};
+use memdb_lab::gate::parse_words;
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);

@@ -27,8 +27,8 @@ use serde_json::{Value, json};
 
 use crate::convert::{Key, count, from_py, time_bound, to_py, type_name};
 use crate::errors::{Raise, Result};
-use crate::import::{Format, Importer};
 use crate::report;
+use memdb_import::{ImportOptions, Importer};
 
 /// An open store and the encoder bound to it (loaded on first use).
 pub(crate) struct Open {
@@ -307,13 +307,19 @@ impl PyStore {
         py: Python<'_>,
         embed: bool,
         batch: usize,
-        feed: impl FnOnce(&mut Importer<'_>) -> Result<()> + Send,
+        feed: impl FnOnce(&mut Importer<'_, '_>) -> memdb_import::Result<()> + Send,
     ) -> PyResult<Value> {
         let granted = self.granted;
         self.run(py, |open| {
             // The encoder first: a missing model fails the call before anything is written.
             let encoder = if embed { Some(open.encoder()?) } else { None };
-            let mut importer = Importer::new(&open.store, batch, granted)?;
+            let options = ImportOptions {
+                batch_items: batch,
+                granted,
+                ..ImportOptions::default()
+            };
+            let mut quiet = ();
+            let mut importer = Importer::new(&open.store, options, &mut quiet)?;
             feed(&mut importer)?;
             let mut json = importer.finish()?.json();
             // The items are committed: a derived stage that fails now is a warning (the next
@@ -547,12 +553,12 @@ impl PyStore {
     ) -> PyResult<Bound<'py, PyAny>> {
         let batch = batch.map_or(Ok(1000), |b| count(b, "batch", 1))?;
         let lines = PyStore::lines(items)?;
-        let json = self.import(py, embed, batch, move |importer| importer.lines(lines))?;
+        let json = self.import(py, embed, batch, move |importer| importer.records(lines))?;
         to_py(py, &json)
     }
 
-    /// Files (or folders, for photos and mail) in `format` (`jsonl`, `locomo`, `mail`,
-    /// `photos`), as `memdb import` reads them.
+    /// Files (or folders, for photos, mail and ATM-Bench) in `format` (`jsonl`, `locomo`,
+    /// `photos`, `mail`, `atm`), as `memdb import` reads them.
     #[pyo3(signature = (format, paths, *, embed = true, batch = None))]
     fn import_files<'py>(
         &self,
@@ -562,7 +568,7 @@ impl PyStore {
         embed: bool,
         batch: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let format = Format::parse(&format)?;
+        let format = crate::import::format(&format)?;
         let batch = batch.map_or(Ok(1000), |b| count(b, "batch", 1))?;
         let json = self.import(py, embed, batch, move |importer| {
             importer.files(format, &paths)

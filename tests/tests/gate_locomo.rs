@@ -6,8 +6,9 @@
 //! feasibility study found no lexicon gate reaching it on these files).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use memdb::gate::{
-    Gum, LabelledText, LearnOptions, evaluate, lexicons_leaving_one_out, locomo_texts,
+use memdb::gate::Gum;
+use memdb_lab::gate::{
+    LabelledText, LearnOptions, evaluate, lexicons_leaving_one_out, locomo_texts,
 };
 
 #[test]

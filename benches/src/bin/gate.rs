@@ -40,7 +40,7 @@ fn locomo(dir: &Path) -> Vec<String> {
     let mut out = Vec::new();
     for file in files {
         if let Ok(bytes) = std::fs::read(&file)
-            && let Ok(texts) = memdb::gate::locomo_texts(&file, &bytes)
+            && let Ok(texts) = memdb_lab::gate::locomo_texts(&file, &bytes)
         {
             out.extend(texts.into_iter().map(|t| t.text));
         }
@@ -166,19 +166,19 @@ const THRESHOLDS: [f64; 9] = [0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5];
 /// The pooled leave-one-conversation-out point of the lexicons learned at `threshold`, each
 /// made into the gate's catalogue by `catalogue`.
 fn cross_validated(
-    groups: &[Vec<memdb::gate::LabelledText>],
+    groups: &[Vec<memdb_lab::gate::LabelledText>],
     threshold: f64,
     catalogue: &dyn Fn(Scenes) -> Scenes,
     name: String,
 ) -> (String, f64, f64) {
-    let options = memdb::gate::LearnOptions {
+    let options = memdb_lab::gate::LearnOptions {
         threshold,
-        ..memdb::gate::LearnOptions::default()
+        ..memdb_lab::gate::LearnOptions::default()
     };
     let mut decisions = Vec::new();
     for (held_out, learned) in groups
         .iter()
-        .zip(memdb::gate::lexicons_leaving_one_out(groups, &options))
+        .zip(memdb_lab::gate::lexicons_leaving_one_out(groups, &options))
     {
         let gum = Gum::new(catalogue(learned)).expect("gum");
         decisions.extend(
@@ -187,7 +187,7 @@ fn cross_validated(
                 .map(|t| (t.memorable, gum.passes(&t.text, None))),
         );
     }
-    let e = memdb::gate::GateEval::of(&decisions, 0.0);
+    let e = memdb_lab::gate::GateEval::of(&decisions, 0.0);
     (
         name,
         100.0 * e.memorable_kept,
@@ -201,9 +201,9 @@ fn tradeoff(dir: &Path) -> Vec<(String, f64, f64)> {
         .unwrap_or_default();
     files.retain(|p| p.extension().is_some_and(|e| e == "json"));
     files.sort();
-    let groups: Vec<Vec<memdb::gate::LabelledText>> = files
+    let groups: Vec<Vec<memdb_lab::gate::LabelledText>> = files
         .iter()
-        .filter_map(|f| memdb::gate::locomo_texts(f, &std::fs::read(f).ok()?).ok())
+        .filter_map(|f| memdb_lab::gate::locomo_texts(f, &std::fs::read(f).ok()?).ok())
         .collect();
     let mut points = Vec::new();
     if groups.len() < 2 {
@@ -229,16 +229,16 @@ fn tradeoff(dir: &Path) -> Vec<(String, f64, f64)> {
         },
         "built-in ∪ learned z > 2".into(),
     ));
-    let all: Vec<memdb::gate::LabelledText> = groups.into_iter().flatten().collect();
+    let all: Vec<memdb_lab::gate::LabelledText> = groups.into_iter().flatten().collect();
     let gum = Gum::new(builtin).expect("gum");
-    let e = memdb::gate::evaluate(&gum, &all);
+    let e = memdb_lab::gate::evaluate(&gum, &all);
     points.push((
         "built-in scenes".into(),
         100.0 * e.memorable_kept,
         100.0 * e.not_memorable_dropped,
     ));
     let predicates = memdb::gate::RulePredicates::new(&gum).expect("predicates");
-    let e = memdb::gate::evaluate_with(&all, |t| predicates.passes(&gum, t, None));
+    let e = memdb_lab::gate::evaluate_with(&all, |t| predicates.passes(&gum, t, None));
     points.push((
         "built-in + rule predicates".into(),
         100.0 * e.memorable_kept,

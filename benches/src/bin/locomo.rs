@@ -384,7 +384,8 @@ fn main() {
 
 /// The gate stage of each file's ingest (`None`: no gate).
 fn gate_stages(mode: Option<&str>, files: &[PathBuf]) -> Vec<Option<memdb::gate::GateStage>> {
-    use memdb::gate::{GateMode, GateStage, Gum, LearnOptions, Scenes};
+    use memdb::gate::{GateMode, GateStage, Gum, Scenes};
+    use memdb_lab::gate::LearnOptions;
     let stage = |scenes: Scenes| {
         Some(GateStage::new(
             std::sync::Arc::new(Gum::new(scenes).expect("gate matcher")),
@@ -399,11 +400,11 @@ fn gate_stages(mode: Option<&str>, files: &[PathBuf]) -> Vec<Option<memdb::gate:
             .map(|_| stage(Scenes::builtin().expect("built-in scenes")))
             .collect(),
         Some("cv") => {
-            let labelled: Vec<Vec<memdb::gate::LabelledText>> = files
+            let labelled: Vec<Vec<memdb_lab::gate::LabelledText>> = files
                 .iter()
-                .map(|f| memdb::gate::locomo_texts(f, &std::fs::read(f).unwrap()).unwrap())
+                .map(|f| memdb_lab::gate::locomo_texts(f, &std::fs::read(f).unwrap()).unwrap())
                 .collect();
-            memdb::gate::lexicons_leaving_one_out(&labelled, &LearnOptions::default())
+            memdb_lab::gate::lexicons_leaving_one_out(&labelled, &LearnOptions::default())
                 .into_iter()
                 .map(stage)
                 .collect()

@@ -8,8 +8,8 @@ use memdb_formats::item::{EventTime, ItemDraft, ItemFields, Source};
 use serde_json::{Value, json};
 
 use super::*;
-use crate::endpoint::stub::{Reply, completion, serve};
 use crate::{BlobKind, IngestItem, IngestOptions, Options};
+use memdb_endpoint_stub::{Reply, completion, serve};
 
 /// Bytes with a JPEG's magic: the captioner sends what it cannot decode as it is.
 fn fake_jpeg(n: u8) -> Vec<u8> {

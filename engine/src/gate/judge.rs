@@ -13,8 +13,6 @@
 
 use memdb_formats::item::Source;
 
-use super::affinity::Affinity;
-use super::cpm::Clustering;
 use super::gum::GumHits;
 use super::scenes::Scenes;
 
@@ -32,7 +30,7 @@ pub struct Verdict {
 pub enum GateModelError {
     /// The model server failed (refused, timed out, HTTP error, not a chat completion).
     #[error(transparent)]
-    Endpoint(#[from] crate::endpoint::EndpointError),
+    Endpoint(#[from] memdb_endpoint::EndpointError),
     /// The answer is not what was asked for.
     #[error("the model's answer is not {expected} ({why}): {snippet:?}")]
     Malformed {
@@ -47,11 +45,11 @@ pub enum GateModelError {
 
 impl GateModelError {
     /// The error of `content`, which is not `expected`, for `why`.
-    pub(crate) fn malformed(expected: &'static str, content: &str, why: String) -> GateModelError {
+    pub fn malformed(expected: &'static str, content: &str, why: String) -> GateModelError {
         GateModelError::Malformed {
             expected,
             why,
-            snippet: crate::endpoint::snippet(content),
+            snippet: memdb_endpoint::snippet(content),
         }
     }
 }
@@ -80,28 +78,10 @@ pub struct ClusterPrompts {
 }
 
 impl ClusterPrompts {
-    /// The prompts of `clustering` (of `affinity`'s intents): a cluster's scenes are those any
-    /// of its intents has in the affinity matrix.
-    pub fn new(affinity: &Affinity, clustering: &Clustering) -> ClusterPrompts {
-        let mut by_intent = Vec::new();
-        let groups = clustering
-            .by_distance
-            .iter()
-            .chain(clustering.by_argmax.iter().map(|(_, members)| members));
-        for members in groups {
-            let scenes: Vec<usize> = (0..affinity.scenes)
-                .filter(|&s| {
-                    members
-                        .iter()
-                        .any(|&i| affinity.matrix[i * affinity.scenes + s] == 1)
-                })
-                .collect();
-            for &i in members {
-                if let Some(&intent) = affinity.intents.get(i) {
-                    by_intent.push((intent, scenes.clone()));
-                }
-            }
-        }
+    /// The prompts of clusters of intents: for each clustered intent, the scenes (by position
+    /// in the catalogue) of its cluster. The lab's CPM clustering (`memdb_lab::gate::
+    /// cluster_prompts`) makes them from a store's intent × scene matrix.
+    pub fn from_clusters(by_intent: Vec<(Source, Vec<usize>)>) -> ClusterPrompts {
         ClusterPrompts { by_intent }
     }
 
@@ -162,7 +142,7 @@ pub fn judge_message(text: &str, prompt: &ClusterPrompt) -> String {
 #[cfg(feature = "llm")]
 pub fn parse_verdict(content: &str) -> Result<Verdict, GateModelError> {
     let malformed = |why: String| GateModelError::malformed("a verdict", content, why);
-    let value = crate::endpoint::json_reply(content).map_err(malformed)?;
+    let value = memdb_endpoint::json_reply(content).map_err(malformed)?;
     let memorable = value
         .get("memorable")
         .and_then(serde_json::Value::as_bool)
@@ -177,11 +157,11 @@ pub fn parse_verdict(content: &str) -> Result<Verdict, GateModelError> {
 }
 
 /// A model on a local OpenAI-compatible server, asked for one JSON object per call: what the
-/// judge and role-play share (feature `llm`).
+/// judge and the lab's role-play share (feature `llm`).
 #[cfg(feature = "llm")]
 #[derive(Debug, Clone)]
-pub(super) struct GateModel {
-    chat: crate::endpoint::LoopbackChat,
+pub struct GateModel {
+    chat: memdb_endpoint::LoopbackChat,
     model: String,
 }
 
@@ -189,26 +169,26 @@ pub(super) struct GateModel {
 impl GateModel {
     /// `model` at `base_url`, each call bounded by `timeout`; refuses a URL that is not
     /// `http://` to a loopback host.
-    pub(super) fn new(
+    pub fn new(
         base_url: &str,
         model: &str,
         timeout: std::time::Duration,
     ) -> Result<GateModel, GateModelError> {
         Ok(GateModel {
-            chat: crate::endpoint::LoopbackChat::new(base_url, timeout)?,
+            chat: memdb_endpoint::LoopbackChat::new(base_url, timeout)?,
             model: model.to_owned(),
         })
     }
 
     /// The reply's content to `system` and `user` in JSON mode with `schema`, at `temperature`.
-    pub(super) fn ask(
+    pub fn ask(
         &self,
         schema: serde_json::Value,
         system: &str,
         user: &str,
         temperature: f64,
     ) -> Result<String, GateModelError> {
-        let mut request = crate::endpoint::json_mode_request(&self.model, schema, system, user);
+        let mut request = memdb_endpoint::json_mode_request(&self.model, schema, system, user);
         request["temperature"] = serde_json::json!(temperature);
         Ok(self.chat.complete(&request)?)
     }
@@ -254,7 +234,7 @@ impl Judge for ModelJudge {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gate::{CpmOptions, Gum, cluster_intents};
+    use crate::gate::Gum;
 
     fn scenes() -> Scenes {
         Scenes::from_toml(
@@ -282,17 +262,12 @@ negative = ["it works"]
     fn a_text_is_judged_by_its_intents_cluster_and_its_own_hits() {
         let scenes = scenes();
         let gum = Gum::new(scenes.clone()).unwrap();
-        // Mail and chat both hit health and travel; notes hit work only.
-        let affinity = Affinity {
-            intents: vec![Source::Email, Source::Chat, Source::Note],
-            items: vec![10, 10, 10],
-            hits: vec![5, 5, 0, 5, 5, 0, 0, 0, 5],
-            matrix: vec![1, 1, 0, 1, 1, 0, 0, 0, 1],
-            scenes: 3,
-        };
-        // Two intents per cluster at most: Eq. 7's argmax groups them.
-        let clustering = cluster_intents(&affinity.matrix, 3, 3, &CpmOptions::default()).unwrap();
-        let prompts = ClusterPrompts::new(&affinity, &clustering);
+        // Mail and chat in one cluster with health and travel; notes hit work only.
+        let prompts = ClusterPrompts::from_clusters(vec![
+            (Source::Email, vec![0, 1]),
+            (Source::Chat, vec![0, 1]),
+            (Source::Note, vec![2]),
+        ]);
         let hits = gum.hits("my boss booked the flight", Some(Source::Email));
         let prompt = prompts.prompt(&scenes, Some(Source::Email), &hits);
         assert_eq!(prompt.scenes, ["health", "travel", "work"]);
@@ -324,7 +299,7 @@ negative = ["it works"]
     #[cfg(feature = "llm")]
     #[test]
     fn the_model_judge_against_a_stub_server() {
-        use crate::endpoint::stub::{Reply, completion, serve};
+        use memdb_endpoint_stub::{Reply, completion, serve};
         let (url, server) = serve(vec![
             Reply::ok(completion(
                 r#"{"memorable": true, "reason": "a trip is planned"}"#,

@@ -14,42 +14,24 @@
 //! - a scene catalogue that does not parse, or names a scene twice, or has a scene without
 //!   words, is a typed [`SceneError`] naming the scene: nothing half-loaded.
 
-mod affinity;
-mod cpm;
-mod eval;
 mod gum;
 mod judge;
-mod learn;
 mod predicates;
-mod roleplay;
 mod scenes;
 mod stage;
 mod stored;
 
-pub use affinity::{Affinity, store_affinity};
-pub use cpm::{Clustering, CpmOptions, cluster_intents};
-pub use eval::{GateEval, LabelledText, evaluate, evaluate_with, locomo_texts};
 pub use gum::{Gum, GumError, GumHits, SceneHit, normalise};
 pub use judge::{
     ClusterPrompt, ClusterPrompts, GateModelError, JUDGE_SYSTEM, Judge, Verdict, judge_message,
 };
 #[cfg(feature = "llm")]
-pub use judge::{ModelJudge, parse_verdict};
-pub use learn::{
-    Expansion, LearnOptions, SalientWord, expand_lexicon, learn_lexicon, lexicons_leaving_one_out,
-    score_words, vocabulary,
-};
+pub use judge::{GateModel, ModelJudge, parse_verdict};
 pub use predicates::{PredicateHits, RulePredicates};
-#[cfg(feature = "llm")]
-pub use roleplay::RoleplayModel;
-pub use roleplay::{
-    AskWords, DEFAULT_PERSONAS, RoleplayReport, grow_by_roleplay, parse_words, roleplay_message,
-    roleplay_system,
-};
 pub use scenes::{BUILTIN_SCENES, Scene, SceneError, Scenes};
 pub(crate) use stage::excerpt;
 pub use stage::{
     GateDecision, GateMode, GateStage, JudgeStage, TAG_LEXICON_PREFIX, TAG_MEMORABLE,
-    TAG_NOT_MEMORABLE, TAG_SCENE_PREFIX,
+    TAG_NOT_MEMORABLE, TAG_SCENE_PREFIX, text_of,
 };
 pub use stored::{StoredLexicon, install_lexicon, stored_lexicon, stored_lexicons, use_lexicon};

@@ -183,8 +183,9 @@ impl Scenes {
         Ok(Scenes { scenes })
     }
 
-    /// A catalogue of `scenes` as given (their words already normalised: a learned lexicon).
-    pub(crate) fn from_parts(scenes: Vec<Scene>) -> Scenes {
+    /// A catalogue of `scenes` as given: their words must already be normalised ([`normalise`](super::normalise)),
+    /// as a learned lexicon's are; [`Scenes::from_scenes`] normalises them.
+    pub fn from_parts(scenes: Vec<Scene>) -> Scenes {
         Scenes { scenes }
     }
 

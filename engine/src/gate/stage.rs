@@ -41,7 +41,7 @@ const GATE_TAGS: [&str; 4] = [
 /// gave — never what memdb writes around them for recall (the date and time of day, the season,
 /// the place line, the speaker's label, SGM field names): "hi" said in March is not about a
 /// protest march, and a note's date decides nothing about whether it is worth keeping.
-pub(crate) fn text_of(fields: &ItemFields) -> String {
+pub fn text_of(fields: &ItemFields) -> String {
     let mut parts: Vec<&str> = [
         &fields.summary,
         &fields.body,

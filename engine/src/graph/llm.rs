@@ -17,8 +17,8 @@ use serde_json::{Value, json};
 
 use super::NodeExtractor;
 use super::extract::{Candidates, NodeDraft, NodeKind};
-use crate::endpoint::{LoopbackChat, snippet};
 use crate::error::{Error, Result};
+use memdb_endpoint::{LoopbackChat, snippet};
 
 const ITEM_SYSTEM: &str = "You extract semantic memory nodes from a single email for memory retrieval. Return ONLY a JSON object with key \"semantic_nodes\" (array of 3-8 concise phrases). Focus on named entities (people, places, brands, products), key objects, actions, events, and concrete time mentions. Use short lowercase phrases. Do NOT echo the email field names. Do NOT include the words Subject/Summary/Detail.";
 
@@ -157,7 +157,7 @@ mod tests {
     use memdb_formats::item::{EventTime, Source};
 
     use super::*;
-    use crate::endpoint::stub::{self, completion};
+    use memdb_endpoint_stub::{self as stub, completion};
 
     fn serve(replies: Vec<(u16, String)>) -> (String, std::thread::JoinHandle<Vec<String>>) {
         stub::serve(

@@ -1,3 +1,5 @@
+//! EM-Graph tests: extraction, the incremental update, path overlap, deletion and fading.
+
 use memdb_formats::item::{EventTime, ItemDraft, ItemFields, Source};
 use roaring::RoaringBitmap;
 

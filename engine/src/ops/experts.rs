@@ -15,9 +15,9 @@ use super::DeciderError;
 use super::extract::{Extracted, FactExtractor};
 use super::model::malformed;
 use super::remember::Message;
-use crate::endpoint::LoopbackChat;
-use crate::endpoint::{json_mode_request, json_reply};
 use crate::error::Result;
+use memdb_endpoint::LoopbackChat;
+use memdb_endpoint::{json_mode_request, json_reply};
 
 /// The most facts one extraction may return.
 pub const MAX_FACTS: usize = 64;
@@ -201,7 +201,7 @@ pub fn parse_answer_reply(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::endpoint::stub::{Reply, completion, serve};
+    use memdb_endpoint_stub::{Reply, completion, serve};
 
     #[test]
     fn extraction_takes_only_a_facts_array_of_strings() {

@@ -6,7 +6,7 @@
 //! [`Decision`] naming its target by position in the candidates it was given, so it can never
 //! name a memory it was not shown (the hallucinated-id failure of model deciders is a typed
 //! error at their parse, never a write). [`RuleDecider`] is the deterministic on-device
-//! default; [`eval`] scores any decider on labelled scenarios (`memdb ops eval`).
+//! default; `memdb_lab::decider` scores any decider on labelled scenarios (`memdb ops eval`).
 //!
 //! Invariant: a decision for UPDATE, DELETE or NONE always has a target within the candidates;
 //! an ADD never has one.
@@ -14,7 +14,6 @@
 pub mod access;
 mod cues;
 mod decider_weights;
-pub mod eval;
 #[cfg(feature = "llm")]
 mod experts;
 mod extract;
@@ -46,7 +45,7 @@ pub use rules::{RuleDecider, RuleThresholds};
 pub enum DeciderError {
     /// The model server could not be reached, timed out, or did not answer a chat completion.
     #[error(transparent)]
-    Endpoint(#[from] crate::EndpointError),
+    Endpoint(#[from] memdb_endpoint::EndpointError),
     /// The answer is not the JSON its operation asks for (update: Mem0's `{"memory": [{"id",
     /// "text", "event"}]}`; extract: `{"facts": [...]}`; generate: `{"answer", "cited"}`).
     #[error("the answer is not {expected} ({why}): {snippet:?}")]

@@ -1,6 +1,6 @@
 //! The model-backed decider: Mem0's memory-update step asked of a local OpenAI-compatible server
 //! (MemLoRA's "update" expert: a small model, or one LoRA adapter of it, per operation), through
-//! the one loopback client of `crate::endpoint`.
+//! the one loopback client of `memdb_endpoint`.
 //!
 //! The prompt is MemLoRA's memory-update input prompt (its Appendix A) after Mem0's guidelines
 //! as the system message; the memories are shown with the ids "0", "1", … of their positions.
@@ -18,8 +18,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::{Candidate, Decider, DeciderError, Decision, Operation};
-use crate::endpoint::{LoopbackChat, json_mode_request, json_reply, snippet};
 use crate::error::Result;
+use memdb_endpoint::{LoopbackChat, json_mode_request, json_reply, snippet};
 
 const SYSTEM: &str = "You are a smart memory manager which controls the memory of a system. You can perform four operations: (1) add into the memory, (2) update the memory, (3) delete from the memory, and (4) no change. Compare the new retrieved facts with the existing memory and for each decide: ADD if it is new information; UPDATE if it is about an existing memory but different or more informative (keep that memory's id); DELETE if it contradicts or retracts an existing memory; NONE if it is already present. Return the IDs from the input only for UPDATE, DELETE and NONE. Do not return anything except the JSON.";
 
@@ -149,7 +149,7 @@ impl Decider for ModelDecider {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::endpoint::stub::{Reply, completion, serve};
+    use memdb_endpoint_stub::{Reply, completion, serve};
 
     fn memories() -> Vec<Candidate> {
         ["Lives in Lisbon", "Has a dog named Rex"]
@@ -232,7 +232,7 @@ mod tests {
         assert!(matches!(
             errors[4],
             crate::Error::Decider(DeciderError::Endpoint(
-                crate::EndpointError::Transport { .. }
+                memdb_endpoint::EndpointError::Transport { .. }
             ))
         ));
     }

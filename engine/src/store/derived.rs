@@ -21,6 +21,7 @@ use super::catalog::{self, BlobKind};
 use super::read::Snapshot;
 use super::write::{StagedBlob, Tables};
 use crate::error::{Error, Result};
+use memdb_formats::item::ItemFields;
 
 /// Rows a client derives from items and keeps in the catalog, maintained inside the store's
 /// commits.
@@ -34,6 +35,13 @@ pub(crate) trait DerivedData: Send + Sync {
     ) -> Result<Vec<(&'static str, u64)>> {
         let _ = (txn, items);
         Ok(Vec::new())
+    }
+
+    /// The fields of a stand-in (an item whose record was lost), read again by the store from
+    /// its surviving original as an import reads them (a photo's EXIF): the client fills in
+    /// what it derives from such fields at ingest (the place a position is in).
+    fn complete_stand_in(&self, fields: &mut ItemFields) {
+        let _ = fields;
     }
 
     /// Blobs lost to damage (a repair is about to drop them): the bytes of those this client

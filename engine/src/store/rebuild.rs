@@ -641,7 +641,10 @@ impl Store {
                 let (bytes, tag) = scan.blobs.get(scan.by_id.get(blob)?)?;
                 (tag.as_ref()?.kind == BlobKind::Original as u8).then_some(bytes.as_slice())
             });
-            records.insert(owner, super::repair::stand_in_for(&lost, original));
+            records.insert(
+                owner,
+                super::repair::stand_in_for(&lost, original, &clients),
+            );
             report.items_lost.retain(|id| *id != owner);
             report.stand_ins.push(owner);
         }

@@ -127,6 +127,8 @@ struct Salvage {
     originals: BTreeMap<u64, Vec<u8>>,
     stand_ins: Vec<u64>,
     lost: Vec<(u64, Option<String>)>,
+    /// The store's clients, which complete a stand-in's fields.
+    clients: super::derived::Clients,
 }
 
 impl CompactionHook for Salvage {
@@ -137,7 +139,7 @@ impl CompactionHook for Salvage {
         }
         self.stand_ins.push(lost.id);
         let original = self.originals.remove(&lost.id);
-        Ok(Some(stand_in_for(lost, original.as_deref())))
+        Ok(Some(stand_in_for(lost, original.as_deref(), &self.clients)))
     }
 
     fn unreadable_blob(&mut self, info: &BlobInfo, _error: Error) -> Result<BlobRewrite> {
@@ -152,9 +154,16 @@ impl CompactionHook for Salvage {
 /// catalog still knows, and for a photo the fields read again from its `original` (EXIF time,
 /// place, camera), as an import would have stored them. The item keeps the external id the
 /// catalog knew it by.
-pub(super) fn stand_in_for(lost: &LostItem, original: Option<&[u8]>) -> ItemRecord {
+pub(super) fn stand_in_for(
+    lost: &LostItem,
+    original: Option<&[u8]>,
+    clients: &super::derived::Clients,
+) -> ItemRecord {
     let mut record = stand_in(lost);
-    if let Some(fields) = original.and_then(reread_photo) {
+    if let Some(mut fields) = original.and_then(reread_photo) {
+        for client in clients {
+            client.complete_stand_in(&mut fields);
+        }
         let external_id = record
             .fields
             .external_id
@@ -167,7 +176,8 @@ pub(super) fn stand_in_for(lost: &LostItem, original: Option<&[u8]>) -> ItemReco
     record
 }
 
-/// A photo's fields read again from its original, with the place its GPS is in.
+/// A photo's fields read again from its original (the clients add what they derive, such as
+/// the place its GPS is in).
 fn reread_photo(bytes: &[u8]) -> Option<ItemFields> {
     let photo = memdb_formats::import::photo::parse(
         "",
@@ -175,9 +185,7 @@ fn reread_photo(bytes: &[u8]) -> Option<ItemFields> {
         memdb_formats::import::photo::PhotoLimits::default(),
     )
     .ok()?;
-    let mut fields = photo.draft.fields;
-    crate::place::fill_place(&mut fields, &crate::place::PlaceOptions::default());
-    Some(fields)
+    Some(photo.draft.fields)
 }
 
 /// The record kept for an item whose own record is lost but whose files survive.
@@ -297,6 +305,7 @@ impl Store {
             grey_parts,
             originals,
             stand_ins: Vec::new(),
+            clients: self.clients().clone(),
             lost: Vec::new(),
         };
         let options = CompactOptions {

@@ -22,10 +22,10 @@ use std::collections::{BTreeMap, HashMap};
 use memdb_formats::import::atm::{Prediction, Question, QuestionType};
 use roaring::RoaringTreemap;
 
-use crate::error::Result;
-use crate::graph::Embedder;
-use crate::recall::{RecallOptions, Signals};
-use crate::store::Store;
+use memdb::recall::{RecallOptions, Signals};
+use memdb::{Embedder, Store};
+
+use crate::error::{Error, Result};
 
 /// One question's retrieval: the benchmark ids of the items, best first, and their scores.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -270,7 +270,7 @@ fn score_answer(
         normalized_prediction: j.normalized_prediction,
         explanation: None,
     };
-    let defect = |e: answer::PatternError| crate::Error::Inconsistent(e.to_string());
+    let defect = |e: answer::PatternError| Error::Scorer(e.to_string());
     Ok(match q.qtype {
         QuestionType::Number => Some(scored(
             answer::exact_match(&q.question, &q.answer, prediction).map_err(defect)?,
@@ -366,7 +366,7 @@ pub fn parse_verdict(reply: &str) -> std::result::Result<(bool, String), String>
     let (Some(start), Some(end)) = (reply.find('{'), reply.rfind('}')) else {
         return Err(format!(
             "no JSON object in the judge's reply: {}",
-            crate::endpoint::snippet(reply)
+            memdb_endpoint::snippet(reply)
         ));
     };
     if end < start {
@@ -393,28 +393,25 @@ pub fn parse_verdict(reply: &str) -> std::result::Result<(bool, String), String>
 }
 
 /// The judge on a local OpenAI-compatible server.
-#[cfg(feature = "llm")]
 pub struct LlmJudge {
-    chat: crate::endpoint::LoopbackChat,
+    chat: memdb_endpoint::LoopbackChat,
     model: String,
 }
 
-#[cfg(feature = "llm")]
 impl LlmJudge {
     /// A judge asking `model` at `base_url` (loopback only), each call bounded by `timeout`.
     pub fn new(
         base_url: &str,
         model: &str,
         timeout: std::time::Duration,
-    ) -> std::result::Result<LlmJudge, crate::EndpointError> {
+    ) -> std::result::Result<LlmJudge, memdb_endpoint::EndpointError> {
         Ok(LlmJudge {
-            chat: crate::endpoint::LoopbackChat::new(base_url, timeout)?,
+            chat: memdb_endpoint::LoopbackChat::new(base_url, timeout)?,
             model: model.to_owned(),
         })
     }
 }
 
-#[cfg(feature = "llm")]
 impl Judge for LlmJudge {
     fn judge(&self, question: &str, truth: &str, prediction: &str) -> Result<(bool, String)> {
         let request = serde_json::json!({
@@ -425,9 +422,9 @@ impl Judge for LlmJudge {
                 "{JUDGE_PROMPT}\nQuestion: {question}\nGround truth: {truth}\nPrediction: {prediction}"
             )}],
         });
-        let reply = self.chat.complete(&request).map_err(crate::Error::Judge)?;
+        let reply = self.chat.complete(&request).map_err(Error::Judge)?;
         parse_verdict(&reply).map_err(|why| {
-            crate::Error::Judge(crate::EndpointError::Reply {
+            Error::Judge(memdb_endpoint::EndpointError::Reply {
                 url: self.chat.url().to_owned(),
                 why,
             })

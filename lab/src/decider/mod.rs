@@ -14,10 +14,10 @@
 
 use serde_json::Value;
 
-use super::learned::{self, DeciderWeights, Example, FitOptions};
-use super::{Candidate, Decider, Decision, Operation, RuleDecider};
-use crate::error::Result;
-use crate::graph::Embedder;
+use memdb::Embedder;
+use memdb::Result;
+use memdb::ops::learned::{self, DeciderWeights, Example, FitOptions};
+use memdb::ops::{Candidate, Decider, Decision, Operation, RuleDecider};
 
 /// One labelled case.
 #[derive(Debug, Clone, PartialEq)]
@@ -534,7 +534,6 @@ pub fn weights_source(weights: &DeciderWeights, beats_rules: bool, provenance: &
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ops::Decision;
 
     #[test]
     fn lines_are_checked_and_bad_ones_reported_with_their_number() {
@@ -578,7 +577,7 @@ mod tests {
     impl Decider for Fails {
         fn decide(&self, fact: &str, _: &[Candidate]) -> Result<Decision> {
             if fact.contains("fail") {
-                return Err(crate::ops::DeciderError::UnknownId { id: "9".into() }.into());
+                return Err(memdb::ops::DeciderError::UnknownId { id: "9".into() }.into());
             }
             Ok(Decision::add("ok"))
         }

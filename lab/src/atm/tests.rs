@@ -124,10 +124,9 @@ fn verdicts_are_read_strictly() {
     }
 }
 
-#[cfg(feature = "llm")]
 #[test]
 fn the_llm_judge_asks_a_local_server_and_reads_its_verdict() {
-    use crate::endpoint::stub::{Reply, completion, serve};
+    use memdb_endpoint_stub::{Reply, completion, serve};
     use std::time::Duration;
     let (url, seen) = serve(vec![
         Reply::ok(completion(

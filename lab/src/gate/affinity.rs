@@ -6,9 +6,8 @@
 
 use memdb_formats::item::Source;
 
-use super::gum::Gum;
-use crate::error::Result;
-use crate::store::{ScanFilter, Snapshot};
+use memdb::gate::Gum;
+use memdb::{Result, ScanFilter, Snapshot};
 
 /// `E` with its labels and counts.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,7 +35,7 @@ pub fn store_affinity(snapshot: &Snapshot, gum: &Gum, min_share: f64) -> Result<
             .position(|s| *s == item.fields.source)
             .unwrap_or(0);
         items[row] += 1;
-        for hit in gum.hits(&super::stage::text_of(&item.fields), None).scenes {
+        for hit in gum.hits(&memdb::gate::text_of(&item.fields), None).scenes {
             hits[row * scenes + hit.scene] += 1;
         }
     }

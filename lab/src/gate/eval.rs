@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use memdb_formats::import::locomo;
 
-use super::gum::Gum;
+use memdb::gate::Gum;
 
 /// A labelled text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -132,7 +132,7 @@ impl GateEval {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gate::Scenes;
+    use memdb::gate::Scenes;
 
     fn labelled(text: &str, memorable: bool) -> LabelledText {
         LabelledText {

@@ -11,7 +11,10 @@
 //! Clusters of more than two intents are kept; every other intent goes by Eq. 7 to the cluster
 //! of `argmax_j F_ij`.
 
+use memdb::gate::ClusterPrompts;
 use nalgebra::DMatrix;
+
+use super::affinity::Affinity;
 
 /// The clustering's knobs (SAMD's σ, ε and, optionally, a fixed rank).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -152,6 +155,31 @@ pub fn cluster_intents(
     })
 }
 
+/// The judge's prompts of `clustering` (of `affinity`'s intents): a cluster's scenes are those
+/// any of its intents has in the affinity matrix.
+pub fn cluster_prompts(affinity: &Affinity, clustering: &Clustering) -> ClusterPrompts {
+    let mut by_intent = Vec::new();
+    let groups = clustering
+        .by_distance
+        .iter()
+        .chain(clustering.by_argmax.iter().map(|(_, members)| members));
+    for members in groups {
+        let scenes: Vec<usize> = (0..affinity.scenes)
+            .filter(|&s| {
+                members
+                    .iter()
+                    .any(|&i| affinity.matrix[i * affinity.scenes + s] == 1)
+            })
+            .collect();
+        for &i in members {
+            if let Some(&intent) = affinity.intents.get(i) {
+                by_intent.push((intent, scenes.clone()));
+            }
+        }
+    }
+    ClusterPrompts::from_clusters(by_intent)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -214,5 +242,49 @@ mod tests {
         assert!((c.reconstructed - 0.5).abs() < 1e-9);
         assert!(cluster_intents(&[0, 0], 1, 2, &CpmOptions::default()).is_none());
         assert!(cluster_intents(&[1], 2, 2, &CpmOptions::default()).is_none());
+    }
+
+    #[test]
+    fn a_text_is_judged_by_its_intents_cluster_and_its_own_hits() {
+        use memdb::Source;
+        use memdb::gate::{Gum, Scenes};
+        let scenes = Scenes::from_toml(
+            r#"version = 1
+[[scene]]
+name = "health"
+words = ["doctor"]
+positive = ["a condition or treatment"]
+negative = ["figures of speech"]
+[[scene]]
+name = "travel"
+words = ["flight"]
+positive = ["a trip taken or planned"]
+[[scene]]
+name = "work"
+words = ["boss"]
+positive = ["a job"]
+negative = ["it works"]
+"#,
+        )
+        .unwrap();
+        let gum = Gum::new(scenes.clone()).unwrap();
+        // Mail and chat both hit health and travel; notes hit work only.
+        let affinity = Affinity {
+            intents: vec![Source::Email, Source::Chat, Source::Note],
+            items: vec![10, 10, 10],
+            hits: vec![5, 5, 0, 5, 5, 0, 0, 0, 5],
+            matrix: vec![1, 1, 0, 1, 1, 0, 0, 0, 1],
+            scenes: 3,
+        };
+        // Two intents per cluster at most: Eq. 7's argmax groups them.
+        let clustering = cluster_intents(&affinity.matrix, 3, 3, &CpmOptions::default()).unwrap();
+        let prompts = cluster_prompts(&affinity, &clustering);
+        let hits = gum.hits("my boss booked the flight", Some(Source::Email));
+        let prompt = prompts.prompt(&scenes, Some(Source::Email), &hits);
+        assert_eq!(prompt.scenes, ["health", "travel", "work"]);
+        // Notes cluster with work alone: a note hitting nothing is judged by work's rules.
+        let none = gum.hits("nothing here", Some(Source::Note));
+        let prompt = prompts.prompt(&scenes, Some(Source::Note), &none);
+        assert_eq!(prompt.scenes, ["work"]);
     }
 }

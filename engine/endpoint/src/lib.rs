@@ -1,6 +1,7 @@
 //! A local OpenAI-compatible chat-completions server (llama.cpp's `llama-server`, Ollama,
 //! vLLM…), the one way memdb's optional model stages reach a language or vision model: the node
-//! extractor ([`crate::LlmExtractor`]) and the captioner ([`crate::VisionCaptioner`]).
+//! extractor, the captioner, the memory-operation experts, the gate's judge (crate `memdb`) and
+//! ATM-Bench's judge (crate `memdb-lab`).
 //!
 //! Invariants: nothing leaves the device — the base URL must be plain `http://` to a loopback
 //! host (`127.0.0.1`, `[::1]`, `localhost`), checked when the client is made, before any
@@ -9,10 +10,10 @@
 //! chat-completions object with a string `choices[0].message.content` is a typed error naming
 //! the endpoint. What the content means is the caller's to validate.
 
-#[cfg(feature = "llm")]
+#[cfg(feature = "http")]
 use std::time::Duration;
 
-#[cfg(feature = "llm")]
+#[cfg(feature = "http")]
 use serde_json::{Value, json};
 
 /// Why a call to a local model server failed.
@@ -61,23 +62,23 @@ pub enum EndpointError {
 }
 
 /// The start of a text, for error messages.
-pub(crate) fn snippet(text: &str) -> String {
+pub fn snippet(text: &str) -> String {
     text.chars().take(200).collect()
 }
 
 /// A chat-completions endpoint on the loopback interface.
-#[cfg(feature = "llm")]
+#[cfg(feature = "http")]
 #[derive(Debug, Clone)]
-pub(crate) struct LoopbackChat {
+pub struct LoopbackChat {
     url: String,
     agent: ureq::Agent,
 }
 
-#[cfg(feature = "llm")]
+#[cfg(feature = "http")]
 impl LoopbackChat {
     /// A client of `<base_url>/v1/chat/completions`, each call bounded by `timeout`; refuses a
     /// base URL that is not `http://` to a loopback host.
-    pub(crate) fn new(base_url: &str, timeout: Duration) -> Result<LoopbackChat, EndpointError> {
+    pub fn new(base_url: &str, timeout: Duration) -> Result<LoopbackChat, EndpointError> {
         let base = base_url.trim_end_matches('/');
         let host = base
             .strip_prefix("http://")
@@ -106,12 +107,12 @@ impl LoopbackChat {
     }
 
     /// The endpoint's full URL.
-    pub(crate) fn url(&self) -> &str {
+    pub fn url(&self) -> &str {
         &self.url
     }
 
     /// Posts `request` and returns `choices[0].message.content`.
-    pub(crate) fn complete(&self, request: &Value) -> Result<String, EndpointError> {
+    pub fn complete(&self, request: &Value) -> Result<String, EndpointError> {
         let transport = |e: ureq::Error| EndpointError::Transport {
             url: self.url.clone(),
             message: e.to_string(),
@@ -154,8 +155,8 @@ impl LoopbackChat {
 /// judge): its own model (or adapter), greedy, at most 512 tokens, a system and a user message, in JSON mode with the reply's schema (llama.cpp and
 /// llama-cpp-python constrain decoding to it, others to a JSON object): a small model otherwise
 /// answers with prose, code or another shape. The strict parse still checks every reply.
-#[cfg(feature = "llm")]
-pub(crate) fn json_mode_request(model: &str, schema: Value, system: &str, user: &str) -> Value {
+#[cfg(feature = "http")]
+pub fn json_mode_request(model: &str, schema: Value, system: &str, user: &str) -> Value {
     json!({
         "model": model,
         "temperature": 0.0,
@@ -169,8 +170,8 @@ pub(crate) fn json_mode_request(model: &str, schema: Value, system: &str, user: 
 }
 
 /// A model's answer as one JSON value: the whole content, or the one code fence it is in.
-#[cfg(feature = "llm")]
-pub(crate) fn json_reply(content: &str) -> std::result::Result<Value, String> {
+#[cfg(feature = "http")]
+pub fn json_reply(content: &str) -> std::result::Result<Value, String> {
     let trimmed = content.trim();
     let body = trimmed
         .strip_prefix("```json")
@@ -179,82 +180,4 @@ pub(crate) fn json_reply(content: &str) -> std::result::Result<Value, String> {
         .unwrap_or(trimmed)
         .trim();
     serde_json::from_str(body).map_err(|e| e.to_string())
-}
-
-/// A loopback HTTP server for tests: answers each connection with the next canned reply
-/// (status, body, delay before answering) and hands back the request bodies it was sent.
-#[cfg(all(test, feature = "llm"))]
-pub(crate) mod stub {
-    use std::io::{BufRead, BufReader, Read, Write};
-    use std::net::TcpListener;
-    use std::time::Duration;
-
-    /// One canned answer.
-    pub(crate) struct Reply {
-        pub(crate) status: u16,
-        pub(crate) body: String,
-        pub(crate) delay: Duration,
-    }
-
-    impl Reply {
-        pub(crate) fn ok(body: impl Into<String>) -> Reply {
-            Reply {
-                status: 200,
-                body: body.into(),
-                delay: Duration::ZERO,
-            }
-        }
-    }
-
-    /// A chat-completions body whose content is `content`.
-    pub(crate) fn completion(content: &str) -> String {
-        serde_json::json!({"choices": [{"message": {"role": "assistant", "content": content}}]})
-            .to_string()
-    }
-
-    /// Serves `replies` in order on 127.0.0.1; returns the base URL and a handle yielding the
-    /// requests' bodies once every reply has been given.
-    pub(crate) fn serve(replies: Vec<Reply>) -> (String, std::thread::JoinHandle<Vec<String>>) {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let handle = std::thread::spawn(move || {
-            let mut seen = Vec::new();
-            let mut answering = Vec::new();
-            for reply in replies {
-                let (mut stream, _) = listener.accept().unwrap();
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut length = 0;
-                loop {
-                    let mut line = String::new();
-                    reader.read_line(&mut line).unwrap();
-                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                        length = v.trim().parse().unwrap();
-                    }
-                    if line == "\r\n" || line.is_empty() {
-                        break;
-                    }
-                }
-                let mut request = vec![0; length];
-                reader.read_exact(&mut request).unwrap();
-                seen.push(String::from_utf8(request).unwrap());
-                // Answered on a thread of its own, so a slow reply holds up only its client.
-                answering.push(std::thread::spawn(move || {
-                    std::thread::sleep(reply.delay);
-                    // The client may have given up (a slow reply): a failed write is expected.
-                    let _ = write!(
-                        stream,
-                        "HTTP/1.1 {} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
-                        reply.status,
-                        reply.body.len(),
-                        reply.body
-                    );
-                }));
-            }
-            for answer in answering {
-                answer.join().unwrap();
-            }
-            seen
-        });
-        (url, handle)
-    }
 }

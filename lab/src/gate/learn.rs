@@ -10,8 +10,9 @@
 
 use std::collections::HashMap;
 
-use super::gum::normalise;
-use super::scenes::{Scene, Scenes};
+use memdb::gate::{Gum, GumError, Scene, Scenes, normalise};
+
+use super::GateEval;
 
 /// How a lexicon is learned.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -230,6 +231,60 @@ pub fn expand_lexicon(
 
 fn dot(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// One held-out group's figures under the lexicon learned without it.
+#[derive(Debug, Clone)]
+pub struct Fold {
+    /// The held-out group (a conversation's name).
+    pub group: String,
+    /// Its figures.
+    pub eval: GateEval,
+    /// Words in the lexicon that gated it.
+    pub words: usize,
+}
+
+/// A lexicon grown by the words of the training texts (seed expansion), given the scenes
+/// learned on a fold and that fold's training texts.
+pub type Expand<'a> = dyn Fn(&Scenes, &[&str]) -> Scenes + 'a;
+
+/// Leave one group out: each group's texts are gated by a lexicon learned on the others only
+/// (grown by `expand` with the words of those others); the pooled figures count every text
+/// once, under the lexicon that never saw it.
+pub fn cross_validate(
+    groups: &[Vec<super::LabelledText>],
+    options: &LearnOptions,
+    expand: Option<&Expand<'_>>,
+) -> Result<(Vec<Fold>, GateEval), GumError> {
+    let mut folds = Vec::new();
+    let (mut decisions, mut total_us) = (Vec::new(), 0.0);
+    let lexicons = lexicons_leaving_one_out(groups, options);
+    for (index, (held_out, scenes)) in groups.iter().zip(lexicons).enumerate() {
+        let scenes = match expand {
+            Some(expand) => {
+                let train: Vec<&str> = groups
+                    .iter()
+                    .enumerate()
+                    .filter(|(j, _)| *j != index)
+                    .flat_map(|(_, g)| g.iter().map(|t| t.text.as_str()))
+                    .collect();
+                expand(&scenes, &train)
+            }
+            None => scenes,
+        };
+        let words = scenes.word_count();
+        let gate = Gum::new(scenes)?;
+        let eval = super::evaluate(&gate, held_out);
+        total_us += eval.us_per_text * eval.texts as f64;
+        decisions.extend(
+            held_out
+                .iter()
+                .map(|t| (t.memorable, gate.passes(&t.text, None))),
+        );
+        let group = held_out.first().map_or("", |t| t.group.as_str()).to_owned();
+        folds.push(Fold { group, eval, words });
+    }
+    Ok((folds, GateEval::of(&decisions, total_us)))
 }
 
 #[cfg(test)]

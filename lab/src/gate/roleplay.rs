@@ -9,8 +9,7 @@
 //! against its (persona, scene) and the rest goes on; a scene's existing words are never
 //! removed.
 
-use super::judge::GateModelError;
-use super::scenes::{Scene, Scenes};
+use memdb::gate::{GateModel, GateModelError, Scene, Scenes};
 
 /// Personas for role-play: age, sex, career, personality, spread across the ranges a personal
 /// memory serves.
@@ -64,11 +63,7 @@ pub fn roleplay_message(scene: &Scene) -> String {
 /// The words in a role-play reply, normalised; typed error when it is not a word list.
 pub fn parse_words(content: &str) -> Result<Vec<String>, GateModelError> {
     let malformed = |why: String| GateModelError::malformed("a word list", content, why);
-    #[cfg(feature = "llm")]
-    let value = crate::endpoint::json_reply(content).map_err(malformed)?;
-    #[cfg(not(feature = "llm"))]
-    let value: serde_json::Value =
-        serde_json::from_str(content.trim()).map_err(|e| malformed(e.to_string()))?;
+    let value = memdb_endpoint::json_reply(content).map_err(malformed)?;
     let list = value
         .get("words")
         .and_then(serde_json::Value::as_array)
@@ -81,7 +76,7 @@ pub fn parse_words(content: &str) -> Result<Vec<String>, GateModelError> {
         if text.chars().count() > MAX_PHRASE_CHARS {
             continue;
         }
-        let word = super::normalise(text);
+        let word = memdb::gate::normalise(text);
         if word.is_empty() || word.split(' ').count() > MAX_PHRASE_WORDS {
             continue;
         }
@@ -143,11 +138,9 @@ pub fn grow_by_roleplay(
 }
 
 /// Role-play through a local OpenAI-compatible server (feature `llm`).
-#[cfg(feature = "llm")]
 #[derive(Debug, Clone)]
-pub struct RoleplayModel(super::judge::GateModel);
+pub struct RoleplayModel(GateModel);
 
-#[cfg(feature = "llm")]
 impl RoleplayModel {
     /// Role-play with `model` at `base_url`, each call bounded by `timeout`; refuses a URL that
     /// is not `http://` to a loopback host.
@@ -156,7 +149,7 @@ impl RoleplayModel {
         model: &str,
         timeout: std::time::Duration,
     ) -> Result<RoleplayModel, GateModelError> {
-        super::judge::GateModel::new(base_url, model, timeout).map(RoleplayModel)
+        GateModel::new(base_url, model, timeout).map(RoleplayModel)
     }
 
     /// The words `persona` gives for `scene`.
@@ -250,10 +243,9 @@ words = ["flight"]
         assert_eq!(Scenes::from_toml(&grown.to_toml()).unwrap(), grown);
     }
 
-    #[cfg(feature = "llm")]
     #[test]
     fn role_play_against_a_stub_server() {
-        use crate::endpoint::stub::{Reply, completion, serve};
+        use memdb_endpoint_stub::{Reply, completion, serve};
         let (url, server) = serve(vec![
             Reply::ok(completion(r#"{"words": ["Dog park", "kibble"]}"#)),
             Reply::ok(completion("I love dogs!")),

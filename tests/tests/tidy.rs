@@ -1,0 +1,170 @@
+//! Rules the build keeps (after rust-analyzer's `tidy`): read from the source tree, so a rule
+//! broken in a new file fails here, not in a review.
+//!
+//! - every library file opens with a `//!` header saying what it owns;
+//! - no file of the store's substrate (`engine/src/store/`, `engine/src/crypto.rs`) names a
+//!   client of the store (the memory model's modules, the lab, the importer, the query
+//!   language, the CLI, Python): the store reaches its clients only through `store/derived.rs`;
+//! - ARCHITECTURE.md's code map names every crate of the workspace and every top module of each.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// The workspace's members, from the root Cargo.toml's `members = [...]`.
+fn members() -> Vec<String> {
+    let manifest = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
+    let line = manifest
+        .lines()
+        .find(|l| l.trim_start().starts_with("members"))
+        .expect("a members line");
+    let list = &line[line.find('[').unwrap() + 1..line.rfind(']').unwrap()];
+    list.split(',')
+        .map(|m| m.trim().trim_matches('"').to_owned())
+        .filter(|m| !m.is_empty())
+        .collect()
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<PathBuf> = entries.map(|e| e.unwrap().path()).collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn every_library_file_opens_with_a_header() {
+    let mut missing = Vec::new();
+    let mut files = Vec::new();
+    for member in members() {
+        rust_files(&root().join(&member).join("src"), &mut files);
+    }
+    assert!(files.len() > 100, "found only {} files", files.len());
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        if !text.trim_start().starts_with("//!") {
+            missing.push(file.strip_prefix(root()).unwrap().display().to_string());
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "files without a `//!` header saying what they own: {missing:?}"
+    );
+}
+
+/// What a substrate file may not name: the engine's client modules and the crates above it.
+const CLIENTS: &[&str] = &[
+    "crate::caption",
+    "crate::forget",
+    "crate::gate",
+    "crate::graph",
+    "crate::ingest",
+    "crate::open",
+    "crate::ops",
+    "crate::place",
+    "crate::recall",
+    "crate::scrapbook",
+    "memdb_lab",
+    "memdb_import",
+    "memdb_query",
+    "memdb_encode",
+    "memdb_cli",
+    "memdb_py",
+];
+
+#[test]
+fn no_store_file_names_a_client() {
+    let engine = root().join("engine/src");
+    let mut files = Vec::new();
+    rust_files(&engine.join("store"), &mut files);
+    files.push(engine.join("crypto.rs"));
+    assert!(files.len() > 20, "found only {} files", files.len());
+    let mut found = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            // Grouped imports (`use crate::{graph, …}`) name a client too.
+            let grouped = line.contains("crate::{")
+                && CLIENTS
+                    .iter()
+                    .filter_map(|c| c.strip_prefix("crate::"))
+                    .any(|m| line.contains(&format!("{m}::")) || line.contains(&format!("{m},")));
+            if grouped || CLIENTS.iter().any(|c| line.contains(c)) {
+                found.push(format!(
+                    "{}:{}: {}",
+                    file.strip_prefix(root()).unwrap().display(),
+                    n + 1,
+                    line.trim()
+                ));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "the store names its clients (reach them through store/derived.rs):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_code_map_names_every_crate_and_top_module() {
+    let map = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
+    let mut missing = Vec::new();
+    for member in members() {
+        let manifest = std::fs::read_to_string(root().join(&member).join("Cargo.toml")).unwrap();
+        let name = manifest
+            .lines()
+            .find_map(|l| l.strip_prefix("name = "))
+            .unwrap()
+            .trim_matches('"');
+        if !map.contains(&format!("(crate `{name}`")) {
+            missing.push(format!("crate {name} ({member}/)"));
+        }
+        let src = root().join(&member).join("src");
+        let Ok(entries) = std::fs::read_dir(&src) else {
+            continue;
+        };
+        for entry in entries {
+            let path = entry.unwrap().path();
+            let file = path.file_name().unwrap().to_string_lossy().into_owned();
+            // Unit-test modules are not part of the design; a folder beside its `name.rs`
+            // (`caption/` of `caption.rs`) is that module's.
+            if matches!(file.as_str(), "tests.rs" | "fixtures.rs")
+                || (path.is_dir() && map.contains(&format!("`{file}.rs`")))
+            {
+                continue;
+            }
+            let shown = if path.is_dir() {
+                format!("`{file}/`")
+            } else if file.ends_with(".rs") && !matches!(file.as_str(), "lib.rs" | "main.rs") {
+                format!("`{file}`")
+            } else {
+                continue;
+            };
+            // A top module is named as `name.rs` or `name/` (or, for a folder of binaries,
+            // `name/`), anywhere in the map.
+            if !map.contains(&shown) {
+                missing.push(format!("{member}/src/{file}"));
+            }
+        }
+    }
+    missing.sort();
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md's code map does not name: {missing:?}"
+    );
+}
