@@ -45,7 +45,7 @@ pub(crate) fn delete(
     reason: Option<String>,
     out: &Out,
 ) -> Result<()> {
-    let store = crate::open_store(dir)?;
+    let store = crate::open::open_store(dir)?;
     let mut ids = Vec::with_capacity(keys.len());
     for key in keys {
         let id = resolve(&store, key, external)?;
@@ -82,7 +82,7 @@ pub(crate) fn delete(
 }
 
 pub(crate) fn undelete(dir: &Path, ids: &[u64], out: &Out) -> Result<()> {
-    let store = crate::open_store(dir)?;
+    let store = crate::open::open_store(dir)?;
     let note = OpNote {
         reason: "memdb undelete".to_owned(),
         actor: None,
@@ -116,9 +116,9 @@ pub(crate) fn undelete(dir: &Path, ids: &[u64], out: &Out) -> Result<()> {
 
 pub(crate) fn purge(dir: &Path, ids: &[u64], yes: bool, out: &Out) -> Result<()> {
     let store = if yes {
-        crate::open_store(dir)?
+        crate::open::open_store(dir)?
     } else {
-        crate::open_for_reading(dir)?
+        crate::open::open_for_reading(dir)?
     };
     // What each id names now: its current text, else its last version's (a deleted item).
     let snapshot = store.snapshot()?;
@@ -181,8 +181,8 @@ pub(crate) fn purge(dir: &Path, ids: &[u64], yes: bool, out: &Out) -> Result<()>
 
 pub(crate) fn retention(dir: &Path, days: Option<u32>, out: &Out) -> Result<()> {
     let store = match days {
-        Some(_) => crate::open_store(dir)?,
-        None => crate::open_for_reading(dir)?,
+        Some(_) => crate::open::open_store(dir)?,
+        None => crate::open::open_for_reading(dir)?,
     };
     if let Some(days) = days {
         store.set_retention_days(days)?;

@@ -10,8 +10,9 @@ use std::path::{Path, PathBuf};
 
 use memdb::{CompactOptions, KeepEverything, ScanFilter, Source, Store, VectorScope, Victims};
 
+use crate::args::ImportFormat;
+use crate::import;
 use crate::output::{Out, check_text, compact_text, item_table, list_table, stats_table};
-use crate::{ImportFormat, import};
 
 const SAMPLE: &str = include_str!("../sample/memories.jsonl");
 

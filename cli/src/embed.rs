@@ -6,7 +6,14 @@
 //! committed) and bound to one model: the store records the encoder's id and weights hash and
 //! refuses vectors of another model.
 
+use std::process::ExitCode;
+
+use crate::args::{RecallArgs, SimilarArgs};
 use crate::error::{CliError, Result};
+use crate::model;
+use crate::open::open_for_reading;
+use crate::output::{self, Out};
+use memdb_query::item_row_json;
 use std::time::Instant;
 
 use memdb::{GraphReport, ITEM_VECTORS, IngestOptions, PageStage, Store, VectorScope};
@@ -220,14 +227,16 @@ pub(crate) fn recall(
     encoder: &MiniLm,
     recall: memdb_query::Recall,
 ) -> Result<RecallAnswer> {
-    let statement = Statement::Query(Query::Recall(recall)).to_string();
+    let statement = Statement::Query(Query::Recall(recall));
+    let shown = statement.to_string();
     let ctx = QueryContext {
         embedder: Some(encoder),
         ..QueryContext::default()
     };
-    let output = store.query(&statement, &ctx)?;
+    // The typed statement runs as it is: no text printed and parsed again.
+    let output = store.run(statement, &ctx)?;
     let Rows::Items(rows) = output.rows else {
-        return Err(CliError::NoRows { statement });
+        return Err(CliError::NoRows { statement: shown });
     };
     let ms = |stages: &[&str]| {
         output
@@ -260,4 +269,82 @@ pub(crate) struct RecallAnswer {
     pub(crate) search_ms: f64,
     /// What the search could not read (damage): it answered from the rest.
     pub(crate) skipped: memdb::Skipped,
+}
+
+/// `memdb similar`.
+pub(crate) fn similar_command(args: SimilarArgs, out: &Out) -> Result<ExitCode> {
+    let SimilarArgs {
+        dir,
+        text,
+        k,
+        window,
+    } = args;
+    let store = open_for_reading(&dir)?;
+    let filter = window.parse()?;
+    let mut scope = memdb::VectorScope::all();
+    if !filter.time.is_all() {
+        // Exactly the items the window holds (local days need each item's offset).
+        let ids = store.snapshot().and_then(|s| s.scan_ids(&filter))?;
+        scope = scope.with_keys(ids.into_iter().collect());
+    }
+    if let Some(source) = filter.source {
+        scope = scope.with_source(source.code());
+    }
+    let encoder = encoder_for(&store, !out.json, model::Download::Ask)?;
+    let found = similar(&store, &encoder, &text, k, &scope)?;
+    out.emit(
+        serde_json::Value::Array(found.iter().map(item_row_json).collect()),
+        || output::rows_table(&found),
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `memdb recall`: the `RECALL` statement built from the arguments, run as a typed tree.
+pub(crate) fn recall_command(args: RecallArgs, out: &Out) -> Result<ExitCode> {
+    let RecallArgs {
+        dir,
+        question,
+        k,
+        window,
+    } = args;
+    let store = open_for_reading(&dir)?;
+    let statement = memdb_query::Recall {
+        text: question,
+        filters: window.filters()?,
+        at: memdb_query::TimeTravel::default(),
+        top: Some(k as u64),
+    };
+    let encoder = encoder_for(&store, !out.json, model::Download::Ask)?;
+    let coverage = coverage_warnings(&store)?;
+    if !out.json {
+        for warning in &coverage {
+            eprintln!("memdb: note: {warning}");
+        }
+    }
+    let answer = recall(&store, &encoder, statement)?;
+    let mut warnings = coverage;
+    if let Some(skipped) = answer.skipped.describe() {
+        if !out.json {
+            eprintln!("memdb: warning: {skipped}");
+        }
+        warnings.push(skipped);
+    }
+    let json = serde_json::json!({
+        "warnings": warnings,
+        "skipped_items": answer.skipped.items,
+        "query_nodes": answer.query_nodes,
+        "encode_ms": answer.encode_ms,
+        "search_ms": answer.search_ms,
+        "hits": answer.rows.iter().map(item_row_json).collect::<Vec<_>>(),
+    });
+    out.emit(json, || {
+        format!(
+            "query nodes: {}\n{}\n(search {:.2} ms, encoding {:.2} ms)",
+            answer.query_nodes.join(", "),
+            output::rows_table(&answer.rows),
+            answer.search_ms,
+            answer.encode_ms
+        )
+    });
+    Ok(ExitCode::SUCCESS)
 }

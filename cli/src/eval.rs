@@ -5,6 +5,10 @@
 //! the benchmark's own shapes (`retrieval_recall_details.json`, `atm_results.json`) and the
 //! summary (`summary.json`), so the benchmark's tools can read memdb's results.
 
+use std::process::ExitCode;
+
+use crate::args::EvalCommand;
+use crate::output::Out;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
@@ -205,7 +209,7 @@ pub(crate) fn atm(args: AtmArgs) -> Result<(Value, String)> {
             (rankings, None)
         }
         None => {
-            let store = crate::open_for_reading(&args.dir)?;
+            let store = crate::open::open_for_reading(&args.dir)?;
             // Dense retrieval over a store nobody embedded would score every question 0.
             let signals = args.retriever.signals();
             if signals.dense {
@@ -463,6 +467,38 @@ fn text(
         out.push_str("\nopen_end answers are not scored: give --judge MODEL (a local server)");
     }
     out
+}
+
+/// `memdb eval …`.
+pub(crate) fn command(command: EvalCommand, out: &Out) -> Result<ExitCode> {
+    match command {
+        EvalCommand::Atm {
+            dir,
+            qa,
+            predictions,
+            k,
+            retriever,
+            rankings,
+            out: out_dir,
+            judge,
+            judge_endpoint,
+            judge_timeout,
+        } => {
+            let (doc, text) = atm(AtmArgs {
+                dir,
+                qa,
+                predictions,
+                ks: k,
+                retriever,
+                rankings,
+                out: out_dir,
+                judge: judge.map(|model| (judge_endpoint, model, judge_timeout)),
+                verbose: !out.json,
+            })?;
+            out.emit(doc, || text);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(test)]

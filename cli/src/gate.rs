@@ -3,6 +3,10 @@
 //! on LoCoMo turns, or with `--cross-validate` learns one per held-out conversation from the
 //! others; `learn` writes a learned lexicon as a scene catalogue.
 
+use std::process::ExitCode;
+
+use crate::args::GateCommand;
+use crate::output::Out;
 use std::path::{Path, PathBuf};
 
 use memdb::gate::{Gum, Scene, Scenes};
@@ -413,7 +417,7 @@ pub(crate) fn learn(
         doc["out"] = json!(out.display().to_string());
     }
     if let Some(dir) = store {
-        let store = crate::open_store(dir)?;
+        let store = crate::open::open_store(dir)?;
         let sources: Vec<String> = locomo.iter().map(|p| p.display().to_string()).collect();
         let origin = format!(
             "learned from LoCoMo {} (threshold {})",
@@ -437,7 +441,7 @@ pub(crate) fn lexicon(
 ) -> Result<(Value, String)> {
     if let Some(file) = install {
         let scenes = read_lexicon(Some(file))?;
-        let store = crate::open_store(dir)?;
+        let store = crate::open::open_store(dir)?;
         let version = memdb::gate::install_lexicon(&store, &scenes, &file.display().to_string())?;
         return Ok((
             json!({"installed": version, "words": scenes.word_count()}),
@@ -449,14 +453,14 @@ pub(crate) fn lexicon(
         ));
     }
     if let Some(version) = use_version {
-        let store = crate::open_store(dir)?;
+        let store = crate::open::open_store(dir)?;
         memdb::gate::use_lexicon(&store, version)?;
         return Ok((
             json!({"current": version}),
             format!("gate lexicon v{version} is now current"),
         ));
     }
-    let store = crate::open_for_reading(dir)?;
+    let store = crate::open::open_for_reading(dir)?;
     let snapshot = store.snapshot()?;
     if let Some(version) = export {
         let stored = memdb::gate::stored_lexicon(&snapshot, Some(version))?
@@ -499,12 +503,12 @@ pub(crate) fn lexicon(
 /// nothing.
 pub(crate) fn check(
     dir: &Path,
-    format: crate::ImportFormat,
+    format: crate::args::ImportFormat,
     files: &[PathBuf],
     lexicon: Option<&Path>,
     extras: &GateExtras,
 ) -> Result<(Value, String)> {
-    let store = crate::open_for_reading(dir)?;
+    let store = crate::open::open_for_reading(dir)?;
     let stage = stage(&store, lexicon, memdb::gate::GateMode::Drop, extras)?;
     let snapshot = store.snapshot()?;
     let (drafts, skipped) = crate::import::drafts(format, files);
@@ -572,7 +576,7 @@ pub(crate) fn clusters(
     min_share: f64,
     options: &memdb_lab::gate::CpmOptions,
 ) -> Result<(Value, String)> {
-    let store = crate::open_for_reading(dir)?;
+    let store = crate::open::open_for_reading(dir)?;
     let snapshot = store.snapshot()?;
     let gate = gum(resolve_lexicon(Some(&snapshot), lexicon)?.0)?;
     let e = memdb_lab::gate::store_affinity(&snapshot, &gate, min_share)?;
@@ -745,7 +749,7 @@ pub(crate) fn generate(args: &GenerateArgs<'_>) -> Result<(Value, String)> {
         doc["out"] = json!(out.display().to_string());
     }
     if let Some(dir) = args.store {
-        let store = crate::open_store(dir)?;
+        let store = crate::open::open_store(dir)?;
         let origin = format!(
             "role-play by {} ({} personas) over {}",
             args.model,
@@ -764,4 +768,132 @@ pub(crate) fn generate(args: &GenerateArgs<'_>) -> Result<(Value, String)> {
         report.failures.len()
     ));
     Ok((doc, lines.join("\n")))
+}
+
+/// `memdb gate …`.
+pub(crate) fn command(command: GateCommand, out: &Out) -> Result<ExitCode> {
+    match command {
+        GateCommand::Eval {
+            locomo,
+            lexicon,
+            cross_validate,
+            threshold,
+            sweep,
+            extras,
+            expand,
+        } => {
+            let (doc, text) = if sweep {
+                self::sweep(&locomo, &[0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5])?
+            } else {
+                let options = memdb_lab::gate::LearnOptions {
+                    threshold,
+                    ..memdb_lab::gate::LearnOptions::default()
+                };
+                eval(
+                    &locomo,
+                    lexicon.as_deref(),
+                    cross_validate,
+                    &options,
+                    &extras.extras(),
+                    expand.expansion(),
+                )?
+            };
+            out.emit(doc, || text);
+        }
+        GateCommand::Clusters {
+            dir,
+            lexicon,
+            min_share,
+            sigma,
+            epsilon,
+            rank,
+        } => {
+            let options = memdb_lab::gate::CpmOptions {
+                sigma,
+                epsilon,
+                rank,
+            };
+            let (doc, text) = clusters(&dir, lexicon.as_deref(), min_share, &options)?;
+            out.emit(doc, || text);
+        }
+        GateCommand::Learn {
+            locomo,
+            out: file,
+            store,
+            threshold,
+            expand,
+        } => {
+            let options = memdb_lab::gate::LearnOptions {
+                threshold,
+                ..memdb_lab::gate::LearnOptions::default()
+            };
+            let doc = learn(
+                &locomo,
+                file.as_deref(),
+                store.as_deref(),
+                &options,
+                expand.expansion(),
+            )?;
+            out.emit(doc.clone(), || {
+                let mut text = format!(
+                    "learned {} salient words from {} turns",
+                    doc["words"], doc["texts"]
+                );
+                if let Some(file) = &file {
+                    text.push_str(&format!(" into {}", file.display()));
+                }
+                if let Some(store) = &store {
+                    text.push_str(&format!(
+                        "; installed as gate lexicon v{} of {}",
+                        doc["version"],
+                        store.display()
+                    ));
+                }
+                text
+            });
+        }
+        GateCommand::Check {
+            dir,
+            files,
+            format,
+            lexicon,
+            extras,
+        } => {
+            let (doc, text) = check(&dir, format, &files, lexicon.as_deref(), &extras.extras())?;
+            out.emit(doc, || text);
+        }
+        GateCommand::Generate {
+            model,
+            endpoint,
+            timeout,
+            lexicon,
+            personas,
+            scenes,
+            out: file,
+            store,
+        } => {
+            let (doc, text) = generate(&GenerateArgs {
+                endpoint: &endpoint,
+                model: &model,
+                timeout,
+                lexicon: lexicon.as_deref(),
+                personas: personas.as_deref(),
+                scenes: &scenes,
+                out: file.as_deref(),
+                store: store.as_deref(),
+                show_progress: !out.json,
+            })?;
+            out.emit(doc, || text);
+        }
+        GateCommand::Lexicon {
+            dir,
+            install,
+            use_version,
+            export,
+        } => {
+            let (doc, text) = lexicon(&dir, install.as_deref(), use_version, export)?;
+            out.emit(doc, || text);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }

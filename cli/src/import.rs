@@ -1,12 +1,19 @@
 //! `memdb import`: files (or standard input, `-`) through memdb's importer library
 //! (`memdb_import`), with a progress bar and every skipped thing said on stderr as it happens.
 
+use std::process::ExitCode;
+
+use crate::args::{GateArg, ImportArgs};
+use crate::gate;
+use crate::keys;
+use crate::open::{COMMAND_LOCK_WAIT, lock_wait, waiting_for_lock};
+use crate::output::Out;
 use std::path::PathBuf;
 
 use memdb::{ItemDraft, Store};
 use memdb_import::{ImportOptions, Observer};
 
-use crate::ImportFormat;
+use crate::args::ImportFormat;
 use crate::error::{CliError, Result};
 use crate::progress::Progress;
 
@@ -97,4 +104,55 @@ pub(crate) fn import_files(
             memdb_import::Error::Engine(e) => CliError::Engine(e),
         }
     })
+}
+
+/// `memdb import`: exit status 2 when it was given inputs and imported nothing.
+pub(crate) fn command(args: ImportArgs, out: &Out) -> Result<ExitCode> {
+    let ImportArgs {
+        format,
+        dir,
+        files,
+        batch,
+        create,
+        gate: gate_mode,
+        lexicon,
+        gate_rules,
+        gate_judge,
+        gate_endpoint,
+        gate_timeout,
+    } = args;
+    let options = keys::options_for(&dir)?;
+    let store = waiting_for_lock(&dir, lock_wait(COMMAND_LOCK_WAIT), || {
+        if create {
+            Store::open_or_create(&dir, options.clone())
+        } else {
+            Store::open(&dir, options.clone())
+        }
+    })
+    .map_err(|e| match e {
+        memdb::Error::NoStore { .. } => CliError::NoStore { dir: dir.clone() },
+        other => CliError::store(&dir, other),
+    })?;
+    let extras = gate::GateExtras {
+        rules: gate_rules,
+        judge: gate_judge.map(|model| (gate_endpoint, model, gate_timeout)),
+    };
+    let mode = match gate_mode {
+        GateArg::Off => None,
+        GateArg::Tag => Some(memdb::gate::GateMode::Tag),
+        GateArg::Drop => Some(memdb::gate::GateMode::Drop),
+    };
+    let gate = mode
+        .map(|mode| gate::stage(&store, lexicon.as_deref(), mode, &extras))
+        .transpose()?;
+    let summary = import_files(&store, format, &files, batch.max(1), !out.json, gate)?;
+    out.emit(summary.json(), || summary.text());
+    if summary.imported_nothing() {
+        eprintln!(
+            "memdb: nothing imported: {} input(s) skipped (reasons above)",
+            summary.skipped.len()
+        );
+        return Ok(ExitCode::from(2));
+    }
+    Ok(ExitCode::SUCCESS)
 }

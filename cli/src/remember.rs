@@ -42,7 +42,7 @@ pub(crate) fn remember(dir: &Path, call: Call<'_>, experts: &Experts, out: &Out)
     call.scope
         .validate()
         .map_err(|reason| CliError::flag("--user-id/--agent-id/--run-id", reason))?;
-    let store = crate::open_store(dir)?;
+    let store = crate::open::open_store(dir)?;
     let encoder = crate::embed::encoder_for(&store, !out.json, crate::model::Download::Ask)?;
     let timeout = Duration::from_secs(experts.timeout.max(1));
     let extractor: Box<dyn FactExtractor + '_> = match &experts.extract_model {
@@ -83,7 +83,7 @@ pub(crate) fn log(dir: &Path, since: Option<&str>, out: &Out) -> Result<()> {
         .map(|s| EventTime::parse(s).map(|t| t.unix_ms))
         .transpose()
         .map_err(|reason| CliError::flag("--since", reason))?;
-    let store = crate::open_for_reading(dir)?;
+    let store = crate::open::open_for_reading(dir)?;
     let snapshot = store.snapshot()?;
     let rows = snapshot.op_log(since_ms)?;
     let mut json_rows = Vec::new();
@@ -139,7 +139,7 @@ pub(crate) fn ask(
     generate: Option<(&str, &str, u64)>,
     out: &Out,
 ) -> Result<()> {
-    let store = crate::open_for_reading(dir)?;
+    let store = crate::open::open_for_reading(dir)?;
     let encoder = crate::embed::encoder_for(&store, !out.json, crate::model::Download::Ask)?;
     let answer = crate::embed::recall(
         &store,

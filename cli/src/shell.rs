@@ -9,7 +9,11 @@
 //! commands, timing per statement and tables that fit the terminal. The encoder loads on the
 //! first `RECALL` only, so a shell that never recalls starts in milliseconds.
 
+use std::process::ExitCode;
+
+use crate::args::QueryArgs;
 use crate::error::{CliError, Result};
+use crate::output::Out;
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -58,7 +62,7 @@ impl Session {
     pub(crate) fn new(dir: &Path, verbose: bool) -> Result<Session> {
         Ok(Session {
             dir: dir.to_path_buf(),
-            store: crate::open_reader(dir)?,
+            store: crate::open::open_reader(dir)?,
             encoder: None,
             verbose,
             now_ms: None,
@@ -90,7 +94,7 @@ impl Session {
         for statement in statements {
             let text = statement.to_string();
             let writer = if writes(&statement) {
-                Some(crate::open_store(&self.dir)?)
+                Some(crate::open::open_store(&self.dir)?)
             } else {
                 None
             };
@@ -432,6 +436,29 @@ fn save_history(editor: &mut Editor<ShellHelper, DefaultHistory>, path: &Path) {
         return;
     }
     let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
+}
+
+/// `memdb query`: a statement or a file of statements.
+pub(crate) fn query_command(args: QueryArgs, out: &Out) -> Result<ExitCode> {
+    let QueryArgs {
+        dir,
+        statement,
+        file,
+        now,
+    } = args;
+    let now_ms = now
+        .map(|n| memdb::EventTime::parse(&n).map(|t| t.unix_ms))
+        .transpose()
+        .map_err(|reason| CliError::flag("--now", reason))?;
+    let text = match (statement, file) {
+        (Some(text), _) => text,
+        (None, Some(file)) => {
+            std::fs::read_to_string(&file).map_err(|e| CliError::io("read", &file, e))?
+        }
+        (None, None) => return Err(CliError::Usage("give a statement or -f FILE")),
+    };
+    query(&dir, &text, now_ms, out.json)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(test)]

@@ -48,6 +48,10 @@ pub trait StoreQuery {
     /// Parses and runs one statement.
     fn query(&self, statement: &str, ctx: &QueryContext<'_>) -> Result<Output, QueryError>;
 
+    /// Runs a statement built in code (the typed tree [`parse`] returns), with no text to
+    /// parse: what a program that assembles its statement from its own arguments calls.
+    fn run(&self, statement: Statement, ctx: &QueryContext<'_>) -> Result<Output, QueryError>;
+
     /// Parses every statement of `script` (separated by `;`) before running any, then runs
     /// them in order, stopping at the first error.
     fn query_script(&self, script: &str, ctx: &QueryContext<'_>)
@@ -59,6 +63,10 @@ impl StoreQuery for memdb::Store {
         let started = Clock::now();
         let parsed = parse(statement)?;
         exec::execute(self, parsed, ctx, exec::micros(started))
+    }
+
+    fn run(&self, statement: Statement, ctx: &QueryContext<'_>) -> Result<Output, QueryError> {
+        exec::execute(self, statement, ctx, 0)
     }
 
     fn query_script(

@@ -33,6 +33,9 @@
 
 mod answer;
 
+use std::process::ExitCode;
+
+use crate::args::McpArgs;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -89,7 +92,7 @@ pub(crate) struct ServeOptions {
 /// standard input (stdio) or the process is stopped (HTTP).
 pub(crate) fn serve(dir: &Path, options: ServeOptions) -> Result<()> {
     // Fail now, not at the first call, on a missing store or a wrong passphrase.
-    drop(crate::open_reader(dir)?);
+    drop(crate::open::open_reader(dir)?);
     options
         .default_scope
         .validate()
@@ -150,12 +153,12 @@ pub(crate) struct State {
 impl State {
     /// The store, read-only, for a call that reads (no lock: never waits for a writer).
     fn reader(&self) -> Result<Store> {
-        crate::open_reader(&self.dir)
+        crate::open::open_reader(&self.dir)
     }
 
     /// The store as its writer, for this call only; waits for another writer's commit.
     fn writer(&self) -> Result<Store> {
-        crate::open_store_waiting(&self.dir, crate::lock_wait(WRITE_WAIT))
+        crate::open::open_store_waiting(&self.dir, crate::open::lock_wait(WRITE_WAIT))
     }
 
     /// The encoder, loading it first if needed (bound to `store`'s model either way).
@@ -1064,4 +1067,34 @@ impl ServerHandler for MemoryServer {
 
 fn now_ms() -> i64 {
     jiff::Timestamp::now().as_millisecond()
+}
+
+/// `memdb mcp`: the server, with the capabilities its flags grant.
+pub(crate) fn command(args: McpArgs) -> Result<ExitCode> {
+    let McpArgs {
+        dir,
+        allow,
+        allow_writes,
+        user_id,
+        agent_id,
+        http,
+    } = args;
+    let mut granted = match allow.as_deref() {
+        Some(list) => memdb::ops::access::Capabilities::parse_list(list)
+            .map_err(|reason| CliError::flag("--allow", reason))?,
+        None => memdb::ops::access::Capabilities::NONE,
+    };
+    if allow_writes {
+        eprintln!("memdb mcp: --allow-writes is --allow forget now");
+        granted = granted.with(memdb::ops::access::Capability::Forget);
+    }
+    serve(
+        &dir,
+        ServeOptions {
+            granted,
+            default_scope: memdb::Scope::new(user_id, agent_id, None),
+            http,
+        },
+    )?;
+    Ok(ExitCode::SUCCESS)
 }

@@ -624,27 +624,7 @@ fn recall_in(
     timings.encode_us = micros(started);
 
     // Rows the filters allow (None: all).
-    let scope = options.scope.as_ref().filter(|s| !s.is_empty());
-    let empty_scope = memdb_formats::item::Scope::default();
-    let allowed_rows: Option<RoaringBitmap> = (!options.time.is_all()
-        || options.source.is_some()
-        || options.items.is_some()
-        || scope.is_some())
-    .then(|| {
-        (0..index.bm25.len())
-            .filter(|&row| allowed(options, index.time_source[row]))
-            .filter(|row| {
-                scope.is_none_or(|want| index.scopes.get(row).unwrap_or(&empty_scope).within(want))
-            })
-            .filter_map(|row| u32::try_from(row).ok())
-            .filter(|&row| {
-                options
-                    .items
-                    .as_ref()
-                    .is_none_or(|items| items.contains(index.bm25.key(row)))
-            })
-            .collect()
-    });
+    let allowed_rows = allowed_rows(index, options);
     let mut counts = RecallCounts {
         allowed: allowed_rows.as_ref().map(RoaringBitmap::len),
         items: index.bm25.len() as u64,
@@ -664,47 +644,25 @@ fn recall_in(
     };
 
     let mut ranked: [Vec<u64>; 4] = Default::default();
-    // The dense signal's hits with their cosines, best first.
-    let mut dense_hits: Vec<(u64, f32)> = Vec::new();
 
     let started = Instant::now();
     let mut skipped = crate::store::Skipped {
         items: index.unreadable.clone(),
         vector_blocks: Vec::new(),
     };
-    let dense_space = if options.signals.dense {
-        let (space, unreadable) = snapshot.readable_vectors(&options.dense_space)?;
-        skipped.vector_blocks = unreadable;
-        space
-    } else {
-        None
-    };
-    if let Some(space) = dense_space {
-        let mut scope = VectorScope::all();
-        if let Some(keys) = &stored_keys {
-            scope = scope.with_keys(keys.clone());
-        }
-        let mut hits: Vec<(u64, f32)> = space
-            .search(&vectors[0], depth, &scope)?
-            .into_iter()
-            // A vector whose item's record is unreadable leads nowhere.
-            .filter(|h| !skipped.items.contains(&h.key))
-            .map(|h| (h.key, h.score))
-            .collect();
-        if let Some(travel) = travel {
-            // Earlier versions by their fresh embeddings, on the same scale (unit vectors of
-            // the same encoder), merged by score.
-            for (key, vector) in &travel.earlier {
-                if allowed_keys.as_ref().is_none_or(|k| k.contains(*key)) {
-                    hits.push((*key, memdb_vectors::dot_f32(&vectors[0], vector)));
-                }
-            }
-            hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-            hits.truncate(depth);
-        }
-        ranked[0] = hits.iter().map(|&(key, _)| key).collect();
-        dense_hits = hits;
-    }
+    let dense_hits = dense_hits(
+        snapshot,
+        options,
+        &vectors[0],
+        depth,
+        Keys {
+            stored: &stored_keys,
+            allowed: &allowed_keys,
+        },
+        travel,
+        &mut skipped,
+    )?;
+    ranked[0] = dense_hits.iter().map(|&(key, _)| key).collect();
     timings.dense_us = micros(started);
 
     let started = Instant::now();
@@ -748,6 +706,230 @@ fn recall_in(
     timings.place_us = micros(started);
 
     let started = Instant::now();
+    let form = QuestionForm::of(question);
+    let mut fused = fuse(index, options, question, form, &ranked, &dense_hits);
+    let graph = snapshot.graph();
+    let chat = |item: u64| is_chat(index, item);
+    if options.context_share > 0.0 {
+        share_context(
+            &graph,
+            index,
+            options.context_share,
+            &stored_keys,
+            &mut fused,
+        )?;
+    }
+    let mut hits: Vec<RecallHit> = fused
+        .into_iter()
+        .map(|(item, (score, explanation))| RecallHit {
+            item,
+            score,
+            explanation,
+        })
+        .collect();
+    counts.fused = hits.len() as u64;
+    hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.item.cmp(&b.item)));
+    // The reranker's candidates, with their features in the fused order.
+    hits.truncate(options.k.max(RERANK_DEPTH));
+    let best = hits.first().map_or(1.0, |h| h.score.max(f64::MIN_POSITIVE));
+    let words = rerank::question_words(question);
+    // Each candidate's graph row, read once: its matched nodes are a feature here and its
+    // explanation below.
+    let mut graph_rows: HashMap<u64, Option<(u64, Vec<u64>)>> = HashMap::new();
+    for (at, hit) in hits.iter_mut().enumerate() {
+        let row = graph.item(hit.item)?;
+        let matched = row.as_ref().map_or(0, |(_, item_nodes)| {
+            item_nodes
+                .iter()
+                .filter(|n| matched_nodes.contains_key(n))
+                .count()
+        });
+        graph_rows.insert(hit.item, row);
+        let cues = index
+            .rows
+            .get(&hit.item)
+            .and_then(|&row| index.cues.get(row));
+        let features = rerank::features(
+            &rerank::Fused {
+                relative_score: hit.score / best,
+                position: at + 1,
+                explanation: &hit.explanation,
+                matched_nodes: matched,
+            },
+            cues,
+            &words,
+        );
+        hit.explanation.fused_score = hit.score;
+        hit.explanation.features = Some(features);
+    }
+    if let Some(reranker) = &options.reranker {
+        rerank_turns(&mut hits, reranker, chat);
+    }
+    // An item whose record is unreadable is named in `skipped`, never returned (the graph and
+    // place signals know it by id alone).
+    hits.retain(|h| !skipped.items.contains(&h.item));
+    hits.truncate(options.k);
+    for hit in &mut hits {
+        hit.explanation.place = at_place.remove(&hit.item);
+        let row = match graph_rows.remove(&hit.item) {
+            Some(row) => row,
+            None => graph.item(hit.item)?,
+        };
+        if let Some((path, item_nodes)) = row {
+            hit.explanation.nodes = item_nodes
+                .iter()
+                .filter_map(|n| matched_nodes.get(n).map(|(_, p)| p.clone()))
+                .collect();
+            hit.explanation.path = graph.path(path)?.map(|p| (path, p.page));
+        }
+    }
+    timings.fuse_us = micros(started);
+    Ok(Recall {
+        hits,
+        query_nodes: nodes.into_iter().map(|n| n.phrase).collect(),
+        form,
+        timings,
+        counts,
+        skipped,
+    })
+}
+
+/// Each hit's score min-max normalised over the list: the best 1, the last 0; every hit 1 when
+/// they all score alike (a list of one included). A score that is not finite (an embedder's
+/// NaN, met in time travel's fresh embeddings) counts as the last: 0, and is left out of the
+/// range, so it cannot turn the fused scores it joins into NaN.
+fn min_max(hits: &[(u64, f32)]) -> Vec<(u64, f64)> {
+    let finite = || {
+        hits.iter()
+            .map(|h| f64::from(h.1))
+            .filter(|s| s.is_finite())
+    };
+    let best = finite().fold(f64::NEG_INFINITY, f64::max);
+    let worst = finite().fold(f64::INFINITY, f64::min);
+    let span = best - worst;
+    hits.iter()
+        .map(|&(key, score)| {
+            let score = f64::from(score);
+            let normalized = if !score.is_finite() {
+                0.0
+            } else if span > 0.0 {
+                (score - worst) / span
+            } else {
+                1.0
+            };
+            (key, normalized)
+        })
+        .collect()
+}
+/// Which rows of the index the options' filters allow (time, source, an allow-list, a scope);
+/// `None`: every row.
+fn allowed_rows(index: &ItemIndex, options: &RecallOptions) -> Option<RoaringBitmap> {
+    let scope = options.scope.as_ref().filter(|s| !s.is_empty());
+    let empty_scope = memdb_formats::item::Scope::default();
+    (!options.time.is_all()
+        || options.source.is_some()
+        || options.items.is_some()
+        || scope.is_some())
+    .then(|| {
+        (0..index.bm25.len())
+            .filter(|&row| allowed(options, index.time_source[row]))
+            .filter(|row| {
+                scope.is_none_or(|want| index.scopes.get(row).unwrap_or(&empty_scope).within(want))
+            })
+            .filter_map(|row| u32::try_from(row).ok())
+            .filter(|&row| {
+                options
+                    .items
+                    .as_ref()
+                    .is_none_or(|items| items.contains(index.bm25.key(row)))
+            })
+            .collect()
+    })
+}
+
+/// The keys a recall may return: what the stored vectors, the graph and the paths may return
+/// (`stored`: in time travel only the versions seen that are current), and what the filters
+/// allow (`allowed`); `None`: all.
+struct Keys<'a> {
+    stored: &'a Option<RoaringTreemap>,
+    allowed: &'a Option<RoaringTreemap>,
+}
+
+/// The dense signal: the question's nearest item vectors with their cosines, best first (in
+/// time travel, with earlier versions' fresh embeddings merged by score). Damaged vector
+/// blocks go to `skipped`; a vector whose item is unreadable leads nowhere.
+#[allow(clippy::too_many_arguments)]
+fn dense_hits(
+    snapshot: &Snapshot,
+    options: &RecallOptions,
+    question: &[f32],
+    depth: usize,
+    keys: Keys<'_>,
+    travel: Option<&Travel>,
+    skipped: &mut crate::store::Skipped,
+) -> Result<Vec<(u64, f32)>> {
+    if !options.signals.dense {
+        return Ok(Vec::new());
+    }
+    let (space, unreadable) = snapshot.readable_vectors(&options.dense_space)?;
+    skipped.vector_blocks = unreadable;
+    let Some(space) = space else {
+        return Ok(Vec::new());
+    };
+    let mut scope = VectorScope::all();
+    if let Some(keys) = keys.stored {
+        scope = scope.with_keys(keys.clone());
+    }
+    let mut hits: Vec<(u64, f32)> = space
+        .search(question, depth, &scope)?
+        .into_iter()
+        .filter(|h| !skipped.items.contains(&h.key))
+        .map(|h| (h.key, h.score))
+        .collect();
+    if let Some(travel) = travel {
+        // Earlier versions by their fresh embeddings, on the same scale (unit vectors of the
+        // same encoder), merged by score.
+        for (key, vector) in &travel.earlier {
+            if keys.allowed.as_ref().is_none_or(|k| k.contains(*key)) {
+                hits.push((*key, memdb_vectors::dot_f32(question, vector)));
+            }
+        }
+        hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        hits.truncate(depth);
+    }
+    Ok(hits)
+}
+
+/// Whether `item` is a remembered fact.
+fn is_memory(index: &ItemIndex, item: u64) -> bool {
+    index
+        .rows
+        .get(&item)
+        .and_then(|&row| index.memories.get(row))
+        .copied()
+        .unwrap_or(false)
+}
+
+/// Whether `item` is a conversation turn.
+fn is_chat(index: &ItemIndex, item: u64) -> bool {
+    index
+        .rows
+        .get(&item)
+        .and_then(|&row| index.time_source.get(row))
+        .is_some_and(|&(_, source)| source == Source::Chat.code())
+}
+
+/// The signals' ranked lists (dense, lexical, graph, place) fused by weighted reciprocal rank,
+/// the dense cosines added, and remembered facts weighed by whose they are, the kind of answer
+/// asked for and recency.
+fn fuse(
+    index: &ItemIndex,
+    options: &RecallOptions,
+    question: &str,
+    form: QuestionForm,
+    ranked: &[Vec<u64>; 4],
+    dense_hits: &[(u64, f32)],
+) -> BTreeMap<u64, (f64, Explanation)> {
     let weights = [
         options.weights[0],
         options.weights[1],
@@ -757,14 +939,7 @@ fn recall_in(
     let m = &options.memory_weights;
     let memory_weights = [m.dense, m.lexical, m.graph, m.place];
     // Remembered facts weigh by their own set.
-    let memory = |item: u64| {
-        index
-            .rows
-            .get(&item)
-            .and_then(|&row| index.memories.get(row))
-            .copied()
-            .unwrap_or(false)
-    };
+    let memory = |item: u64| is_memory(index, item);
     let mut fused: BTreeMap<u64, (f64, Explanation)> = BTreeMap::new();
     for (signal, list) in ranked.iter().enumerate() {
         for (rank, &item) in list.iter().enumerate() {
@@ -790,9 +965,8 @@ fn recall_in(
     // Analysis of Fusion Functions for Hybrid Retrieval", ACM TOIS 2023).
     // An inference's evidence says the same in other words: its meaning weighs by its own
     // weight.
-    let form = QuestionForm::of(question);
     let dense_score_weight = options.dense_score_weight_for(form);
-    for (&(item, cosine), (_, normalized)) in dense_hits.iter().zip(min_max(&dense_hits)) {
+    for (&(item, cosine), (_, normalized)) in dense_hits.iter().zip(min_max(dense_hits)) {
         let entry = fused.entry(item).or_default();
         let weight = if memory(item) {
             m.dense_score.max(0.0)
@@ -857,176 +1031,80 @@ fn recall_in(
             fused.entry(item).or_default().0 += m.recency / (RRF_K + (rank + 1) as f64);
         }
     }
-    // Conversation context: a turn next to a strong candidate in its path (the same day, in
-    // order) shares a part of its score — answers often sit one turn after the question. Only
-    // between chat turns: the photos or mails of a day are not turns of one dialogue, and a
-    // photo lent its neighbour's score would outrank the photos the question names.
-    let graph = snapshot.graph();
-    let chat = |item: u64| {
-        index
-            .rows
-            .get(&item)
-            .and_then(|&row| index.time_source.get(row))
-            .is_some_and(|&(_, source)| source == Source::Chat.code())
-    };
-    if options.context_share > 0.0 {
-        let base: HashMap<u64, f64> = fused
-            .iter()
-            .filter(|(i, _)| chat(**i))
-            .map(|(&i, (s, _))| (i, *s))
-            .collect();
-        let mut paths: HashMap<u64, Vec<u64>> = HashMap::new();
-        // Neighbour → the best score next to it (max, so a turn between two candidates does
-        // not outrank both).
-        let mut context: HashMap<u64, f64> = HashMap::new();
-        for (&item, &score) in &base {
-            let Some((path, _)) = graph.item(item)? else {
-                continue;
-            };
-            if let std::collections::hash_map::Entry::Vacant(e) = paths.entry(path) {
-                e.insert(graph.path(path)?.map(|p| p.items).unwrap_or_default());
-            }
-            let order = &paths[&path];
-            let Some(at) = order.iter().position(|&i| i == item) else {
-                continue;
-            };
-            for next in [at.checked_sub(1), Some(at + 1)].into_iter().flatten() {
-                let Some(&neighbour) = order.get(next) else {
-                    continue;
-                };
-                if !chat(neighbour) || stored_keys.as_ref().is_some_and(|k| !k.contains(neighbour))
-                {
-                    continue;
-                }
-                let best = context.entry(neighbour).or_default();
-                *best = best.max(score);
-            }
-        }
-        for (item, best) in context {
-            fused.entry(item).or_default().0 += options.context_share * best;
-        }
-    }
-    let mut hits: Vec<RecallHit> = fused
-        .into_iter()
-        .map(|(item, (score, explanation))| RecallHit {
-            item,
-            score,
-            explanation,
-        })
-        .collect();
-    counts.fused = hits.len() as u64;
-    hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.item.cmp(&b.item)));
-    // The reranker's candidates, with their features in the fused order.
-    hits.truncate(options.k.max(RERANK_DEPTH));
-    let best = hits.first().map_or(1.0, |h| h.score.max(f64::MIN_POSITIVE));
-    let words = rerank::question_words(question);
-    // Each candidate's graph row, read once: its matched nodes are a feature here and its
-    // explanation below.
-    let mut graph_rows: HashMap<u64, Option<(u64, Vec<u64>)>> = HashMap::new();
-    for (at, hit) in hits.iter_mut().enumerate() {
-        let row = graph.item(hit.item)?;
-        let matched = row.as_ref().map_or(0, |(_, item_nodes)| {
-            item_nodes
-                .iter()
-                .filter(|n| matched_nodes.contains_key(n))
-                .count()
-        });
-        graph_rows.insert(hit.item, row);
-        let cues = index
-            .rows
-            .get(&hit.item)
-            .and_then(|&row| index.cues.get(row));
-        let features = rerank::features(
-            &rerank::Fused {
-                relative_score: hit.score / best,
-                position: at + 1,
-                explanation: &hit.explanation,
-                matched_nodes: matched,
-            },
-            cues,
-            &words,
-        );
-        hit.explanation.fused_score = hit.score;
-        hit.explanation.features = Some(features);
-    }
-    if let Some(reranker) = &options.reranker {
-        // The model was fitted on conversation turns: it reorders the chat turns among the
-        // ranks they hold and leaves every other item (a photo, a mail) where the fusion put
-        // it. Each rank keeps its fused score, so scores still fall down the list.
-        let slots: Vec<usize> = (0..hits.len()).filter(|&i| chat(hits[i].item)).collect();
-        let mut turns: Vec<RecallHit> = slots.iter().map(|&i| hits[i].clone()).collect();
-        for turn in &mut turns {
-            turn.explanation.rerank = turn
-                .explanation
-                .features
-                .as_ref()
-                .map(|f| reranker.probability(f));
-        }
-        // Stable: equal probabilities keep the fused order.
-        turns.sort_by(|a, b| {
-            let p = |h: &RecallHit| h.explanation.rerank.unwrap_or(0.0);
-            p(b).total_cmp(&p(a))
-        });
-        for (&slot, mut turn) in slots.iter().zip(turns) {
-            turn.score = hits[slot].score;
-            hits[slot] = turn;
-        }
-    }
-    // An item whose record is unreadable is named in `skipped`, never returned (the graph and
-    // place signals know it by id alone).
-    hits.retain(|h| !skipped.items.contains(&h.item));
-    hits.truncate(options.k);
-    for hit in &mut hits {
-        hit.explanation.place = at_place.remove(&hit.item);
-        let row = match graph_rows.remove(&hit.item) {
-            Some(row) => row,
-            None => graph.item(hit.item)?,
-        };
-        if let Some((path, item_nodes)) = row {
-            hit.explanation.nodes = item_nodes
-                .iter()
-                .filter_map(|n| matched_nodes.get(n).map(|(_, p)| p.clone()))
-                .collect();
-            hit.explanation.path = graph.path(path)?.map(|p| (path, p.page));
-        }
-    }
-    timings.fuse_us = micros(started);
-    Ok(Recall {
-        hits,
-        query_nodes: nodes.into_iter().map(|n| n.phrase).collect(),
-        form,
-        timings,
-        counts,
-        skipped,
-    })
+    fused
 }
 
-/// Each hit's score min-max normalised over the list: the best 1, the last 0; every hit 1 when
-/// they all score alike (a list of one included). A score that is not finite (an embedder's
-/// NaN, met in time travel's fresh embeddings) counts as the last: 0, and is left out of the
-/// range, so it cannot turn the fused scores it joins into NaN.
-fn min_max(hits: &[(u64, f32)]) -> Vec<(u64, f64)> {
-    let finite = || {
-        hits.iter()
-            .map(|h| f64::from(h.1))
-            .filter(|s| s.is_finite())
-    };
-    let best = finite().fold(f64::NEG_INFINITY, f64::max);
-    let worst = finite().fold(f64::INFINITY, f64::min);
-    let span = best - worst;
-    hits.iter()
-        .map(|&(key, score)| {
-            let score = f64::from(score);
-            let normalized = if !score.is_finite() {
-                0.0
-            } else if span > 0.0 {
-                (score - worst) / span
-            } else {
-                1.0
+/// Conversation context: a turn next to a strong candidate in its path (the same day, in
+/// order) shares `share` of its score — answers often sit one turn after the question. Only
+/// between chat turns: the photos or mails of a day are not turns of one dialogue, and a photo
+/// lent its neighbour's score would outrank the photos the question names.
+fn share_context(
+    graph: &crate::graph::GraphReader<'_>,
+    index: &ItemIndex,
+    share: f64,
+    stored_keys: &Option<RoaringTreemap>,
+    fused: &mut BTreeMap<u64, (f64, Explanation)>,
+) -> Result<()> {
+    let chat = |item: u64| is_chat(index, item);
+    let base: HashMap<u64, f64> = fused
+        .iter()
+        .filter(|(i, _)| chat(**i))
+        .map(|(&i, (s, _))| (i, *s))
+        .collect();
+    let mut paths: HashMap<u64, Vec<u64>> = HashMap::new();
+    // Neighbour → the best score next to it (max, so a turn between two candidates does not
+    // outrank both).
+    let mut context: HashMap<u64, f64> = HashMap::new();
+    for (&item, &score) in &base {
+        let Some((path, _)) = graph.item(item)? else {
+            continue;
+        };
+        if let std::collections::hash_map::Entry::Vacant(e) = paths.entry(path) {
+            e.insert(graph.path(path)?.map(|p| p.items).unwrap_or_default());
+        }
+        let order = &paths[&path];
+        let Some(at) = order.iter().position(|&i| i == item) else {
+            continue;
+        };
+        for next in [at.checked_sub(1), Some(at + 1)].into_iter().flatten() {
+            let Some(&neighbour) = order.get(next) else {
+                continue;
             };
-            (key, normalized)
-        })
-        .collect()
+            if !chat(neighbour) || stored_keys.as_ref().is_some_and(|k| !k.contains(neighbour)) {
+                continue;
+            }
+            let best = context.entry(neighbour).or_default();
+            *best = best.max(score);
+        }
+    }
+    for (item, best) in context {
+        fused.entry(item).or_default().0 += share * best;
+    }
+    Ok(())
+}
+
+/// The reranker's reordering of the chat turns among the ranks they hold (it was fitted on
+/// conversation turns): every other item (a photo, a mail) stays where the fusion put it, and
+/// each rank keeps its fused score, so scores still fall down the list.
+fn rerank_turns(hits: &mut [RecallHit], reranker: &Reranker, chat: impl Fn(u64) -> bool) {
+    let slots: Vec<usize> = (0..hits.len()).filter(|&i| chat(hits[i].item)).collect();
+    let mut turns: Vec<RecallHit> = slots.iter().map(|&i| hits[i].clone()).collect();
+    for turn in &mut turns {
+        turn.explanation.rerank = turn
+            .explanation
+            .features
+            .as_ref()
+            .map(|f| reranker.probability(f));
+    }
+    // Stable: equal probabilities keep the fused order.
+    turns.sort_by(|a, b| {
+        let p = |h: &RecallHit| h.explanation.rerank.unwrap_or(0.0);
+        p(b).total_cmp(&p(a))
+    });
+    for (&slot, mut turn) in slots.iter().zip(turns) {
+        turn.score = hits[slot].score;
+        hits[slot] = turn;
+    }
 }
 
 /// Reciprocal-rank fusion constant (Cormack et al.; the peer's k = 60).
