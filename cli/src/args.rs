@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use memdb::recall::Signals;
 use memdb::{ScanFilter, Source, TimeBound, TimeWindow};
 use memdb_query::Filter;
 
@@ -251,18 +252,6 @@ impl ExpandArgs {
             min_cosine: self.expand_min_cosine,
             ..memdb_lab::gate::Expansion::default()
         })
-    }
-}
-
-impl GateExtrasArgs {
-    pub(crate) fn extras(&self) -> crate::gate::GateExtras {
-        crate::gate::GateExtras {
-            rules: self.rules,
-            judge: self
-                .judge
-                .clone()
-                .map(|model| (self.endpoint.clone(), model, self.timeout)),
-        }
     }
 }
 
@@ -627,7 +616,7 @@ pub(crate) enum EvalCommand {
         k: String,
         /// Which signals retrieve: all fused, or one alone.
         #[arg(long, value_enum, default_value = "full")]
-        retriever: crate::eval::Retriever,
+        retriever: Retriever,
         /// Score these rankings (a retrieval_recall_details.json) instead of retrieving.
         #[arg(long)]
         rankings: Option<PathBuf>,
@@ -956,4 +945,65 @@ pub(crate) struct RecallArgs {
     pub(crate) k: usize,
     #[command(flatten)]
     pub(crate) window: Window,
+}
+
+/// Which of the store's signals retrieve.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
+pub(crate) enum Retriever {
+    /// Every signal fused (dense, lexical, graph, place): what `memdb recall` does.
+    Full,
+    /// Dense similarity alone (the flat index).
+    Flat,
+    /// BM25 alone.
+    Lexical,
+    /// EM-Graph path overlap alone.
+    Graph,
+}
+
+impl Retriever {
+    pub(crate) fn signals(self) -> Signals {
+        let none = Signals {
+            dense: false,
+            lexical: false,
+            graph: false,
+            place: false,
+        };
+        match self {
+            Retriever::Full => Signals::ALL,
+            Retriever::Flat => Signals {
+                dense: true,
+                ..none
+            },
+            Retriever::Lexical => Signals {
+                lexical: true,
+                ..none
+            },
+            Retriever::Graph => Signals {
+                graph: true,
+                ..none
+            },
+        }
+    }
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Retriever::Full => "full",
+            Retriever::Flat => "flat",
+            Retriever::Lexical => "lexical",
+            Retriever::Graph => "graph",
+        }
+    }
+}
+
+impl ImportFormat {
+    /// The importer's format.
+    pub(crate) fn format(self) -> memdb_import::Format {
+        match self {
+            ImportFormat::Jsonl => memdb_import::Format::Jsonl,
+            ImportFormat::Locomo => memdb_import::Format::Locomo,
+            ImportFormat::Photos => memdb_import::Format::Photos,
+            ImportFormat::Mail => memdb_import::Format::Mail,
+            ImportFormat::Atm => memdb_import::Format::Atm,
+        }
+    }
 }

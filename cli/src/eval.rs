@@ -12,60 +12,12 @@ use crate::output::Out;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
-use memdb::recall::Signals;
 use memdb_formats::import::atm::Prediction;
 use memdb_lab::atm::{self, Judge, Ranking, Report, Summary};
 use serde_json::{Value, json};
 
+use crate::args::Retriever;
 use crate::error::{CliError, Result};
-
-/// Which of the store's signals retrieve.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
-pub(crate) enum Retriever {
-    /// Every signal fused (dense, lexical, graph, place): what `memdb recall` does.
-    Full,
-    /// Dense similarity alone (the flat index).
-    Flat,
-    /// BM25 alone.
-    Lexical,
-    /// EM-Graph path overlap alone.
-    Graph,
-}
-
-impl Retriever {
-    fn signals(self) -> Signals {
-        let none = Signals {
-            dense: false,
-            lexical: false,
-            graph: false,
-            place: false,
-        };
-        match self {
-            Retriever::Full => Signals::ALL,
-            Retriever::Flat => Signals {
-                dense: true,
-                ..none
-            },
-            Retriever::Lexical => Signals {
-                lexical: true,
-                ..none
-            },
-            Retriever::Graph => Signals {
-                graph: true,
-                ..none
-            },
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Retriever::Full => "full",
-            Retriever::Flat => "flat",
-            Retriever::Lexical => "lexical",
-            Retriever::Graph => "graph",
-        }
-    }
-}
 
 /// What `memdb eval atm` was asked.
 pub(crate) struct AtmArgs {

@@ -100,6 +100,19 @@ pub(crate) struct GateExtras {
     pub(crate) judge: Option<(String, String, u64)>,
 }
 
+impl crate::args::GateExtrasArgs {
+    /// The extras these flags ask for.
+    pub(crate) fn extras(&self) -> GateExtras {
+        GateExtras {
+            rules: self.rules,
+            judge: self
+                .judge
+                .clone()
+                .map(|model| (self.endpoint.clone(), model, self.timeout)),
+        }
+    }
+}
+
 /// The ingest's gate stage for `store`: over `lexicon` (else the store's lexicon, else the
 /// built-in scenes), with the extras asked for; a judge gets the prompts of the store's intent
 /// clusters (none in a store without items).
@@ -511,7 +524,7 @@ pub(crate) fn check(
     let store = crate::open::open_for_reading(dir)?;
     let stage = stage(&store, lexicon, memdb::gate::GateMode::Drop, extras)?;
     let snapshot = store.snapshot()?;
-    let (drafts, skipped) = crate::import::drafts(format, files);
+    let (drafts, skipped) = memdb_import::drafts(format.format(), files);
     let (mut kept, mut dropped) = (0usize, 0usize);
     let mut lines = Vec::new();
     let mut items = Vec::new();

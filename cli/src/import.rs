@@ -10,7 +10,7 @@ use crate::open::{COMMAND_LOCK_WAIT, lock_wait, waiting_for_lock};
 use crate::output::Out;
 use std::path::PathBuf;
 
-use memdb::{ItemDraft, Store};
+use memdb::Store;
 use memdb_import::{ImportOptions, Observer};
 
 use crate::args::ImportFormat;
@@ -21,19 +21,6 @@ pub(crate) use memdb_import::Summary;
 
 /// Inputs above which the progress bar is shown.
 const PROGRESS_MIN_FILES: usize = 20;
-
-impl ImportFormat {
-    /// The importer's format.
-    pub(crate) fn format(self) -> memdb_import::Format {
-        match self {
-            ImportFormat::Jsonl => memdb_import::Format::Jsonl,
-            ImportFormat::Locomo => memdb_import::Format::Locomo,
-            ImportFormat::Photos => memdb_import::Format::Photos,
-            ImportFormat::Mail => memdb_import::Format::Mail,
-            ImportFormat::Atm => memdb_import::Format::Atm,
-        }
-    }
-}
 
 /// The terminal's view of an import: a bar over the files (past [`PROGRESS_MIN_FILES`]) and a
 /// `memdb: skipped …` line per thing skipped.
@@ -69,14 +56,6 @@ impl Observer for Terminal {
             bar.finish_and_clear();
         }
     }
-}
-
-/// What `paths` would import, without a store (`memdb gate check`'s dry run).
-pub(crate) fn drafts(
-    format: ImportFormat,
-    paths: &[PathBuf],
-) -> (Vec<(String, ItemDraft)>, Vec<String>) {
-    memdb_import::drafts(format.format(), paths)
 }
 
 /// Imports `paths` into `store` in batches of `batch_size` items.

@@ -214,7 +214,7 @@ pub enum Error {
     /// A memory-operation model (extract, update or generate, on a local model server) failed
     /// or answered something unusable: nothing was applied or shown.
     #[error("memory-operation model: {0}")]
-    Decider(#[from] crate::ops::DeciderError),
+    Decider(#[from] DeciderError),
     /// The offline geocoder refused a question (its embedded gazetteer unreadable: a build
     /// error, never an input's).
     #[error("geocoder: {0}")]
@@ -440,6 +440,32 @@ pub struct OriginalDrop {
     pub day: String,
     /// The stage whose rule drops it.
     pub stage: String,
+}
+
+/// Why a model-backed stage's answer was not used (a memory-operation decider, fact extractor or
+/// answer generator; `memdb::ops` re-exports it): nothing is applied.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DeciderError {
+    /// The model server could not be reached, timed out, or did not answer a chat completion.
+    #[error(transparent)]
+    Endpoint(#[from] memdb_endpoint::EndpointError),
+    /// The answer is not the JSON its operation asks for (update: Mem0's `{"memory": [{"id",
+    /// "text", "event"}]}`; extract: `{"facts": [...]}`; generate: `{"answer", "cited"}`).
+    #[error("the answer is not {expected} ({why}): {snippet:?}")]
+    Malformed {
+        /// What the operation asked for.
+        expected: &'static str,
+        /// What is wrong.
+        why: String,
+        /// The start of the answer.
+        snippet: String,
+    },
+    /// The answer updates, deletes or keeps a memory id it was not given.
+    #[error("the answer names memory id {id:?}, which it was not given")]
+    UnknownId {
+        /// The id.
+        id: String,
+    },
 }
 
 /// Why an [`Embedder`](crate::Embedder) could not embed texts.

@@ -5,7 +5,9 @@
 //! - no file of the store's substrate (`engine/src/store/`, `engine/src/crypto.rs`) names a
 //!   client of the store (the memory model's modules, the lab, the importer, the query
 //!   language, the CLI, Python): the store reaches its clients only through `store/derived.rs`;
-//! - ARCHITECTURE.md's code map names every crate of the workspace and every top module of each.
+//! - ARCHITECTURE.md's code map names every crate of the workspace and every top module of each;
+//! - no import circle between the top modules of a crate;
+//! - the public API's size is printed and does not grow unnoticed.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::path::{Path, PathBuf};
@@ -228,7 +230,7 @@ fn facade_names() -> usize {
 fn the_public_api_is_printed_and_does_not_grow() {
     // (crate directory, ceiling of public items)
     let ceilings = [
-        ("engine/src", 562),
+        ("engine/src", 564),
         ("lab/src", 82),
         ("import/src", 19),
         ("engine/endpoint/src", 8),
@@ -256,4 +258,139 @@ fn the_public_api_is_printed_and_does_not_grow() {
         ));
     }
     assert!(over.is_empty(), "the public API grew: {over:?}");
+}
+
+/// The top modules of the crate whose sources are in `src` (`name.rs` or `name/`), and for each
+/// the other top modules its non-test files name (`crate::name`, or `name::` inside a
+/// `use crate::{…}` group).
+fn module_edges(
+    src: &Path,
+) -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
+    let mut modules = std::collections::BTreeSet::new();
+    for entry in std::fs::read_dir(src).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let name = name.strip_suffix(".rs").unwrap_or(&name).to_owned();
+        if !matches!(name.as_str(), "lib" | "main" | "tests" | "fixtures" | "bin") {
+            modules.insert(name);
+        }
+    }
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    let mut edges: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> =
+        std::collections::BTreeMap::new();
+    for file in files {
+        let name = file.file_name().unwrap().to_string_lossy().into_owned();
+        if name == "tests.rs" || name == "fixtures.rs" || name.ends_with("_tests.rs") {
+            continue;
+        }
+        let rel = file.strip_prefix(src).unwrap();
+        let first = rel
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy()
+            .into_owned();
+        let from = first.strip_suffix(".rs").unwrap_or(&first).to_owned();
+        if !modules.contains(&from) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        // Unit tests at the end of a file may reach anywhere.
+        let text = text.split("#[cfg(test)]").next().unwrap_or("");
+        for module in &modules {
+            let named = text.contains(&format!("crate::{module}::"))
+                || text.contains(&format!("crate::{module};"))
+                || text
+                    .split("crate::{")
+                    .skip(1)
+                    .filter_map(|group| group.split('}').next())
+                    .any(|group| {
+                        group.split([',', ' ', '\n', '{']).any(|p| p == module)
+                            || group.contains(&format!("{module}::"))
+                    });
+            if named && module != &from {
+                edges
+                    .entry(from.clone())
+                    .or_default()
+                    .insert(module.clone());
+            }
+        }
+    }
+    edges
+}
+
+/// The import circles among `edges` (strongly connected components of two or more modules).
+fn circles(
+    edges: &std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
+) -> Vec<Vec<String>> {
+    // Reachability by depth-first search from each module: small graphs (tens of modules).
+    let reach = |from: &String| {
+        let mut seen = std::collections::BTreeSet::new();
+        let mut stack = vec![from.clone()];
+        while let Some(m) = stack.pop() {
+            for next in edges.get(&m).into_iter().flatten() {
+                if seen.insert(next.clone()) {
+                    stack.push(next.clone());
+                }
+            }
+        }
+        seen
+    };
+    let mut found: Vec<Vec<String>> = Vec::new();
+    for module in edges.keys() {
+        let from_it = reach(module);
+        let mut circle: Vec<String> = from_it
+            .iter()
+            .filter(|other| reach(other).contains(module))
+            .cloned()
+            .collect();
+        if circle.len() > 1 && !found.iter().any(|c| c.contains(module)) {
+            circle.sort();
+            found.push(circle);
+        }
+    }
+    found
+}
+
+/// No two top modules of a crate name each other, directly or around a circle: each crate's
+/// modules form layers (the count of modules and edges is printed).
+#[test]
+fn no_import_circle_between_modules() {
+    let mut found = Vec::new();
+    for member in members() {
+        let src = root().join(&member).join("src");
+        if !src.is_dir() {
+            continue;
+        }
+        let edges = module_edges(&src);
+        let count: usize = edges.values().map(|e| e.len()).sum();
+        let circles = circles(&edges);
+        println!(
+            "{member}/src: {count} edges between top modules, {} circle(s)",
+            circles.len()
+        );
+        for circle in circles {
+            found.push(format!("{member}/src: {}", circle.join(" → ")));
+        }
+    }
+    assert!(found.is_empty(), "modules that name each other: {found:?}");
+}
+
+#[test]
+fn the_circle_finder_finds_a_circle() {
+    let edge = |a: &str, b: &str| (a.to_owned(), [b.to_owned()].into_iter().collect());
+    let edges = [
+        edge("a", "b"),
+        edge("b", "c"),
+        edge("c", "a"),
+        edge("d", "a"),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(
+        circles(&edges),
+        vec![vec!["a".to_owned(), "b".to_owned(), "c".to_owned()]]
+    );
 }

@@ -15,7 +15,7 @@ use std::fmt;
 
 use memdb_formats::item::{ItemFields, Scope};
 
-use crate::recall::is_remembered_fact;
+use super::is_remembered_fact;
 
 /// One thing an agent interface may do only when the person starting it allows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -36,35 +36,11 @@ pub use learned::LearnedDecider;
 pub use model::{ModelDecider, parse_update_reply};
 pub use remember::{
     MAX_IDEMPOTENCY_KEY_BYTES, MEMORY_TAG, Message, RememberOptions, RememberReport, Remembered,
-    Skipped,
+    Skipped, is_remembered_fact,
 };
 pub use rules::{RuleDecider, RuleThresholds};
 
-/// Why a model-backed decider's answer was not used (nothing is applied).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum DeciderError {
-    /// The model server could not be reached, timed out, or did not answer a chat completion.
-    #[error(transparent)]
-    Endpoint(#[from] memdb_endpoint::EndpointError),
-    /// The answer is not the JSON its operation asks for (update: Mem0's `{"memory": [{"id",
-    /// "text", "event"}]}`; extract: `{"facts": [...]}`; generate: `{"answer", "cited"}`).
-    #[error("the answer is not {expected} ({why}): {snippet:?}")]
-    Malformed {
-        /// What the operation asked for.
-        expected: &'static str,
-        /// What is wrong.
-        why: String,
-        /// The start of the answer.
-        snippet: String,
-    },
-    /// The answer updates, deletes or keeps a memory id it was not given.
-    #[error("the answer names memory id {id:?}, which it was not given")]
-    UnknownId {
-        /// The id.
-        id: String,
-    },
-}
-
+pub use crate::error::DeciderError;
 use crate::error::Result;
 
 /// What to do with a new fact.

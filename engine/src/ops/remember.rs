@@ -45,6 +45,13 @@ use crate::store::{
 /// The tag every memory written by [`Store::remember`] carries.
 pub const MEMORY_TAG: &str = "memory";
 
+/// Whether an item is a remembered fact: a memory [`Store::remember`] wrote (a note tagged
+/// [`MEMORY_TAG`]).
+pub fn is_remembered_fact(fields: &memdb_formats::item::ItemFields) -> bool {
+    fields.source == memdb_formats::item::Source::Note
+        && fields.tags.iter().any(|t| t == MEMORY_TAG)
+}
+
 /// The longest idempotency key, in bytes.
 pub const MAX_IDEMPOTENCY_KEY_BYTES: usize = 200;
 

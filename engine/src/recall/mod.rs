@@ -168,11 +168,9 @@ impl RecallOptions {
     }
 }
 
-/// Whether an item is a remembered fact (a memory `Store::remember` wrote: a note tagged
-/// `memory`), which the fusion weighs by [`RecallOptions::memory_weights`].
-pub fn is_remembered_fact(fields: &memdb_formats::item::ItemFields) -> bool {
-    fields.source == Source::Note && fields.tags.iter().any(|t| t == crate::ops::MEMORY_TAG)
-}
+/// Whether an item is a remembered fact, which the fusion weighs by
+/// [`RecallOptions::memory_weights`] (defined with the memories `Store::remember` writes).
+pub use crate::ops::is_remembered_fact;
 
 /// How a recall runs.
 #[derive(Debug, Clone)]
