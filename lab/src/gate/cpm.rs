@@ -245,26 +245,13 @@ mod tests {
     }
 
     #[test]
-    fn a_text_is_judged_by_its_intents_cluster_and_its_own_hits() {
+    fn a_clustered_intent_is_judged_by_its_clusters_scenes() {
         use memdb::Source;
         use memdb::gate::{Gum, Scenes};
         let scenes = Scenes::from_toml(
-            r#"version = 1
-[[scene]]
-name = "health"
-words = ["doctor"]
-positive = ["a condition or treatment"]
-negative = ["figures of speech"]
-[[scene]]
-name = "travel"
-words = ["flight"]
-positive = ["a trip taken or planned"]
-[[scene]]
-name = "work"
-words = ["boss"]
-positive = ["a job"]
-negative = ["it works"]
-"#,
+            "version = 1\n[[scene]]\nname = \"health\"\nwords = [\"doctor\"]\n\
+             [[scene]]\nname = \"travel\"\nwords = [\"flight\"]\n\
+             [[scene]]\nname = \"work\"\nwords = [\"boss\"]\n",
         )
         .unwrap();
         let gum = Gum::new(scenes.clone()).unwrap();
