@@ -70,8 +70,9 @@ pub(crate) fn import_files(
     let options = ImportOptions {
         batch_items: batch_size,
         gate,
+        // The person at the command line owns the store: a re-import may replace what it holds.
+        granted: memdb::ops::access::Capabilities::of(memdb::ops::access::Capability::ALL),
         dash_is_stdin: true,
-        ..ImportOptions::default()
     };
     let mut terminal = Terminal {
         show_progress,

@@ -113,12 +113,14 @@ pub struct ImportOptions {
 }
 
 impl Default for ImportOptions {
-    /// 1,000 items per commit, no gate, every capability (the store's owner), `-` a file name.
+    /// 1,000 items per commit, no gate, no capability (an import replaces only remembered facts
+    /// unless the caller grants `delete`, as the store's owner at the command line does), `-` a
+    /// file name.
     fn default() -> Self {
         ImportOptions {
             batch_items: 1000,
             gate: None,
-            granted: Capabilities::of(Capability::ALL),
+            granted: Capabilities::NONE,
             dash_is_stdin: false,
         }
     }
@@ -990,5 +992,37 @@ mod tests {
         )
         .unwrap();
         assert_eq!((again.added, again.unchanged), (0, 1), "{again:?}");
+    }
+
+    /// The documented default grants nothing: a changed record under a stored (imported)
+    /// item's external id is skipped, naming the capability; granted `delete`, it updates.
+    #[test]
+    fn by_default_an_import_replaces_no_imported_item() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("notes.jsonl");
+        let line = |body: &str| {
+            format!(
+                "{{\"source\":\"note\",\"time\":\"2024-05-01T09:00:00Z\",\"external_id\":\"n1\",\"body\":\"{body}\"}}\n"
+            )
+        };
+        let store = Store::create(dir.path().join("store"), memdb::Options::default()).unwrap();
+        let import = |body: &str, granted: Capabilities| {
+            std::fs::write(&file, line(body)).unwrap();
+            let options = ImportOptions {
+                granted,
+                ..ImportOptions::default()
+            };
+            let paths = std::slice::from_ref(&file);
+            import_files(&store, Format::Jsonl, paths, options, &mut ()).unwrap()
+        };
+        let default = ImportOptions::default().granted;
+        let first = import("Booked the hotel", default);
+        assert_eq!(first.added, 1, "{first:?}");
+        let refused = import("Cancelled the hotel", default);
+        assert_eq!(refused.updated, 0, "{refused:?}");
+        assert_eq!(refused.skipped.len(), 1, "{refused:?}");
+        assert!(refused.skipped[0].contains("delete"), "{refused:?}");
+        let updated = import("Cancelled the hotel", Capabilities::of(Capability::ALL));
+        assert_eq!(updated.updated, 1, "{updated:?}");
     }
 }

@@ -46,8 +46,11 @@ class ImportSummary(TypedDict):
     added: int
     updated: int
     unchanged: int
+    restored: int
     skipped: List[str]
     warnings: List[str]
+    gate_dropped: List[str]
+    gate_tagged: int
     derived: Optional[Dict[str, Any]]
 
 @dataclass(frozen=True)
