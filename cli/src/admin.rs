@@ -62,7 +62,7 @@ pub(crate) fn rekey(args: RekeyArgs, out: &Out) -> Result<ExitCode> {
     let old = options.secret.clone().ok_or_else(|| {
         CliError::store(
             &dir,
-            memdb::Error::Key {
+            memdb::StoreError::Key {
                 path: dir.clone(),
                 source: memdb::crypto::CryptoError::Unsupported(
                     "the store is not encrypted: there is no key to change".into(),
@@ -112,7 +112,7 @@ pub(crate) fn ls(args: LsArgs, out: &Out) -> Result<ExitCode> {
         ..window.parse()?
     };
     // A damaged record costs its item's line, not the listing: it is named on stderr.
-    let (items, unreadable) = store.snapshot().and_then(|s| s.scan_readable(&filter))?;
+    let (items, unreadable) = store.snapshot()?.scan_readable(&filter)?;
     let skipped = memdb::Skipped {
         items: unreadable,
         vector_blocks: Vec::new(),

@@ -284,7 +284,7 @@ pub(crate) fn similar_command(args: SimilarArgs, out: &Out) -> Result<ExitCode> 
     let mut scope = memdb::VectorScope::all();
     if !filter.time.is_all() {
         // Exactly the items the window holds (local days need each item's offset).
-        let ids = store.snapshot().and_then(|s| s.scan_ids(&filter))?;
+        let ids = store.snapshot()?.scan_ids(&filter)?;
         scope = scope.with_keys(ids.into_iter().collect());
     }
     if let Some(source) = filter.source {

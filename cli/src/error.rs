@@ -202,10 +202,10 @@ impl CliError {
     }
 
     /// A store that did not open at `dir`.
-    pub(crate) fn store(dir: impl Into<PathBuf>, source: memdb::Error) -> Self {
+    pub(crate) fn store(dir: impl Into<PathBuf>, source: impl Into<memdb::Error>) -> Self {
         CliError::Store {
             dir: dir.into(),
-            source,
+            source: source.into(),
         }
     }
 }
@@ -213,10 +213,12 @@ impl CliError {
 /// An engine error in words; damage adds what `check` and `repair` do about it.
 fn engine_message(e: &memdb::Error) -> String {
     let damaged = matches!(
-        e,
-        memdb::Error::Corruption { .. }
-            | memdb::Error::SegmentUnavailable { .. }
-            | memdb::Error::CatalogDamaged { .. }
+        e.store(),
+        Some(
+            memdb::StoreError::Corruption { .. }
+                | memdb::StoreError::SegmentUnavailable { .. }
+                | memdb::StoreError::CatalogDamaged { .. }
+        )
     );
     if damaged {
         format!(
@@ -224,6 +226,13 @@ fn engine_message(e: &memdb::Error) -> String {
         )
     } else {
         e.to_string()
+    }
+}
+
+/// The store's errors are the engine's (with its advice).
+impl From<memdb::StoreError> for CliError {
+    fn from(e: memdb::StoreError) -> Self {
+        CliError::Engine(e.into())
     }
 }
 

@@ -110,7 +110,9 @@ pub(crate) fn command(args: ImportArgs, out: &Out) -> Result<ExitCode> {
         }
     })
     .map_err(|e| match e {
-        memdb::Error::NoStore { .. } => CliError::NoStore { dir: dir.clone() },
+        memdb::Error::Store(memdb::StoreError::NoStore { .. }) => {
+            CliError::NoStore { dir: dir.clone() }
+        }
         other => CliError::store(&dir, other),
     })?;
     let extras = gate::GateExtras {

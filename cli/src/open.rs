@@ -49,7 +49,9 @@ pub(crate) fn waiting_for_lock<T>(
     let mut said = false;
     loop {
         match open() {
-            Err(memdb::Error::Locked { .. }) if start.elapsed() < wait => {
+            Err(memdb::Error::Store(memdb::StoreError::Locked { .. }))
+                if start.elapsed() < wait =>
+            {
                 if !said && start.elapsed() >= std::time::Duration::from_secs(1) {
                     eprintln!(
                         "memdb: {} is being written by another process; waiting up to {:.0} s \

@@ -20,14 +20,15 @@
 //!   photo meanwhile is kept. The amendment makes the item's vector, graph paths and page
 //!   stale, so the derived stages that follow pick the caption up.
 
+use crate::handle::Store;
 use std::sync::Arc;
 
 use memdb_formats::caption::{CaptionFields, CaptionReplyError};
 use memdb_formats::item::{CaptionProvenance, ItemFields, Source};
 
 use crate::error::Result;
-use crate::store::{ScanFilter, Store};
 use memdb_endpoint::EndpointError;
+use memdb_store::ScanFilter;
 
 /// Photos captioned per commit.
 pub(crate) const CAPTION_WINDOW: usize = 8;

@@ -19,6 +19,8 @@
 //! store's encoder); an ingest without one commits the items (with their places) and leaves
 //! vectors, graph and pages to a later call.
 
+use crate::error::StoreError;
+use crate::handle::{Snapshot, Store};
 use std::sync::Arc;
 
 use memdb_formats::item::ItemDraft;
@@ -27,7 +29,7 @@ use crate::caption::{CaptionReport, Captioner};
 use crate::error::{Error, Result};
 use crate::graph::{Embedder, GraphOptions, GraphReport};
 use crate::place::{PlaceOptions, PlaceReport, fill_place};
-use crate::store::{BlobKind, ITEM_VECTORS, PutStatus, Snapshot, Store, check_put};
+use memdb_store::{BlobKind, ITEM_VECTORS, PutStatus, check_put};
 
 /// Items encoded and committed together by [`Store::embed_missing`].
 const EMBED_WINDOW: usize = 256;
@@ -357,9 +359,9 @@ impl Store {
         let mut batch = self.batch();
         let mut dropped = 0;
         for source in crate::recall::changed_sources(from, to) {
-            let filter = crate::store::ScanFilter {
+            let filter = memdb_store::ScanFilter {
                 source: Some(source),
-                ..crate::store::ScanFilter::default()
+                ..memdb_store::ScanFilter::default()
             };
             for item in snapshot.scan(&filter)? {
                 if with_vector.contains(item.id) {
@@ -507,7 +509,7 @@ impl Ingest<'_> {
         // Who each put of the batch is, for the report.
         let mut puts: Vec<(String, Option<String>)> = Vec::with_capacity(self.pending.len());
         // Read once per commit, and only when the gate finds an item not memorable.
-        let mut snapshot: Option<crate::store::Snapshot> = None;
+        let mut snapshot: Option<Snapshot> = None;
         for mut item in std::mem::take(&mut self.pending) {
             if let Some(places) = &self.options.places
                 && fill_place(&mut item.draft.fields, places)
@@ -560,7 +562,7 @@ impl Ingest<'_> {
                 self.report.rejected.push(Rejected {
                     origin: item.origin,
                     external_id: item.draft.fields.external_id,
-                    reason: invalid_reason(e),
+                    reason: invalid_reason(crate::Error::from(e)),
                 });
                 continue;
             }
@@ -589,7 +591,7 @@ impl Ingest<'_> {
             // An item `check_put` passed and staging still refused (a record too long to
             // frame): nothing of this batch landed, and every item of it is reported so, the
             // refused one with its reason.
-            Err(Error::InvalidItem { index, reason }) => {
+            Err(StoreError::InvalidItem { index, reason }) => {
                 let culprit = puts
                     .get(index)
                     .map_or_else(|| format!("#{index}"), |(origin, _)| origin.clone());
@@ -606,7 +608,7 @@ impl Ingest<'_> {
                     });
                 }
             }
-            Err(e) => return Err(e),
+            Err(e) => return Err(crate::Error::from(e)),
         }
         self.snapshot = self.store.snapshot()?;
         Ok(())
@@ -665,7 +667,7 @@ impl Ingest<'_> {
 /// The reason an item was refused, without the batch position `InvalidItem` carries.
 fn invalid_reason(e: Error) -> String {
     match e {
-        Error::InvalidItem { reason, .. } => reason,
+        Error::Store(StoreError::InvalidItem { reason, .. }) => reason,
         other => other.to_string(),
     }
 }

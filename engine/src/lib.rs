@@ -23,7 +23,6 @@
 #![cfg_attr(not(feature = "render"), allow(dead_code, unused_imports))]
 
 mod caption;
-pub mod crypto;
 mod error;
 #[cfg(test)]
 mod fixtures;
@@ -31,6 +30,7 @@ mod fixtures;
 pub mod forget;
 pub mod gate;
 pub mod graph;
+mod handle;
 mod ingest;
 mod open;
 pub mod ops;
@@ -38,17 +38,16 @@ mod place;
 pub mod recall;
 #[cfg(feature = "render")]
 pub mod scrapbook;
-mod store;
 mod text;
-mod time;
 
 pub use caption::{CaptionError, CaptionFailure, CaptionReport, Captioner, apply_caption};
 #[cfg(feature = "llm")]
 pub use caption::{VisionCaptioner, VisionOptions};
-pub use error::{EmbedError, Error, Result};
+pub use error::{EmbedError, Error, Result, StoreError};
 #[cfg(feature = "llm")]
 pub use graph::LlmExtractor;
 pub use graph::{Embedder, GraphOptions, GraphReport, NodeExtractor, RuleExtractor};
+pub use handle::{Snapshot, Store};
 pub use ingest::{
     EmbedReport, Ingest, IngestItem, IngestOptions, IngestReport, IngestStage, PageStage, Rejected,
 };
@@ -58,6 +57,21 @@ pub use memdb_formats::item::{
     Camera, CaptionProvenance, EventTime, GeoPoint, ItemDraft, ItemFields, ItemRecord as Item,
     Location, Orientation, PlaceName, Scope, Source,
 };
+pub use memdb_store::crypto;
+pub use memdb_store::io::{OpenMode, OsIo, StorageIo};
+pub use memdb_store::{
+    AppliedOp, DEFAULT_RETENTION_DAYS, MemoryHistory, MemoryOp, MemoryOpKind, MemoryOpRow,
+    MemoryVersion, OpNote, TimeTravel, Validity, close_superseded,
+};
+pub use memdb_store::{
+    Blob, BlobInfo, BlobKind, BlobRewrite, CatalogShrink, CatalogTableStats, CheckReport,
+    CommitReceipt, CompactOptions, CompactReport, CompactionHook, Damage, DroppedBlob,
+    ITEM_VECTORS, ItemRewrite, ItemVersion, KeepEverything, LostItem, Options, Problem, PutOutcome,
+    PutStatus, RebuildReport, RepairPhase, RepairReport, Repaired, SalvagedSegment, ScanFilter,
+    SegmentStats, Skipped, Stats, StoredVectors, VectorHit, VectorScope, Victims, WriteBatch,
+    salvage_segment,
+};
+pub use memdb_store::{TimeBound, TimeError, TimeWindow};
 pub use place::{DEFAULT_PLACE_CAP_KM, PlaceOptions, PlaceReport, fill_place, place_of};
 pub use recall::{
     Explanation, FEATURES, Features, FusionWeights, ItemTextStyle, QuestionForm, RERANK_DEPTH,
@@ -65,29 +79,15 @@ pub use recall::{
     item_text_in,
 };
 pub use roaring::RoaringTreemap;
-pub use store::io::{OpenMode, OsIo, StorageIo};
-pub use store::{
-    AppliedOp, DEFAULT_RETENTION_DAYS, MemoryHistory, MemoryOp, MemoryOpKind, MemoryOpRow,
-    MemoryVersion, OpNote, TimeTravel, Validity, close_superseded,
-};
-pub use store::{
-    Blob, BlobInfo, BlobKind, BlobRewrite, CatalogShrink, CatalogTableStats, CheckReport,
-    CommitReceipt, CompactOptions, CompactReport, CompactionHook, Damage, DroppedBlob,
-    ITEM_VECTORS, ItemRewrite, ItemVersion, KeepEverything, LostItem, Options, Problem, PutOutcome,
-    PutStatus, RebuildReport, RepairPhase, RepairReport, Repaired, SalvagedSegment, ScanFilter,
-    SegmentStats, Skipped, Snapshot, Stats, Store, StoredVectors, VectorHit, VectorScope, Victims,
-    WriteBatch, salvage_segment,
-};
-pub use time::{TimeBound, TimeError, TimeWindow};
 /// Fault injection for reliability tests (feature `fault-injection`): a recording, failing
 /// [`StorageIo`], crash images built from its trace, and the fsync-ordering audit.
 #[cfg(feature = "fault-injection")]
 pub mod fault {
-    pub use crate::store::fault::{
+    pub use memdb_store::fault::{
         CrashImage, DiskModel, FaultFs, FaultKind, Injection, Op, RandomFaults, Violation, audit,
         catalog_segments, sealed_segment_problems,
     };
-    pub use crate::store::segment_plaintext;
+    pub use memdb_store::segment_plaintext;
 }
 /// The vector indexes (crate `memdb-vectors`): what an application needs to build and search
 /// one outside a store. Tuning constants, routes, traversal codes and block views live in

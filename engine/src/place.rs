@@ -22,10 +22,11 @@
 //! named after its place ("Paris, Île-de-France, France"); an item without a position is not
 //! touched.
 
+use crate::handle::Store;
 use memdb_formats::item::{ItemFields, PlaceName};
 
 use crate::error::Result;
-use crate::store::{ScanFilter, Store};
+use memdb_store::ScanFilter;
 
 /// Default [`PlaceOptions::max_km`].
 pub const DEFAULT_PLACE_CAP_KM: f64 = 50.0;
@@ -119,7 +120,7 @@ pub fn fill_place(fields: &mut ItemFields, options: &PlaceOptions) -> bool {
 /// original gets the place its GPS is in, as an import would have given it.
 pub(crate) struct PlaceFields;
 
-impl crate::store::derived::DerivedData for PlaceFields {
+impl memdb_store::derived::DerivedData for PlaceFields {
     fn complete_stand_in(&self, fields: &mut ItemFields) {
         fill_place(fields, &PlaceOptions::default());
     }

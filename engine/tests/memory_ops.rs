@@ -270,7 +270,7 @@ fn run(steps: Vec<Step>) -> Result<(), TestCaseError> {
                             note: note("none"),
                         }])
                         .unwrap_err();
-                    let refused = matches!(err, memdb::Error::NoMemory { id: 999, .. });
+                    let refused = matches!(err, memdb::StoreError::NoMemory { id: 999, .. });
                     prop_assert!(refused, "{}", err);
                     continue;
                 };
@@ -308,11 +308,12 @@ fn run(steps: Vec<Step>) -> Result<(), TestCaseError> {
                     }
                     // A current memory is refused; a purged one has nothing to restore.
                     Some(_) => {
-                        let refused = matches!(restored, Err(memdb::Error::InvalidItem { .. }));
+                        let refused =
+                            matches!(restored, Err(memdb::StoreError::InvalidItem { .. }));
                         prop_assert!(refused, "{:?}", restored);
                     }
                     None => {
-                        let refused = matches!(restored, Err(memdb::Error::NoMemory { .. }));
+                        let refused = matches!(restored, Err(memdb::StoreError::NoMemory { .. }));
                         prop_assert!(refused, "{:?}", restored);
                     }
                 }

@@ -52,6 +52,12 @@ pub enum Error {
     Engine(#[from] memdb::Error),
 }
 
+impl From<memdb::StoreError> for Error {
+    fn from(error: memdb::StoreError) -> Error {
+        Error::Engine(error.into())
+    }
+}
+
 /// The importer's result.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 

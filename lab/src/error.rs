@@ -17,3 +17,9 @@ pub enum Error {
 
 /// The lab's result.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl From<memdb::StoreError> for Error {
+    fn from(error: memdb::StoreError) -> Error {
+        Error::Engine(error.into())
+    }
+}

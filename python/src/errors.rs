@@ -143,45 +143,95 @@ fn errors_module(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
         .map(|m| m.bind(py))
 }
 
-/// The engine variant's name, the `kind` attribute of every exception made from it.
+/// The store variant's name, the `kind` attribute of every exception made from it.
+fn store_kind_of(e: &memdb::StoreError) -> &'static str {
+    use memdb::StoreError as S;
+    match e {
+        S::Locked { .. } => "Locked",
+        S::ReadOnly { .. } => "ReadOnly",
+        S::AlreadyExists { .. } => "AlreadyExists",
+        S::NoStore { .. } => "NoStore",
+        S::Encrypted { .. } => "Encrypted",
+        S::Key { .. } => "Key",
+        S::UnsupportedVersion { .. } => "UnsupportedVersion",
+        S::Io { .. } => "Io",
+        S::Catalog { .. } => "Catalog",
+        S::CatalogDamaged { .. } => "CatalogDamaged",
+        S::Corruption { .. } => "Corruption",
+        S::SegmentUnavailable { .. } => "SegmentUnavailable",
+        S::BadRow { .. } => "BadRow",
+        S::ThreadFailed(_) => "ThreadFailed",
+        S::ReaderOutpaced { .. } => "ReaderOutpaced",
+        S::Overflow { .. } => "Overflow",
+        S::Inconsistent(_) => "Inconsistent",
+        S::NoMemory { .. } => "NoMemory",
+        S::InvalidItem { .. } => "InvalidItem",
+        S::WriterPoisoned(_) => "WriterPoisoned",
+        S::ModelMismatch { .. } => "ModelMismatch",
+        S::InUse(_) => "InUse",
+        S::Hook(_) => "Hook",
+        S::InvalidVector { .. } => "InvalidVector",
+        S::VectorBlock { .. } => "VectorBlock",
+        _ => "Other",
+    }
+}
+
+/// The engine variant's name (the store's own, for a store error), the `kind` attribute of
+/// every exception made from it.
 fn kind_of(e: &memdb::Error) -> &'static str {
     use memdb::Error as E;
     match e {
-        E::Locked { .. } => "Locked",
-        E::ReadOnly { .. } => "ReadOnly",
-        E::AlreadyExists { .. } => "AlreadyExists",
-        E::NoStore { .. } => "NoStore",
-        E::Encrypted { .. } => "Encrypted",
-        E::Key { .. } => "Key",
-        E::UnsupportedVersion { .. } => "UnsupportedVersion",
-        E::Io { .. } => "Io",
-        E::Catalog { .. } => "Catalog",
-        E::CatalogDamaged { .. } => "CatalogDamaged",
-        E::Corruption { .. } => "Corruption",
-        E::SegmentUnavailable { .. } => "SegmentUnavailable",
-        E::BadRow { .. } => "BadRow",
+        E::Store(s) => store_kind_of(s),
         E::Image { .. } => "Image",
-        E::ThreadFailed(_) => "ThreadFailed",
-        E::ReaderOutpaced { .. } => "ReaderOutpaced",
-        E::Overflow { .. } => "Overflow",
-        E::Inconsistent(_) => "Inconsistent",
         E::Policy(_) => "Policy",
-        E::NoMemory { .. } => "NoMemory",
         E::NoLexicon { .. } => "NoLexicon",
-        E::InvalidItem { .. } => "InvalidItem",
-        E::WriterPoisoned(_) => "WriterPoisoned",
-        E::ModelMismatch { .. } => "ModelMismatch",
         E::Embed(_) => "Embed",
         E::Extractor(_) => "Extractor",
         E::Decider(_) => "Decider",
         E::Geo(_) => "Geo",
-        E::InUse(_) => "InUse",
         E::OriginalsNeedConsent { .. } => "OriginalsNeedConsent",
         E::StalePlan { .. } => "StalePlan",
-        E::Hook(_) => "Hook",
-        E::InvalidVector { .. } => "InvalidVector",
-        E::VectorBlock { .. } => "VectorBlock",
         _ => "Other",
+    }
+}
+
+/// The exception of a store error, before its `kind`.
+fn store_raise(e: &memdb::StoreError, message: String) -> Raise {
+    use memdb::StoreError as S;
+    match e {
+        S::Locked { path } => Raise::new("LockedError", message).with_path(path),
+        S::ReadOnly { path } => Raise::new("ReadOnlyError", message).with_path(path),
+        S::AlreadyExists { path } => Raise::new("AlreadyExistsError", message).with_path(path),
+        S::NoStore { path } => Raise::new("NoStoreError", message).with_path(path),
+        S::Encrypted { path } | S::Key { path, .. } => {
+            Raise::new("EncryptionError", message).with_path(path)
+        }
+        S::UnsupportedVersion { found, supported } => {
+            Raise::new("UnsupportedVersionError", message)
+                .with("found", Attr::Int(*found))
+                .with("supported", Attr::Int(*supported))
+        }
+        S::Io { path, .. } => Raise::new("StorageError", message).with_path(path),
+        S::Catalog { .. } => Raise::new("StorageError", message),
+        S::CatalogDamaged { .. } => Raise::new("CatalogDamagedError", message),
+        S::Corruption {
+            segment,
+            page,
+            offset,
+            ..
+        } => Raise::new("CorruptionError", message)
+            .with("segment", Attr::Int(*segment))
+            .with("page", Attr::Int(*page))
+            .with("offset", Attr::Int(*offset)),
+        S::SegmentUnavailable { segment, .. } => {
+            Raise::new("CorruptionError", message).with("segment", Attr::Int(*segment))
+        }
+        S::BadRow { .. } | S::VectorBlock { .. } => Raise::new("CorruptionError", message),
+        S::NoMemory { id, .. } => Raise::not_found(message).with("id", Attr::Int(*id)),
+        S::InvalidItem { .. } | S::InvalidVector { .. } => Raise::new("InvalidItemError", message),
+        S::ModelMismatch { .. } => Raise::model(message),
+        S::ReaderOutpaced { .. } | S::InUse(_) => Raise::new("ConflictError", message),
+        _ => Raise::new("MemdbError", message),
     }
 }
 
@@ -191,52 +241,23 @@ impl From<memdb::Error> for Raise {
         let kind = kind_of(&e);
         let message = e.to_string();
         let raise = match &e {
-            E::Locked { path } => Raise::new("LockedError", message).with_path(path),
-            E::ReadOnly { path } => Raise::new("ReadOnlyError", message).with_path(path),
-            E::AlreadyExists { path } => Raise::new("AlreadyExistsError", message).with_path(path),
-            E::NoStore { path } => Raise::new("NoStoreError", message).with_path(path),
-            E::Encrypted { path } | E::Key { path, .. } => {
-                Raise::new("EncryptionError", message).with_path(path)
-            }
-            E::UnsupportedVersion { found, supported } => {
-                Raise::new("UnsupportedVersionError", message)
-                    .with("found", Attr::Int(*found))
-                    .with("supported", Attr::Int(*supported))
-            }
-            E::Io { path, .. } => Raise::new("StorageError", message).with_path(path),
-            E::Catalog { .. } => Raise::new("StorageError", message),
-            E::CatalogDamaged { .. } => Raise::new("CatalogDamagedError", message),
-            E::Corruption {
-                segment,
-                page,
-                offset,
-                ..
-            } => Raise::new("CorruptionError", message)
-                .with("segment", Attr::Int(*segment))
-                .with("page", Attr::Int(*page))
-                .with("offset", Attr::Int(*offset)),
-            E::SegmentUnavailable { segment, .. } => {
-                Raise::new("CorruptionError", message).with("segment", Attr::Int(*segment))
-            }
-            E::BadRow { .. } | E::VectorBlock { .. } => Raise::new("CorruptionError", message),
+            E::Store(s) => store_raise(s, message),
             E::Policy(_) => Raise::new("PolicyError", message),
-            E::NoMemory { id, .. } => Raise::not_found(message).with("id", Attr::Int(*id)),
             E::NoLexicon { .. } => Raise::not_found(message),
-            E::InvalidItem { .. } | E::InvalidVector { .. } => {
-                Raise::new("InvalidItemError", message)
-            }
-            E::ModelMismatch { .. } | E::Embed(_) | E::Extractor(_) | E::Decider(_) => {
-                Raise::model(message)
-            }
+            E::Embed(_) | E::Extractor(_) | E::Decider(_) => Raise::model(message),
             E::OriginalsNeedConsent { count, bytes, .. } => Raise::new("ConsentError", message)
                 .with("count", Attr::Int(*count))
                 .with("bytes", Attr::Int(*bytes)),
-            E::ReaderOutpaced { .. } | E::StalePlan { .. } | E::InUse(_) => {
-                Raise::new("ConflictError", message)
-            }
+            E::StalePlan { .. } => Raise::new("ConflictError", message),
             _ => Raise::new("MemdbError", message),
         };
         raise.with("kind", Attr::Str(kind.to_owned()))
+    }
+}
+
+impl From<memdb::StoreError> for Raise {
+    fn from(e: memdb::StoreError) -> Raise {
+        Raise::from(memdb::Error::from(e))
     }
 }
 

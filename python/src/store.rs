@@ -458,7 +458,7 @@ impl PyStore {
                 if let Some(passphrase) = &passphrase {
                     let secret =
                         memdb::crypto::Secret::passphrase(passphrase).map_err(|source| {
-                            memdb::Error::Key {
+                            memdb::StoreError::Key {
                                 path: path.clone(),
                                 source,
                             }
@@ -679,7 +679,7 @@ impl PyStore {
                 && !forget.dry_run
                 && open.store.is_read_only()
             {
-                return Err(memdb::Error::ReadOnly {
+                return Err(memdb::StoreError::ReadOnly {
                     path: open.store.path().to_path_buf(),
                 }
                 .into());
@@ -918,7 +918,7 @@ impl PyStore {
             // Forgetting frees catalog pages; give them back (as `memdb forget` does).
             report.store_bytes_after = self.run_mut(py, |open| {
                 match open.store.shrink_catalog() {
-                    Ok(_) | Err(memdb::Error::InUse(_)) => {}
+                    Ok(_) | Err(memdb::StoreError::InUse(_)) => {}
                     Err(e) => return Err(e.into()),
                 }
                 Ok(open.store.stats()?.total_bytes())
@@ -943,7 +943,7 @@ impl PyStore {
             let compacted = open.store.compact(&options, &mut KeepEverything)?;
             let shrink = match open.store.shrink_catalog() {
                 Ok(shrink) => Some(shrink),
-                Err(memdb::Error::InUse(_)) => None,
+                Err(memdb::StoreError::InUse(_)) => None,
                 Err(e) => return Err(e.into()),
             };
             Ok(report::compact_json(&compacted, &rebuilt, shrink.as_ref()))

@@ -106,6 +106,9 @@ pub enum QueryError {
 }
 
 /// Attaches the statement to an engine error.
-pub(crate) fn engine(statement: String) -> impl FnOnce(memdb::Error) -> QueryError {
-    move |source| QueryError::Engine { statement, source }
+pub(crate) fn engine<E: Into<memdb::Error>>(statement: String) -> impl FnOnce(E) -> QueryError {
+    move |source| QueryError::Engine {
+        statement,
+        source: source.into(),
+    }
 }

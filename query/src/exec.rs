@@ -304,7 +304,7 @@ fn selectivity(filter: &Filter) -> f64 {
 }
 
 impl Run<'_> {
-    fn err(&self) -> impl FnOnce(memdb::Error) -> QueryError + use<> {
+    fn err<E: Into<memdb::Error>>(&self) -> impl FnOnce(E) -> QueryError + use<E> {
         engine(self.statement.clone())
     }
 

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use memdb::{Error, Options, Store};
+use memdb::{Options, Store, StoreError as Error};
 use memdb_it::{Rng, crash_batch_len, crash_external_id, crash_item};
 
 fn options() -> Options {

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use memdb::crypto::{CryptoError, KdfCost, Secret};
 use memdb::forget::{ForgetOptions, Policy};
 use memdb::scrapbook::PageOptions;
-use memdb::{BlobKind, Error, EventTime, ItemDraft, ItemFields, Options, Source, Store};
+use memdb::{BlobKind, EventTime, ItemDraft, ItemFields, Options, Source, Store, StoreError};
 use memdb_it::{files_under, shared_data};
 
 /// Argon2id at its floor: the tests are about the format, not the KDF's cost.
@@ -284,15 +284,15 @@ fn a_wrong_or_missing_key_is_refused_before_anything_is_written() {
     small_store(&path);
     let before = snapshot_files(&path);
     match Store::open(&path, options("not the passphrase")) {
-        Err(Error::Key {
+        Err(memdb::Error::Store(StoreError::Key {
             source: CryptoError::WrongKey,
             ..
-        }) => {}
+        })) => {}
         other => panic!("wrong passphrase: {other:?}"),
     }
     assert!(matches!(
         Store::open(&path, Options::default()),
-        Err(Error::Encrypted { .. })
+        Err(memdb::Error::Store(StoreError::Encrypted { .. }))
     ));
     let key_file = Options {
         secret: Some(Arc::new(Secret::key_file(&[1; 32]).unwrap())),
@@ -300,17 +300,17 @@ fn a_wrong_or_missing_key_is_refused_before_anything_is_written() {
     };
     assert!(matches!(
         Store::open(&path, key_file),
-        Err(Error::Key {
+        Err(memdb::Error::Store(StoreError::Key {
             source: CryptoError::WrongSecretKind { .. },
             ..
-        })
+        }))
     ));
     assert!(matches!(
         Store::open_read_only(&path, options("nope")),
-        Err(Error::Key {
+        Err(memdb::Error::Store(StoreError::Key {
             source: CryptoError::WrongKey,
             ..
-        })
+        }))
     ));
     assert_eq!(
         snapshot_files(&path),
@@ -340,10 +340,10 @@ fn a_wrong_or_missing_key_is_refused_before_anything_is_written() {
     ] {
         std::fs::write(&key, &bytes).unwrap();
         match Store::open(&path, options("pw")) {
-            Err(Error::Key {
+            Err(memdb::Error::Store(StoreError::Key {
                 source: CryptoError::Header(e),
                 ..
-            }) => assert!(e.to_string().contains("key header"), "{what}: {e}"),
+            })) => assert!(e.to_string().contains("key header"), "{what}: {e}"),
             other => panic!("{what}: {other:?}"),
         }
     }
@@ -378,7 +378,7 @@ fn pages_swapped_between_segments_or_moved_are_errors_naming_the_file_and_page()
     for ext in &ids {
         match snap.get_by_external_id(ext) {
             Ok(Some(item)) => assert!(item.fields.body.unwrap().contains("words of a note")),
-            Err(Error::Corruption { .. }) => refused += 1,
+            Err(memdb::StoreError::Corruption { .. }) => refused += 1,
             other => panic!("{ext}: {other:?}"),
         }
     }
@@ -428,9 +428,11 @@ fn every_flipped_bit_of_a_segment_is_caught_by_its_tag() {
         let found = match Store::open(&path, options("pw")) {
             Ok(store) => !store.check().unwrap().is_clean(),
             // The header page is checked at open: a typed error, not a panic.
-            Err(Error::Corruption { .. } | Error::SegmentUnavailable { .. } | Error::Io { .. }) => {
-                true
-            }
+            Err(memdb::Error::Store(
+                StoreError::Corruption { .. }
+                | StoreError::SegmentUnavailable { .. }
+                | StoreError::Io { .. },
+            )) => true,
             Err(e) => panic!("bit {bit}: {e}"),
         };
         assert!(found, "bit {bit} of {} went unnoticed", seg.display());
@@ -465,10 +467,10 @@ fn rekeying_changes_only_the_key_file_and_the_old_passphrase_stops_working() {
     }
     assert!(matches!(
         Store::open(&path, options("pw")),
-        Err(Error::Key {
+        Err(memdb::Error::Store(StoreError::Key {
             source: CryptoError::WrongKey,
             ..
-        })
+        }))
     ));
     let store = Store::open(&path, options("a new passphrase")).unwrap();
     let snap = store.snapshot().unwrap();

@@ -373,7 +373,11 @@ fn a_failing_disk_mid_forget_leaves_the_old_pages_serving() {
                 Err(e) => {
                     assert!(fired, "{context}: failed with no fault: {e}");
                     assert!(
-                        e.to_string().contains('/') || matches!(e, memdb::Error::WriterPoisoned(_)),
+                        e.to_string().contains('/')
+                            || matches!(
+                                e,
+                                memdb::Error::Store(memdb::StoreError::WriterPoisoned(_))
+                            ),
                         "{context}: the error does not name its file: {e}"
                     );
                     failed += 1;

@@ -118,7 +118,8 @@ fn reopen_and_check(dir: &Path, encrypted: bool, context: &str) -> State {
 /// An error must say what failed and where.
 fn assert_typed(e: &Error, context: &str) {
     let text = e.to_string();
-    let names_a_file = text.contains('/') || matches!(e, Error::WriterPoisoned(_));
+    let names_a_file =
+        text.contains('/') || matches!(e.store(), Some(memdb::StoreError::WriterPoisoned(_)));
     assert!(
         names_a_file,
         "{context}: the error does not name its file: {text} ({e:?})"

@@ -9,7 +9,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use memdb::{Error, Options, Store};
+use memdb::{Options, Store};
 
 #[test]
 fn a_second_writer_is_refused_at_once_and_a_killed_holder_leaves_no_stale_lock() {
@@ -33,7 +33,10 @@ fn a_second_writer_is_refused_at_once_and_a_killed_holder_leaves_no_stale_lock()
             let result = Store::open(&path, Options::default());
             slowest = slowest.max(started.elapsed());
             assert!(
-                matches!(result, Err(Error::Locked { .. })),
+                matches!(
+                    result,
+                    Err(memdb::Error::Store(memdb::StoreError::Locked { .. }))
+                ),
                 "round {round}: {result:?}"
             );
         }
@@ -113,11 +116,14 @@ fn read_only_opens_follow_a_running_writer_in_another_process() {
     let mut reader = Store::open_read_only(&store_dir, Options::default()).unwrap();
     assert!(matches!(
         reader.batch().commit(),
-        Ok(_) | Err(Error::ReadOnly { .. })
+        Ok(_) | Err(memdb::StoreError::ReadOnly { .. })
     ));
     let mut refused = reader.batch();
     refused.delete(1);
-    assert!(matches!(refused.commit(), Err(Error::ReadOnly { .. })));
+    assert!(matches!(
+        refused.commit(),
+        Err(memdb::StoreError::ReadOnly { .. })
+    ));
 
     let deadline = Instant::now() + Duration::from_secs(seconds);
     let (mut snapshots, mut reopens, mut items_verified) = (0u64, 0u64, 0u64);

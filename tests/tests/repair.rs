@@ -373,7 +373,7 @@ fn a_catalog_with_damaged_pages_is_rebuilt_keeping_every_readable_item() {
                     // `repair` says the catalog is beyond it: the store must be rebuilt.
                     assert!(matches!(
                         store.repair(&mut |_, _| {}),
-                        Err(memdb::Error::CatalogDamaged { .. })
+                        Err(memdb::StoreError::CatalogDamaged { .. })
                     ));
                     break 'pages;
                 }

@@ -25,6 +25,7 @@
 mod plan;
 mod policy;
 
+use crate::handle::Store;
 use std::collections::{BTreeSet, HashMap};
 
 use redb::ReadableTable;
@@ -34,13 +35,14 @@ use plan::PlannedWrites;
 pub use plan::{ForgetPlan, PageStep, PlannedPage};
 pub use policy::{BUILTIN_POLICIES, Policy, StageRule};
 
-use crate::error::{CatalogResult, Error, Result};
+use crate::error::{Error, Result};
 use crate::scrapbook::PageOptions;
-use crate::store::catalog::PAGES;
-use crate::store::compact::{BlobRewrite, CompactOptions, CompactionHook, Victims};
-use crate::store::pages::{PageRow, replace_page_row};
-use crate::store::vector_space::changes as vector_space_changes;
-use crate::store::{BlobInfo, BlobKind, ITEM_VECTORS, Store};
+use memdb_store::CatalogResult;
+use memdb_store::catalog::PAGES;
+use memdb_store::compact::{BlobRewrite, CompactOptions, CompactionHook, Victims};
+use memdb_store::pages::{PageRow, replace_page_row};
+use memdb_store::vector_space::changes as vector_space_changes;
+use memdb_store::{BlobInfo, BlobKind, ITEM_VECTORS};
 
 /// Whether text drawn at `px` (scale 1.0) can still be read at `scale` and `quality`.
 pub fn legible(px: u8, scale: f32, quality: u8) -> bool {
@@ -129,7 +131,7 @@ struct ForgetHook {
 }
 
 impl CompactionHook for ForgetHook {
-    fn rewrite_blob(&mut self, info: &BlobInfo, _bytes: &[u8]) -> Result<BlobRewrite> {
+    fn rewrite_blob(&mut self, info: &BlobInfo, _bytes: &[u8]) -> memdb_store::Result<BlobRewrite> {
         if let Some(bytes) = self.replace.remove(&info.id) {
             return Ok(BlobRewrite::Replace(bytes));
         }
@@ -257,7 +259,7 @@ impl Store {
                 for (day, _, new) in &rows {
                     replace_page_row(txn, day, Some(new))?;
                 }
-                let now = crate::store::now_ms();
+                let now = memdb_store::now_ms();
                 for (drop, why) in &dropped {
                     tables.record_dropped_blob(
                         drop.item,

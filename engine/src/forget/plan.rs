@@ -7,16 +7,18 @@
 //! A dry run is a plan rendered as its report; [`Store::apply_forget`] commits a plan in one
 //! compaction, refusing it once the store has moved on from the plan's snapshot.
 
+use crate::error::StoreError;
+use crate::handle::{Snapshot, Store};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use memdb_formats::item::ItemRecord;
 use memdb_vectors::Precision;
 
 use super::{ForgetReport, OriginalDrop, Policy, StageReport, legible};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::scrapbook::{PageLayout, reencode_jpeg};
-use crate::store::pages::PageRow;
-use crate::store::{BlobKind, ITEM_VECTORS, Snapshot, Store};
+use memdb_store::pages::PageRow;
+use memdb_store::{BlobKind, ITEM_VECTORS};
 
 /// A page's forgetting stage (index into the policy's stages), JPEG quality and scale.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -212,7 +214,7 @@ impl Store {
         for (day, row) in &rows {
             let date: jiff::civil::Date = day
                 .parse()
-                .map_err(|e| Error::bad_row("pages", day, format!("not a day: {e}")))?;
+                .map_err(|e| StoreError::bad_row("pages", day, format!("not a day: {e}")))?;
             let age = (as_of - date).get_days().into();
             let target = policy.stage_for(age).max(usize::from(row.stage));
             let target = target.min(policy.stages.len() - 1);
@@ -227,7 +229,7 @@ impl Store {
             let stage = &mut report.stages[target];
             stage.pages += 1;
             let layout = PageLayout::decode(&row.layout)
-                .map_err(|e| Error::bad_row("pages", day, format!("layout: {e}")))?;
+                .map_err(|e| StoreError::bad_row("pages", day, format!("layout: {e}")))?;
             if !rule.keep_originals {
                 for item in layout.items() {
                     let Some(record) = snapshot.get(item)? else {
@@ -328,7 +330,7 @@ impl Decision {
             if old.quality != new.quality || old.scale_milli != new.scale_milli {
                 for id in &old.parts {
                     let blob = snapshot.blob(*id)?.ok_or_else(|| {
-                        Error::bad_row("pages", &day, format!("part {id} is missing"))
+                        StoreError::bad_row("pages", &day, format!("part {id} is missing"))
                     })?;
                     parts.push(blob.to_vec());
                 }
@@ -478,7 +480,7 @@ fn reencode_all(
     for (index, (target, change)) in jobs.into_iter().enumerate() {
         job_tx
             .send((index, target, change))
-            .map_err(|_| Error::ThreadFailed("the re-encode queue"))?;
+            .map_err(|_| StoreError::ThreadFailed("the re-encode queue"))?;
     }
     drop(job_tx);
     let mut out: Vec<Option<(usize, PageChange)>> = (0..count).map(|_| None).collect();

@@ -13,12 +13,13 @@
 //! - a stored document is untrusted on the way back: a damaged one is a typed error naming
 //!   its key, never a panic and never a half-read catalogue.
 
+use crate::error::StoreError;
+use crate::handle::{Snapshot, Store};
 use serde::{Deserialize, Serialize};
 
 use super::scenes::{SceneError, Scenes};
 use crate::error::{Error, Result};
-use crate::store::derived::{DerivedCommit, DerivedWrite};
-use crate::store::{Snapshot, Store};
+use memdb_store::derived::{DerivedCommit, DerivedWrite};
 
 const CURRENT: &str = "gate_lexicon.current";
 const LATEST: &str = "gate_lexicon.latest";
@@ -60,7 +61,7 @@ struct Document {
 
 /// Why a stored lexicon cannot be read.
 fn damaged(key: &str, why: impl std::fmt::Display) -> Error {
-    Error::bad_row("settings", key, why)
+    StoreError::bad_row("settings", key, why).into()
 }
 
 fn parse_version(key: &str, text: &str) -> Result<u32> {
@@ -75,12 +76,12 @@ struct Install {
 }
 
 impl DerivedWrite for Install {
-    fn apply(self: Box<Self>, commit: &mut DerivedCommit<'_, '_>) -> Result<()> {
-        use crate::error::CatalogResult;
+    fn apply(self: Box<Self>, commit: &mut DerivedCommit<'_, '_>) -> memdb_store::Result<()> {
+        use memdb_store::CatalogResult;
         use redb::ReadableTable;
         let mut settings = commit
             .txn()
-            .open_table(crate::store::catalog::SETTINGS)
+            .open_table(memdb_store::catalog::SETTINGS)
             .ctx("open settings")?;
         let latest = match settings.get(LATEST).ctx("read settings")? {
             Some(v) => parse_version(LATEST, v.value())?,
@@ -90,7 +91,7 @@ impl DerivedWrite for Install {
             .checked_add(1)
             .ok_or_else(|| damaged(LATEST, "no version number left"))?;
         if self.version.is_some_and(|v| v != version) {
-            return Err(damaged(LATEST, "changed while the lexicon was installed"));
+            return Err(damaged(LATEST, "changed while the lexicon was installed").into());
         }
         let document =
             serde_json::to_string(&self.document).map_err(|e| damaged(&version_key(version), e))?;
@@ -119,7 +120,7 @@ pub fn install_lexicon(store: &Store, scenes: &Scenes, origin: &str) -> Result<u
     batch.derived(Install {
         document: Document {
             format: DOCUMENT_FORMAT,
-            created_ms: crate::store::now_ms(),
+            created_ms: memdb_store::now_ms(),
             origin: origin.to_owned(),
             words: scenes.word_count(),
             scenes: scenes.to_toml(),
@@ -130,7 +131,7 @@ pub fn install_lexicon(store: &Store, scenes: &Scenes, origin: &str) -> Result<u
     batch.commit()?;
     let version = chosen
         .lock()
-        .map_err(|_| Error::WriterPoisoned("a lexicon install panicked".into()))?
+        .map_err(|_| StoreError::WriterPoisoned("a lexicon install panicked".into()))?
         .ok_or_else(|| damaged(LATEST, "the install commit chose no version"))?;
     Ok(version)
 }
@@ -184,7 +185,7 @@ pub fn stored_lexicon(snapshot: &Snapshot, version: Option<u32>) -> Result<Optio
 /// Every stored lexicon version, oldest first, and the current one's number. Found by a scan
 /// of the `gate_lexicon.` keys, so a damaged `latest` cannot make it probe billions of keys.
 pub fn stored_lexicons(snapshot: &Snapshot) -> Result<(Vec<StoredLexicon>, Option<u32>)> {
-    use crate::error::CatalogResult;
+    use memdb_store::CatalogResult;
     let current = snapshot
         .setting(CURRENT)?
         .map(|text| parse_version(CURRENT, &text))
@@ -193,7 +194,7 @@ pub fn stored_lexicons(snapshot: &Snapshot) -> Result<(Vec<StoredLexicon>, Optio
     {
         let settings = snapshot
             .txn()
-            .open_table(crate::store::catalog::SETTINGS)
+            .open_table(memdb_store::catalog::SETTINGS)
             .ctx("open settings")?;
         for row in settings
             .range::<&str>("gate_lexicon."..)

@@ -26,18 +26,20 @@ mod update;
 #[cfg(test)]
 mod tests;
 
+use crate::error::StoreError;
+use crate::handle::Snapshot;
 use std::collections::BTreeSet;
 
 use redb::{ReadableTable, ReadableTableMetadata, TableDefinition};
 use roaring::RoaringBitmap;
 
-use crate::error::{CatalogResult, Error, Result};
-use crate::store::Snapshot;
-use crate::store::catalog::{
+use crate::error::{Error, Result};
+use memdb_formats::id_list;
+use memdb_store::CatalogResult;
+use memdb_store::catalog::{
     self, GRAPH_ALIASES, GRAPH_ITEMS, GRAPH_NODE_PATHS, GRAPH_NODES, GRAPH_PATHS,
     LEGACY_GRAPH_ITEMS, LEGACY_GRAPH_NODE_PATHS, LEGACY_GRAPH_PATHS,
 };
-use memdb_formats::id_list;
 
 pub use extract::{NodeDraft, NodeKind, item_nodes, query_nodes};
 #[cfg(feature = "llm")]
@@ -157,13 +159,13 @@ pub(crate) enum GraphWrite {
 
 const ALIAS_SEPARATOR: char = '\u{1f}';
 
-impl crate::store::derived::DerivedWrite for GraphWrite {
+impl memdb_store::derived::DerivedWrite for GraphWrite {
     fn apply(
         self: Box<Self>,
-        commit: &mut crate::store::derived::DerivedCommit<'_, '_>,
-    ) -> Result<()> {
+        commit: &mut memdb_store::derived::DerivedCommit<'_, '_>,
+    ) -> memdb_store::Result<()> {
         let (txn, counters) = commit.txn_and_counters();
-        apply(txn, counters, *self)
+        Ok(apply(txn, counters, *self)?)
     }
 }
 
@@ -171,12 +173,12 @@ impl crate::store::derived::DerivedWrite for GraphWrite {
 /// their graph rows with it (paths, and nodes no item uses any more, with their vectors).
 pub(crate) struct GraphRows;
 
-impl crate::store::derived::DerivedData for GraphRows {
+impl memdb_store::derived::DerivedData for GraphRows {
     fn forget_items(
         &self,
         txn: &redb::WriteTransaction,
         items: &[u64],
-    ) -> Result<Vec<(&'static str, u64)>> {
+    ) -> memdb_store::Result<Vec<(&'static str, u64)>> {
         Ok(remove_items(txn, items)?
             .into_iter()
             .map(|node| (NODE_VECTORS, node))
@@ -192,9 +194,10 @@ pub(crate) struct UpdateLock(std::sync::Mutex<()>);
 impl UpdateLock {
     /// Holds the lock until the guard drops.
     pub(crate) fn hold(&self) -> Result<std::sync::MutexGuard<'_, ()>> {
-        self.0
+        Ok(self
+            .0
             .lock()
-            .map_err(|_| Error::WriterPoisoned("a graph update thread panicked".into()))
+            .map_err(|_| StoreError::WriterPoisoned("a graph update thread panicked".into()))?)
     }
 }
 
@@ -278,11 +281,11 @@ fn bytes_to_u64s(bytes: &[u8], what: &'static str, id: u64) -> Result<Vec<u64>> 
 }
 
 fn read_list(lists: Lists, bytes: &[u8], what: &'static str, id: u64) -> Result<Vec<u64>> {
-    match lists {
+    Ok(match lists {
         Lists::Ids => id_list::decode(what, bytes),
         Lists::Legacy => memdb_formats::u64_list(what, bytes),
     }
-    .map_err(|e| Error::bad_row(what, id, e))
+    .map_err(|e| StoreError::bad_row(what, id, e))?)
 }
 
 /// A set of ids as a bitmap; every id must fit it (u32).
@@ -296,17 +299,18 @@ fn read_bitmap(lists: Lists, bytes: &[u8], what: &'static str, id: u64) -> Resul
             Ok(bits)
         }
         Lists::Legacy => {
-            RoaringBitmap::deserialize_from(bytes).map_err(|e| Error::bad_row(what, id, e))
+            Ok(RoaringBitmap::deserialize_from(bytes)
+                .map_err(|e| StoreError::bad_row(what, id, e))?)
         }
     }
 }
 
 /// A graph id that must fit the Q-matrix bitmaps (u32).
 pub(crate) fn bitmap_id(id: u64, what: &'static str) -> Result<u32> {
-    u32::try_from(id).map_err(|_| Error::Overflow {
+    Ok(u32::try_from(id).map_err(|_| StoreError::Overflow {
         what,
         value: id.to_string(),
-    })
+    })?)
 }
 
 /// Read access to the graph of one snapshot. Tables missing (a store older than format 3) read
@@ -327,7 +331,10 @@ impl GraphReader<'_> {
         &self,
         def: TableDefinition<'static, K, V>,
     ) -> Result<Option<redb::ReadOnlyTable<K, V>>> {
-        crate::store::catalog::open_optional(self.snapshot.txn(), def)
+        Ok(memdb_store::catalog::open_optional(
+            self.snapshot.txn(),
+            def,
+        )?)
     }
 
     /// A table of lists: format 14's (`current`), else an older store's (`legacy`).
@@ -383,7 +390,7 @@ impl GraphReader<'_> {
         };
         let (phrase, kind, aliases) = row.value();
         let kind = NodeKind::from_code(kind)
-            .ok_or_else(|| Error::bad_row("graph_nodes", id, format!("kind code {kind}")))?;
+            .ok_or_else(|| StoreError::bad_row("graph_nodes", id, format!("kind code {kind}")))?;
         Ok(Some(GraphNode {
             id,
             phrase: phrase.to_owned(),
@@ -467,7 +474,7 @@ impl GraphReader<'_> {
         let Some((t, _)) = self.lists_table(GRAPH_ITEMS, LEGACY_GRAPH_ITEMS)? else {
             return Ok(0);
         };
-        t.len().ctx("count graph.items")
+        Ok(t.len().ctx("count graph.items")?)
     }
 
     /// Number of nodes and of paths.

@@ -33,11 +33,12 @@ use super::{
     GRAPH_ALIASES, GRAPH_ITEMS, GRAPH_NODE_PATHS, GRAPH_NODES, GRAPH_PATHS, Lists, bitmap_id,
     bytes_to_u64s, id_set_bytes, read_bitmap,
 };
-use crate::error::{CatalogResult, Result};
+use crate::error::Result;
+use memdb_store::CatalogResult;
 
 /// Which tables exist: a store that never built a graph has none and nothing to forget.
 fn has_graph(txn: &redb::WriteTransaction) -> Result<bool> {
-    crate::store::catalog::has_table(txn, GRAPH_ITEMS.name())
+    Ok(memdb_store::catalog::has_table(txn, GRAPH_ITEMS.name())?)
 }
 
 /// The graph tables, open for writing.

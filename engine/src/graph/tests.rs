@@ -1,11 +1,12 @@
 //! EM-Graph tests: extraction, the incremental update, path overlap, deletion and fading.
 
+use crate::handle::Store;
 use memdb_formats::item::{EventTime, ItemDraft, ItemFields, Source};
 use roaring::RoaringBitmap;
 
 use super::*;
 use crate::recall::{RecallOptions, Signals};
-use crate::store::{Options, Store};
+use memdb_store::Options;
 
 /// A deterministic stand-in for the encoder: bag of words (a plural's `s`/`es` dropped, so plurals
 /// embed like singulars) hashed into 64 dimensions, normalised.
@@ -176,7 +177,7 @@ fn update_builds_paths_per_day_merges_aliases_and_is_incremental() {
 /// Stores each item's embedding (of its item text) in the item vector space; returns the items.
 fn put_item_vectors(store: &Store) -> Vec<memdb_formats::item::ItemRecord> {
     let snap = store.snapshot().unwrap();
-    let items = snap.scan(&crate::store::ScanFilter::default()).unwrap();
+    let items = snap.scan(&memdb_store::ScanFilter::default()).unwrap();
     drop(snap);
     let mut batch = store.batch();
     for item in &items {
@@ -185,7 +186,7 @@ fn put_item_vectors(store: &Store) -> Vec<memdb_formats::item::ItemRecord> {
             .unwrap()
             .remove(0);
         batch.put_vector(
-            crate::store::ITEM_VECTORS,
+            memdb_store::ITEM_VECTORS,
             item.id,
             item.fields.time.unix_ms,
             item.fields.source.code(),

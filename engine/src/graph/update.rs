@@ -4,6 +4,7 @@
 //! chunks — each chunk one batch, so an interrupted update loses at most the chunk in flight
 //! and the next run takes up where it stopped.
 
+use crate::handle::Store;
 use std::collections::{BTreeMap, HashMap};
 
 use memdb_vectors::dot_f32;
@@ -14,7 +15,7 @@ use super::{
     NodeExtractor, NodeKind, RuleExtractor, bitmap_id, embed_checked,
 };
 use crate::error::Result;
-use crate::store::{Store, VectorScope};
+use memdb_store::VectorScope;
 
 /// How [`Store::update_graph`] works.
 #[derive(Debug, Clone)]
@@ -96,7 +97,7 @@ impl Store {
         let snapshot = self.snapshot()?;
         let seen = snapshot.graph().seen_items()?;
         let todo: Vec<u64> = snapshot
-            .scan_ids(&crate::store::ScanFilter::default())?
+            .scan_ids(&memdb_store::ScanFilter::default())?
             .into_iter()
             .filter(|id| !seen.contains(id))
             .collect();

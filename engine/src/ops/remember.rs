@@ -29,6 +29,8 @@
 //!   ([`crate::Snapshot::ops_recorded_as`]); a later call with the same key applies nothing and
 //!   answers what the first applied ([`RememberReport::replayed`]).
 
+use crate::error::StoreError;
+use crate::handle::{Snapshot, Store};
 use std::collections::HashMap;
 
 use memdb_formats::item::{EventTime, ItemFields, Scope, Source};
@@ -37,9 +39,8 @@ use super::extract::FactExtractor;
 use super::{Candidate, Decider, Decision, Operation, cues, merge};
 use crate::error::{Error, Result};
 use crate::graph::Embedder;
-use crate::store::{
-    AppliedOp, ITEM_VECTORS, MemoryOp, MemoryOpKind, OpNote, Snapshot, Store, StoredVectors,
-    Validity, VectorScope,
+use memdb_store::{
+    AppliedOp, ITEM_VECTORS, MemoryOp, MemoryOpKind, OpNote, StoredVectors, Validity, VectorScope,
 };
 
 /// The tag every memory written by [`Store::remember`] carries.
@@ -265,10 +266,10 @@ fn check_key(key: &str) -> Result<()> {
         None
     };
     match bad {
-        Some(why) => Err(Error::InvalidItem {
+        Some(why) => Err(crate::Error::from(StoreError::InvalidItem {
             index: 0,
             reason: format!("idempotency key {why}"),
-        }),
+        })),
         None => Ok(()),
     }
 }
@@ -286,7 +287,7 @@ impl Store {
         options
             .scope
             .validate()
-            .map_err(|reason| Error::InvalidItem { index: 0, reason })?;
+            .map_err(|reason| StoreError::InvalidItem { index: 0, reason })?;
         if let Some(key) = &options.idempotency_key {
             check_key(key)?;
             if let Some(report) = self.replay(key)? {
@@ -337,7 +338,7 @@ impl Store {
         let snapshot = self.snapshot()?;
         let space = snapshot.vectors(ITEM_VECTORS)?;
         let time = options.time.unwrap_or_else(|| EventTime {
-            unix_ms: crate::store::now_ms(),
+            unix_ms: memdb_store::now_ms(),
             offset_minutes: 0,
         });
         let mut reader = MemoryReader {
@@ -377,12 +378,12 @@ impl Store {
                 || !in_range(decision.target)
                 || decision.closes.iter().any(|(i, _)| !in_range(Some(*i)))
             {
-                return Err(Error::Inconsistent(format!(
+                return Err(crate::Error::from(StoreError::Inconsistent(format!(
                     "the decider named candidates {:?} and {:?} of {}",
                     decision.target,
                     decision.closes,
                     shown.len()
-                )));
+                ))));
             }
             if let (Operation::Update, Some((_, old))) =
                 (decision.op, decision.target.and_then(|i| shown.get(i)))
@@ -482,13 +483,13 @@ impl Store {
     /// recorded the key first (nothing of the batch was applied).
     fn commit_recorded(
         &self,
-        batch: crate::store::WriteBatch<'_>,
+        batch: memdb_store::WriteBatch<'_>,
         key: &str,
-    ) -> Result<Option<crate::store::CommitReceipt>> {
+    ) -> Result<Option<memdb_store::CommitReceipt>> {
         match batch.commit() {
             Ok(receipt) => Ok(Some(receipt)),
-            Err(Error::KeyUsed { key: used }) if used == key => Ok(None),
-            Err(e) => Err(e),
+            Err(StoreError::KeyUsed { key: used }) if used == key => Ok(None),
+            Err(e) => Err(crate::Error::from(e)),
         }
     }
 
@@ -503,7 +504,7 @@ impl Store {
             replayed: true,
             ..RememberReport::default()
         };
-        let mut histories: HashMap<u64, crate::store::MemoryHistory> = HashMap::new();
+        let mut histories: HashMap<u64, memdb_store::MemoryHistory> = HashMap::new();
         for (seq, id) in recorded {
             let history = match histories.entry(id) {
                 std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
@@ -513,7 +514,7 @@ impl Store {
                 // Purged since: its ops are gone with it.
                 continue;
             };
-            let body = |v: &crate::store::MemoryVersion| v.record.fields.body.clone();
+            let body = |v: &memdb_store::MemoryVersion| v.record.fields.body.clone();
             let (old, new) = history.versions_of(row);
             let (old, new) = (old.and_then(body), new.and_then(body));
             let event = op_of(row.kind);
@@ -542,9 +543,9 @@ impl Store {
 }
 
 fn missing_replay(key: &str) -> Error {
-    Error::Inconsistent(format!(
+    crate::Error::from(StoreError::Inconsistent(format!(
         "the key {key:?} was recorded by another commit that cannot be read back"
-    ))
+    )))
 }
 
 /// The operation a logged op kind reports as.

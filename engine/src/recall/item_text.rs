@@ -122,9 +122,9 @@ pub(crate) struct RecipeLock(std::sync::Mutex<()>);
 impl RecipeLock {
     /// Holds the lock until the guard drops.
     pub(crate) fn hold(&self) -> crate::error::Result<std::sync::MutexGuard<'_, ()>> {
-        self.0.lock().map_err(|_| {
-            crate::error::Error::WriterPoisoned("an embed or item-text switch panicked".into())
-        })
+        Ok(self.0.lock().map_err(|_| {
+            crate::error::StoreError::WriterPoisoned("an embed or item-text switch panicked".into())
+        })?)
     }
 }
 

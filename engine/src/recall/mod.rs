@@ -46,6 +46,7 @@ mod lexical;
 mod place;
 mod rerank;
 
+use crate::handle::{Snapshot, Store};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Instant;
@@ -55,8 +56,8 @@ use roaring::{RoaringBitmap, RoaringTreemap};
 
 use crate::error::Result;
 use crate::graph::{Embedder, NODE_VECTORS, embed_checked};
-use crate::store::{ITEM_VECTORS, ScanFilter, Snapshot, Store, VectorScope};
 use lexical::Bm25;
+use memdb_store::{ITEM_VECTORS, ScanFilter, VectorScope};
 
 pub use form::QuestionForm;
 pub(crate) use item_text::{ITEM_TEXT_SETTING, Recipe, RecipeLock, changed_sources};
@@ -396,7 +397,7 @@ pub struct Recall {
     /// Candidates per stage.
     pub counts: RecallCounts,
     /// What the answer could not search because its bytes are damaged (`memdb repair`).
-    pub skipped: crate::store::Skipped,
+    pub skipped: memdb_store::Skipped,
 }
 
 /// Per-snapshot derived data: the lexical index and each item's time, source and place, by row.
@@ -512,9 +513,9 @@ impl Snapshot {
         question: &str,
         options: &RecallOptions,
         embedder: &dyn Embedder,
-        versions: &[crate::store::MemoryVersion],
+        versions: &[memdb_store::MemoryVersion],
     ) -> Result<Recall> {
-        let mut newest: BTreeMap<u64, &crate::store::MemoryVersion> = BTreeMap::new();
+        let mut newest: BTreeMap<u64, &memdb_store::MemoryVersion> = BTreeMap::new();
         for version in versions {
             newest.insert(version.record.id, version);
         }
@@ -527,7 +528,7 @@ impl Snapshot {
             .filter(|v| v.is_current())
             .map(|v| v.record.id)
             .collect();
-        let earlier: Vec<&crate::store::MemoryVersion> = newest
+        let earlier: Vec<&memdb_store::MemoryVersion> = newest
             .values()
             .filter(|v| !v.is_current())
             .copied()
@@ -644,7 +645,7 @@ fn recall_in(
     let mut ranked: [Vec<u64>; 4] = Default::default();
 
     let started = Instant::now();
-    let mut skipped = crate::store::Skipped {
+    let mut skipped = memdb_store::Skipped {
         items: index.unreadable.clone(),
         vector_blocks: Vec::new(),
     };
@@ -864,7 +865,7 @@ fn dense_hits(
     depth: usize,
     keys: Keys<'_>,
     travel: Option<&Travel>,
-    skipped: &mut crate::store::Skipped,
+    skipped: &mut memdb_store::Skipped,
 ) -> Result<Vec<(u64, f32)>> {
     if !options.signals.dense {
         return Ok(Vec::new());

@@ -6,10 +6,11 @@
 //! recomputed from records when a text-only page is rendered on demand, and must match the
 //! stored layout); drawing never writes outside the canvas.
 
+use crate::error::StoreError;
 use ab_glyph::{Font, FontRef, PxScale, ScaleFont, point};
 
 use super::canvas::Canvas;
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 static DEJAVU_SANS: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
 
@@ -23,7 +24,9 @@ impl Typeface {
     pub(crate) fn embedded() -> Result<Typeface> {
         let font = FontRef::try_from_slice(DEJAVU_SANS)
             // The font is compiled in: failing to load it is a broken build, not bad data.
-            .map_err(|e| Error::Inconsistent(format!("the embedded font does not load: {e}")))?;
+            .map_err(|e| {
+                StoreError::Inconsistent(format!("the embedded font does not load: {e}"))
+            })?;
         Ok(Typeface { font })
     }
 

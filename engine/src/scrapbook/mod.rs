@@ -21,14 +21,14 @@ mod canvas;
 mod compose;
 mod font;
 
+use crate::error::StoreError;
+use crate::handle::{Snapshot, Store};
 use std::collections::{BTreeMap, BTreeSet};
 
 use redb::ReadableTable;
 
-use crate::error::{CatalogResult, Error, Result};
+use crate::error::Result;
 use crate::graph::NodeKind;
-use crate::store::pages::{PageRow, open_pages, replace_page_row};
-use crate::store::{BlobKind, Snapshot, Store};
 pub(crate) use canvas::Canvas;
 use compose::DayItem;
 pub use compose::{
@@ -36,6 +36,9 @@ pub use compose::{
 };
 pub(crate) use font::Typeface;
 pub use memdb_formats::page_layout::{Block, BlockKind, PageLayout};
+use memdb_store::BlobKind;
+use memdb_store::CatalogResult;
+use memdb_store::pages::{PageRow, open_pages, replace_page_row};
 
 /// A page as stored.
 #[derive(Debug, Clone, PartialEq)]
@@ -75,11 +78,11 @@ pub(crate) enum PageWrite {
     },
 }
 
-impl crate::store::derived::DerivedWrite for PageWrite {
+impl memdb_store::derived::DerivedWrite for PageWrite {
     fn apply(
         self: Box<Self>,
-        commit: &mut crate::store::derived::DerivedCommit<'_, '_>,
-    ) -> Result<()> {
+        commit: &mut memdb_store::derived::DerivedCommit<'_, '_>,
+    ) -> memdb_store::Result<()> {
         match *self {
             PageWrite::Put {
                 day,
@@ -91,7 +94,7 @@ impl crate::store::derived::DerivedWrite for PageWrite {
                 row.parts = parts
                     .into_iter()
                     .map(|bytes| commit.add_blob(BlobKind::Page, bytes))
-                    .collect::<Result<_>>()?;
+                    .collect::<memdb_store::Result<_>>()?;
                 for old in replace_page_row(commit.txn(), &day, Some(&row))? {
                     commit.remove_blob(old)?;
                 }
@@ -114,13 +117,13 @@ impl crate::store::derived::DerivedWrite for PageWrite {
 /// part of its size, and a Recent page with a lost part is made again from the originals.
 pub(crate) struct PageRows;
 
-impl crate::store::derived::DerivedData for PageRows {
+impl memdb_store::derived::DerivedData for PageRows {
     fn salvage_lost_blobs(
         &self,
-        snapshot: &Snapshot,
+        snapshot: &memdb_store::Snapshot,
         lost: &BTreeSet<u64>,
-    ) -> Result<crate::store::derived::Salvage> {
-        let mut salvage = crate::store::derived::Salvage::default();
+    ) -> memdb_store::Result<memdb_store::derived::Salvage> {
+        let mut salvage = memdb_store::derived::Salvage::default();
         for (day, row) in snapshot.page_rows()? {
             for (index, part) in row.parts.iter().enumerate() {
                 if lost.contains(part) {
@@ -143,7 +146,7 @@ impl Snapshot {
         }
         Ok(Page {
             layout: PageLayout::decode(&row.layout)
-                .map_err(|e| Error::bad_row("pages", &day, e))?,
+                .map_err(|e| StoreError::bad_row("pages", &day, e))?,
             scale: f64::from(row.scale_milli) / 1000.0,
             day,
             stage: row.stage,
@@ -180,7 +183,7 @@ impl Snapshot {
         &self,
     ) -> Result<BTreeMap<String, Vec<memdb_formats::item::ItemRecord>>> {
         let mut days: BTreeMap<String, Vec<_>> = BTreeMap::new();
-        for record in self.scan(&crate::store::ScanFilter::default())? {
+        for record in self.scan(&memdb_store::ScanFilter::default())? {
             if let Some(day) = record.fields.time.local_date() {
                 days.entry(day.to_string()).or_default().push(record);
             }
@@ -193,7 +196,7 @@ impl Snapshot {
     pub(crate) fn stale_pages(&self) -> Result<BTreeMap<String, Vec<(u64, u64)>>> {
         let mut out: BTreeMap<String, Vec<(u64, u64)>> = BTreeMap::new();
         let Some(table) =
-            crate::store::catalog::open_optional(self.txn(), crate::store::catalog::STALE_PAGES)?
+            memdb_store::catalog::open_optional(self.txn(), memdb_store::catalog::STALE_PAGES)?
         else {
             return Ok(out);
         };
@@ -356,7 +359,7 @@ fn blank_items(
     for (index, id) in row.parts.iter().enumerate() {
         let bytes = snapshot
             .blob(*id)?
-            .ok_or_else(|| Error::bad_row("pages", day, format!("part {id} is missing")))?;
+            .ok_or_else(|| StoreError::bad_row("pages", day, format!("part {id} is missing")))?;
         let mut canvas = Canvas::decode_jpeg(&bytes)?;
         let top = index as u32 * PART_HEIGHT;
         let part_height = layout.height.saturating_sub(top).clamp(1, PART_HEIGHT);
@@ -477,7 +480,7 @@ impl Store {
             match rows.get(&day) {
                 Some(row) => {
                     let layout = PageLayout::decode(&row.layout)
-                        .map_err(|e| Error::bad_row("pages", &day, e))?;
+                        .map_err(|e| StoreError::bad_row("pages", &day, e))?;
                     if handled.is_empty() && !is_stale(&layout, &items) {
                         report.unchanged += 1;
                     } else if row.stage > 0 {
@@ -618,7 +621,7 @@ impl Store {
             }
             feeder
                 .join()
-                .map_err(|_| Error::ThreadFailed("the page feeder"))?
+                .map_err(|_| StoreError::ThreadFailed("the page feeder"))?
         })?;
         batch.commit()?;
         Ok(report)
@@ -700,7 +703,7 @@ impl Store {
 /// in place.
 pub(crate) fn lost_part(row: &PageRow, index: usize) -> Result<Vec<u8>> {
     let layout = PageLayout::decode(&row.layout)
-        .map_err(|e| Error::bad_row("pages", "(a page with a lost part)", e))?;
+        .map_err(|e| StoreError::bad_row("pages", "(a page with a lost part)", e))?;
     let top = u32::try_from(index)
         .unwrap_or(u32::MAX)
         .saturating_mul(PART_HEIGHT);

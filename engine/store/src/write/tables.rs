@@ -1,57 +1,58 @@
 //! `Tables`: the catalog tables of one write transaction, and every change a commit makes
 //! to them (index rows, counters, the op log, vector keys), written back in key order.
 
+use crate::catalog::{self, BlobKind, BlobLoc, ItemLoc, OpCode, SegmentRow, SegmentState};
 use crate::error::{CatalogResult, Error, Result};
-use crate::store::catalog::{self, BlobKind, BlobLoc, ItemLoc, OpCode, SegmentRow, SegmentState};
-use crate::store::read::read_record;
-use crate::store::vector_space::{self};
+use crate::read::read_record;
+use crate::vector_space::{self};
 use memdb_formats::item::{ItemFields, ItemRecord};
 use redb::ReadableTable;
 use std::collections::{BTreeSet, HashMap};
 
 use super::put::*;
 
-pub(crate) struct Tables<'t> {
-    pub(in crate::store) meta: redb::Table<'t, &'static str, u64>,
-    pub(in crate::store) segments: redb::Table<'t, u64, (u8, u64, u64)>,
-    pub(in crate::store) items: redb::Table<'t, u64, (u64, u64, u32, i64, u8)>,
-    pub(in crate::store) external: redb::Table<'t, &'static str, u64>,
-    pub(in crate::store) by_source: redb::Table<'t, (u8, i64, u64), ()>,
-    pub(in crate::store) blobs: redb::Table<'t, u64, (u64, u64, u64, u8, u64)>,
-    pub(in crate::store) op_batches: redb::Table<'t, u64, (i64, &'static [u8])>,
-    pub(in crate::store) vector_spaces: redb::Table<'t, &'static str, (u32, u8)>,
-    pub(in crate::store) vector_blocks:
-        redb::Table<'t, (&'static str, u64), (u32, u8, &'static [u8])>,
+/// The store's tables opened in one commit's write transaction: what a compaction's `finish`
+/// ([`FinishRows`](crate::FinishRows)) writes through.
+pub struct Tables<'t> {
+    pub(crate) meta: redb::Table<'t, &'static str, u64>,
+    pub(crate) segments: redb::Table<'t, u64, (u8, u64, u64)>,
+    pub(crate) items: redb::Table<'t, u64, (u64, u64, u32, i64, u8)>,
+    pub(crate) external: redb::Table<'t, &'static str, u64>,
+    pub(crate) by_source: redb::Table<'t, (u8, i64, u64), ()>,
+    pub(crate) blobs: redb::Table<'t, u64, (u64, u64, u64, u8, u64)>,
+    pub(crate) op_batches: redb::Table<'t, u64, (i64, &'static [u8])>,
+    pub(crate) vector_spaces: redb::Table<'t, &'static str, (u32, u8)>,
+    pub(crate) vector_blocks: redb::Table<'t, (&'static str, u64), (u32, u8, &'static [u8])>,
     /// Each space's key table (`vector_keys.<space>`), opened at its first use; see
     /// [`Tables::vector_keys`].
-    pub(in crate::store) vector_keys: HashMap<String, catalog::KeyTable<'t>>,
-    pub(in crate::store) txn: &'t redb::WriteTransaction,
-    pub(in crate::store) history: redb::Table<'t, (u64, u64), (u64, u64, u32, i64)>,
-    pub(in crate::store) dropped_blobs: redb::Table<'t, (u64, u64), (u8, u64, i64, &'static str)>,
-    pub(in crate::store) stale_pages: redb::Table<'t, (&'static str, u64), u64>,
-    pub(in crate::store) memory_ops: redb::Table<'t, (u64, u64), catalog::MemoryOpValue>,
-    pub(in crate::store) valid_time: redb::Table<'t, (u64, u64), (i64, i64, i64)>,
+    pub(crate) vector_keys: HashMap<String, catalog::KeyTable<'t>>,
+    pub(crate) txn: &'t redb::WriteTransaction,
+    pub(crate) history: redb::Table<'t, (u64, u64), (u64, u64, u32, i64)>,
+    pub(crate) dropped_blobs: redb::Table<'t, (u64, u64), (u8, u64, i64, &'static str)>,
+    pub(crate) stale_pages: redb::Table<'t, (&'static str, u64), u64>,
+    pub(crate) memory_ops: redb::Table<'t, (u64, u64), catalog::MemoryOpValue>,
+    pub(crate) valid_time: redb::Table<'t, (u64, u64), (i64, i64, i64)>,
     /// An encrypted store's segment salts; `None` in a store that is not encrypted.
-    pub(in crate::store) segment_keys: Option<redb::Table<'t, u64, &'static [u8]>>,
+    pub(crate) segment_keys: Option<redb::Table<'t, u64, &'static [u8]>>,
     /// Counters read once per transaction and written back by `flush_deferred`.
-    pub(in crate::store) counters: HashMap<&'static str, u64>,
+    pub(crate) counters: HashMap<&'static str, u64>,
     /// Ops logged in this transaction, written to `op_batches` by `flush_deferred`.
-    pub(in crate::store) op_log: catalog::OpLogWriter,
+    pub(crate) op_log: catalog::OpLogWriter,
     /// Time-index keys (`by_source`) this transaction files, written in key order by
     /// `flush_deferred`. Items come in any time order, so filing each as it is staged
     /// descends the B-tree to a random leaf per item; in key order the same leaves are visited
     /// once after another (the write of a batch of 10,000 is about a tenth faster). A key
     /// taken out again before the flush leaves the set; see [`Tables::unindex_time`].
-    pub(in crate::store) time_keys: BTreeSet<(u8, i64, u64)>,
+    pub(crate) time_keys: BTreeSet<(u8, i64, u64)>,
 }
 
 impl<'t> Tables<'t> {
     /// Removes `key`'s vector from `space` (its row is marked deleted in its block).
-    pub(crate) fn remove_vector(&mut self, space: &str, key: u64) -> Result<bool> {
+    pub fn remove_vector(&mut self, space: &str, key: u64) -> Result<bool> {
         vector_space::remove_key(self, space, key)
     }
 
-    pub(in crate::store) fn open(txn: &'t redb::WriteTransaction) -> Result<Tables<'t>> {
+    pub(crate) fn open(txn: &'t redb::WriteTransaction) -> Result<Tables<'t>> {
         let mut meta = txn.open_table(catalog::META).ctx("open meta")?;
         let encrypted = catalog::has_table(txn, redb::TableHandle::name(&catalog::SEGMENT_KEYS))?;
         let current = if encrypted {
@@ -109,16 +110,13 @@ impl<'t> Tables<'t> {
     }
 
     /// Whether `space`'s key table is open in this transaction already.
-    pub(in crate::store) fn vector_keys_open(&self, space: &str) -> bool {
+    pub(crate) fn vector_keys_open(&self, space: &str) -> bool {
         self.vector_keys.contains_key(space)
     }
 
     /// `space`'s key table (key → block, row), opened (and, for a new space, created) at its
     /// first use in this transaction and kept open for the rest of it.
-    pub(in crate::store) fn vector_keys(
-        &mut self,
-        space: &str,
-    ) -> Result<&mut catalog::KeyTable<'t>> {
+    pub(crate) fn vector_keys(&mut self, space: &str) -> Result<&mut catalog::KeyTable<'t>> {
         let txn = self.txn;
         match self.vector_keys.entry(space.to_owned()) {
             std::collections::hash_map::Entry::Occupied(open) => Ok(open.into_mut()),
@@ -133,7 +131,7 @@ impl<'t> Tables<'t> {
     }
 
     /// The value of counter `key` as this transaction sees it.
-    pub(in crate::store) fn counter(&self, key: &'static str) -> Result<u64> {
+    pub(crate) fn counter(&self, key: &'static str) -> Result<u64> {
         match self.counters.get(key) {
             Some(v) => Ok(*v),
             None => catalog::meta_get(&self.meta, key),
@@ -141,7 +139,7 @@ impl<'t> Tables<'t> {
     }
 
     /// Takes `n` values of counter `key`, returning the first.
-    pub(in crate::store) fn take(&mut self, key: &'static str, n: u64) -> Result<u64> {
+    pub(crate) fn take(&mut self, key: &'static str, n: u64) -> Result<u64> {
         let first = self.counter(key)?;
         let next = first.checked_add(n).ok_or_else(|| Error::Overflow {
             what: key,
@@ -153,13 +151,13 @@ impl<'t> Tables<'t> {
 
     /// The op sequence number as this transaction sees it (what a snapshot's `op_seq` reads
     /// once it commits): it changes with every put or delete.
-    pub(crate) fn op_seq(&self) -> Result<u64> {
+    pub fn op_seq(&self) -> Result<u64> {
         self.counter(catalog::KEY_NEXT_OP)
     }
 
     /// Writes what this transaction deferred: the counters it took, the ops it logged and the
     /// time-index keys it filed; call before commit.
-    pub(in crate::store) fn flush_deferred(&mut self) -> Result<()> {
+    pub(crate) fn flush_deferred(&mut self) -> Result<()> {
         for (key, value) in self.counters.drain() {
             self.meta.insert(key, value).ctx("advance counter")?;
         }
@@ -171,7 +169,7 @@ impl<'t> Tables<'t> {
 
     /// Files item `id` in the time index (at the flush; see [`Tables::time_keys`]) and its
     /// external id, when it has one.
-    pub(in crate::store) fn index_item(&mut self, id: u64, fields: &ItemFields) -> Result<()> {
+    pub(crate) fn index_item(&mut self, id: u64, fields: &ItemFields) -> Result<()> {
         if let Some(ext) = &fields.external_id {
             self.external
                 .insert(ext.as_str(), id)
@@ -187,12 +185,7 @@ impl<'t> Tables<'t> {
     /// table. A key is in one place only (every caller takes an item's old key out before
     /// filing a new one); removing it from both is right wherever it is, for one extra lookup
     /// when an item changes twice in a batch.
-    pub(in crate::store) fn unindex_time(
-        &mut self,
-        id: u64,
-        time_ms: i64,
-        source: u8,
-    ) -> Result<()> {
+    pub(crate) fn unindex_time(&mut self, id: u64, time_ms: i64, source: u8) -> Result<()> {
         let key = (source, time_ms, id);
         self.time_keys.remove(&key);
         self.by_source.remove(key).ctx("remove by_source")?;
@@ -201,7 +194,7 @@ impl<'t> Tables<'t> {
 
     /// Appends an op to the log and to its memory's ops (with no reason; a memory operation
     /// annotates it); returns its sequence number.
-    pub(in crate::store) fn log(&mut self, op: OpCode, item: u64, now: i64) -> Result<u64> {
+    pub(crate) fn log(&mut self, op: OpCode, item: u64, now: i64) -> Result<u64> {
         let seq = self.take(catalog::KEY_NEXT_OP, 1)?;
         self.op_log.push(seq, op as u8, item, now);
         self.memory_ops
@@ -212,7 +205,7 @@ impl<'t> Tables<'t> {
 
     /// Marks the page of `time`'s local day stale for item `id`, changed by op `seq` (undated
     /// items have no page).
-    pub(crate) fn mark_page_stale(
+    pub fn mark_page_stale(
         &mut self,
         time: memdb_formats::item::EventTime,
         id: u64,
@@ -228,11 +221,7 @@ impl<'t> Tables<'t> {
 
     /// Removes the stale marks of `day` a page write handled: each `(item, seq)` only while
     /// its mark still has that sequence (`None`: every mark of the day, for a removed page).
-    pub(crate) fn clear_stale_page(
-        &mut self,
-        day: &str,
-        handled: Option<&[(u64, u64)]>,
-    ) -> Result<()> {
+    pub fn clear_stale_page(&mut self, day: &str, handled: Option<&[(u64, u64)]>) -> Result<()> {
         let mut marks = Vec::new();
         for row in self
             .stale_pages
@@ -254,7 +243,7 @@ impl<'t> Tables<'t> {
 
     /// Records that item `owner`'s blob `blob` (of `kind`, `len` bytes) was dropped at `at_ms`,
     /// and why: the item keeps saying it existed.
-    pub(crate) fn record_dropped_blob(
+    pub fn record_dropped_blob(
         &mut self,
         owner: u64,
         blob: u64,
@@ -270,11 +259,7 @@ impl<'t> Tables<'t> {
 
     /// Removes item `id`'s records of blobs of `kinds` that a repair dropped (their `why`
     /// starts `repair`): a put brought files of those kinds back.
-    pub(in crate::store) fn forget_repair_drops(
-        &mut self,
-        id: u64,
-        kinds: &[BlobKind],
-    ) -> Result<()> {
+    pub(crate) fn forget_repair_drops(&mut self, id: u64, kinds: &[BlobKind]) -> Result<()> {
         let mut gone = Vec::new();
         for row in self
             .dropped_blobs
@@ -295,7 +280,7 @@ impl<'t> Tables<'t> {
 
     /// Removes the earlier versions of item `id` (its history) and its dropped-blob records:
     /// what a delete takes with the item. Their frames become dead bytes.
-    pub(in crate::store) fn remove_history(&mut self, id: u64) -> Result<bool> {
+    pub(crate) fn remove_history(&mut self, id: u64) -> Result<bool> {
         let mut versions = Vec::new();
         for row in self
             .history
@@ -325,7 +310,7 @@ impl<'t> Tables<'t> {
     }
 
     /// Sets the state and committed length of `segment`, keeping its dead-byte count.
-    pub(in crate::store) fn set_segment(
+    pub(crate) fn set_segment(
         &mut self,
         segment: u64,
         state: SegmentState,
@@ -352,7 +337,7 @@ impl<'t> Tables<'t> {
     }
 
     /// Adds `bytes` to the dead-byte count of `segment`.
-    pub(in crate::store) fn add_dead(&mut self, segment: u64, bytes: u64) -> Result<()> {
+    pub(crate) fn add_dead(&mut self, segment: u64, bytes: u64) -> Result<()> {
         let raw = self
             .segments
             .get(segment)
@@ -368,7 +353,7 @@ impl<'t> Tables<'t> {
         Ok(())
     }
 
-    pub(in crate::store) fn remove_blob(&mut self, id: u64) -> Result<Option<BlobLoc>> {
+    pub(crate) fn remove_blob(&mut self, id: u64) -> Result<Option<BlobLoc>> {
         let Some(raw) = self.blobs.remove(id).ctx("remove blob")?.map(|v| v.value()) else {
             return Ok(None);
         };
@@ -379,7 +364,7 @@ impl<'t> Tables<'t> {
 
     /// Removes the blobs item `id` owns but its op notes (which go with its `memory_ops`
     /// rows): those a retired item kept. True when there were any.
-    pub(in crate::store) fn remove_owned_blobs(&mut self, id: u64) -> Result<bool> {
+    pub(crate) fn remove_owned_blobs(&mut self, id: u64) -> Result<bool> {
         let mut owned = Vec::new();
         for row in self.blobs.iter().ctx("scan blobs")? {
             let (k, v) = row.ctx("scan blobs")?;
@@ -396,10 +381,10 @@ impl<'t> Tables<'t> {
 
     /// Removes every catalog row of committed item `id` and its history; returns its record
     /// (when readable).
-    pub(in crate::store) fn remove_item(
+    pub(crate) fn remove_item(
         &mut self,
         id: u64,
-        segments: &crate::store::segment_file::SegmentSet,
+        segments: &crate::segment_file::SegmentSet,
     ) -> Result<Option<(ItemLoc, Option<ItemRecord>)>> {
         let taken = self.take_current(id, segments, OwnedBlobs::Remove)?;
         if let Some((loc, _)) = &taken {
@@ -412,10 +397,10 @@ impl<'t> Tables<'t> {
     /// Takes committed item `id` out of the current view: its row, indexes, external id and
     /// blobs go; its frame is left to the caller (dead, or kept as a version). Returns its
     /// location and record (when readable).
-    pub(in crate::store) fn take_current(
+    pub(crate) fn take_current(
         &mut self,
         id: u64,
-        segments: &crate::store::segment_file::SegmentSet,
+        segments: &crate::segment_file::SegmentSet,
         blobs: OwnedBlobs,
     ) -> Result<Option<(ItemLoc, Option<ItemRecord>)>> {
         let Some(raw) = self.items.remove(id).ctx("remove item")?.map(|v| v.value()) else {

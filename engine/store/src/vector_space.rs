@@ -143,7 +143,7 @@ pub(crate) struct StagedVector {
 
 /// What a batch does to one space.
 #[derive(Debug, Default)]
-pub(crate) struct SpaceChanges {
+pub struct SpaceChanges {
     /// Precision asked for by `define_vectors`, for a space that does not exist yet.
     pub(crate) precision: Option<Precision>,
     /// New vectors, by key.
@@ -154,7 +154,7 @@ pub(crate) struct SpaceChanges {
     pub(crate) rebuild: bool,
     /// Keys whose stored vector is re-quantized to at most this precision (implies a rebuild,
     /// which is what frees the finer rows' bytes).
-    pub(crate) quantize: BTreeMap<u64, Precision>,
+    pub quantize: BTreeMap<u64, Precision>,
 }
 
 impl SpaceChanges {
@@ -170,7 +170,7 @@ impl SpaceChanges {
 }
 
 /// Every space a batch touches, by name.
-pub(crate) type StagedVectors = BTreeMap<String, SpaceChanges>;
+pub type StagedVectors = BTreeMap<String, SpaceChanges>;
 
 /// A block to append as a blob of kind [`BlobKind::Vectors`].
 pub(crate) struct NewBlock {
@@ -733,12 +733,12 @@ impl StoredVectors {
     }
 
     /// Blob ids of the space's blocks.
-    pub(crate) fn block_ids(&self) -> Vec<u64> {
+    pub fn block_ids(&self) -> Vec<u64> {
         self.blocks.iter().map(|b| b.id).collect()
     }
 
     /// The precision of every live vector, by key.
-    pub(crate) fn precisions(&self) -> HashMap<u64, Precision> {
+    pub fn precisions(&self) -> HashMap<u64, Precision> {
         let mut out = HashMap::new();
         for block in &self.blocks {
             let Ok(view) = block.loaded.view() else {
@@ -1024,6 +1024,6 @@ impl Store {
 }
 
 /// The staged changes of `space`, created empty on first use.
-pub(crate) fn changes<'a>(staged: &'a mut StagedVectors, space: &str) -> &'a mut SpaceChanges {
+pub fn changes<'a>(staged: &'a mut StagedVectors, space: &str) -> &'a mut SpaceChanges {
     staged.entry(space.to_owned()).or_default()
 }

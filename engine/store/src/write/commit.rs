@@ -2,13 +2,13 @@
 //! derived rows forgotten, vector blocks staged, records and blobs appended to the open
 //! segment and fsync'd, then the catalog committed (SPEC.md §6).
 
+use crate::catalog::{self, BlobKind, BlobLoc, ItemLoc, OpCode, SegmentState};
+use crate::derived::DerivedCommit;
 use crate::error::{CatalogResult, Error, Result};
-use crate::store::catalog::{self, BlobKind, BlobLoc, ItemLoc, OpCode, SegmentState};
-use crate::store::derived::DerivedCommit;
-use crate::store::read::read_record;
-use crate::store::vector_space::{self, ITEM_VECTORS, StagedVector, StagedVectors};
-use crate::store::versions::{self, AppliedOp, MemoryOp, MemoryOpKind, OpNote};
-use crate::store::{OpenSegment, Store, Writer, now_ms};
+use crate::read::read_record;
+use crate::vector_space::{self, ITEM_VECTORS, StagedVector, StagedVectors};
+use crate::versions::{self, AppliedOp, MemoryOp, MemoryOpKind, OpNote};
+use crate::{OpenSegment, Store, Writer, now_ms};
 use memdb_formats::item::{ItemDraft, ItemFields, ItemRecord, put_framed};
 use memdb_formats::segment::{EntryKind, PAGE};
 use redb::ReadableTable;
@@ -63,7 +63,7 @@ pub(super) fn commit_locked(
 /// A batch's commit in progress: what it has staged so far and what it answers.
 pub(super) struct BatchState<'a> {
     /// The segments as the batch began.
-    pub(super) segments: &'a crate::store::segment_file::SegmentSet,
+    pub(super) segments: &'a crate::segment_file::SegmentSet,
     /// The commit's time (unix ms).
     pub(super) now: i64,
     pub(super) staged: Staged,
@@ -189,7 +189,7 @@ pub(super) fn stage_op<'t>(
 /// be read (a damaged record is `check`'s and `repair`'s to report, not an amendment's).
 pub(super) fn stage_amend(
     t: &mut Tables<'_>,
-    segments: &crate::store::segment_file::SegmentSet,
+    segments: &crate::segment_file::SegmentSet,
     staged: &mut Staged,
     index: usize,
     id: u64,
@@ -508,7 +508,7 @@ pub(super) fn stage_memory(
 /// no such item; `Some(Err(why))`: its record cannot be read.
 pub(super) fn current_record(
     t: &Tables<'_>,
-    segments: &crate::store::segment_file::SegmentSet,
+    segments: &crate::segment_file::SegmentSet,
     staged: &Staged,
     id: u64,
 ) -> Result<Option<std::result::Result<ItemRecord, String>>> {
@@ -768,11 +768,7 @@ pub(super) fn commit_catalog(
 /// that depend on the item alone (its fields, its blob kinds), run again when the batch stages
 /// it. An ingest runs them before building its batch, so an item refused here costs no
 /// transaction and the rest move into the batch without a copy.
-pub(crate) fn check_put(
-    index: usize,
-    draft: &ItemDraft,
-    blobs: &[(BlobKind, Vec<u8>)],
-) -> Result<()> {
+pub fn check_put(index: usize, draft: &ItemDraft, blobs: &[(BlobKind, Vec<u8>)]) -> Result<()> {
     refuse_reserved_kinds(index, blobs.iter().map(|(kind, _)| *kind))?;
     draft
         .fields

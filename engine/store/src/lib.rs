@@ -1,4 +1,10 @@
-//! The store: a directory holding a redb catalog and segment files, opened by one writer.
+//! memdb-store: the storage substrate of memdb — a directory holding a redb catalog and segment
+//! files of checksummed pages, opened by one writer.
+//!
+//! It knows what it stores (items, versions, blobs, vectors, segments, settings) and nothing of
+//! what clients make of it: the engine (`memdb`) keeps its derived rows (the EM-Graph, the
+//! scrapbook pages) inside this crate's commits through the extension API of [`derived`], and
+//! the compiler keeps the rule that the store names no client (this crate depends on none).
 //!
 //! `Store` owns the open catalog, the set of mapped segments, the writer state and the LOCK.
 //! Reads go through [`Snapshot`]s, writes through [`WriteBatch`]es (one batch, one commit),
@@ -14,23 +20,28 @@
 //!    snapshot holds it;
 //! 5. every byte read back from a segment is checked against a CRC32C before it is used.
 
-pub(crate) mod catalog;
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
+pub mod catalog;
 pub(crate) mod check;
-pub(crate) mod compact;
-pub(crate) mod derived;
+pub mod compact;
+pub mod crypto;
+pub mod derived;
 mod dir;
+mod error;
 #[cfg(any(test, feature = "fault-injection"))]
-pub(crate) mod fault;
-pub(crate) mod io;
+pub mod fault;
+pub mod io;
 mod keys;
-pub(crate) mod pages;
+pub mod pages;
 mod read;
 mod rebuild;
 mod repair;
 mod sealed;
 mod segment_file;
 mod stats;
-pub(crate) mod vector_space;
+mod time;
+pub mod vector_space;
 mod versions;
 mod write;
 
@@ -46,7 +57,8 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use memdb_formats::segment::{BlobTag, EntryKind, FooterRecord, PAGE};
 use redb::{ReadableDatabase, ReadableTable};
 
-use crate::error::{CatalogResult, Error, Result};
+pub use crate::error::{CatalogResult, Error, Result};
+pub use crate::time::{TimeBound, TimeError, TimeWindow};
 use catalog::{SegmentRow, SegmentState};
 use dir::{StoreLock, StorePaths};
 use io::OpenMode;
@@ -55,8 +67,8 @@ use segment_file::{SegmentFile, SegmentSet};
 pub use catalog::BlobKind;
 pub use check::{CheckReport, Damage, Problem};
 pub use compact::{
-    BlobRewrite, CatalogShrink, CompactOptions, CompactReport, CompactionHook, ItemRewrite,
-    KeepEverything, LostItem, Victims,
+    BlobRewrite, CatalogShrink, CompactOptions, CompactReport, CompactionHook, FinishRows,
+    ItemRewrite, KeepEverything, LostItem, Victims,
 };
 pub use read::{Blob, BlobInfo, DroppedBlob, ItemVersion, ScanFilter, Skipped, Snapshot};
 #[cfg(feature = "fault-injection")]
@@ -69,8 +81,8 @@ pub use versions::{
     AppliedOp, DEFAULT_RETENTION_DAYS, MemoryHistory, MemoryOp, MemoryOpKind, MemoryOpRow,
     MemoryVersion, OpNote, TimeTravel, Validity, close_superseded,
 };
-pub(crate) use write::check_put;
-pub use write::{CommitReceipt, PutOutcome, PutStatus, WriteBatch};
+pub use write::check_put;
+pub use write::{CommitReceipt, PutOutcome, PutStatus, Tables, WriteBatch};
 
 /// How a store is opened.
 #[derive(Debug, Clone)]
@@ -296,7 +308,8 @@ impl OpenSegment {
     }
 }
 
-pub(crate) fn now_ms() -> i64 {
+/// The wall clock in Unix milliseconds, as the store stamps commits, versions and operations.
+pub fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
@@ -306,7 +319,7 @@ pub(crate) fn now_ms() -> i64 {
 impl Store {
     /// Creates a new, empty store at `path` (the directory may exist but must be empty), with
     /// `clients` keeping their derived rows in its commits.
-    pub(crate) fn create_with(
+    pub fn create_with(
         path: impl AsRef<Path>,
         options: Options,
         clients: derived::Clients,
@@ -372,7 +385,7 @@ impl Store {
     /// Opens an existing store for reading and writing, with `clients` keeping their derived
     /// rows in its commits. Recovers from a crash: cuts the uncommitted tail of open segments
     /// and deletes segment files no commit references.
-    pub(crate) fn open_with(
+    pub fn open_with(
         path: impl AsRef<Path>,
         options: Options,
         clients: derived::Clients,
@@ -384,7 +397,7 @@ impl Store {
             let p = &paths.catalog;
             std::fs::set_permissions(
                 p,
-                std::os::unix::fs::PermissionsExt::from_mode(dir::FILE_MODE),
+                std::os::unix::fs::PermissionsExt::from_mode(io::FILE_MODE),
             )
             .map_err(Error::io("chmod", p))?;
         }
@@ -481,7 +494,7 @@ impl Store {
     }
 
     /// Opens the store read-only beside its writer (see the engine's `Store::open_read_only`).
-    pub(crate) fn open_read_only_with(
+    pub fn open_read_only_with(
         path: impl AsRef<Path>,
         options: Options,
         clients: derived::Clients,
@@ -579,8 +592,20 @@ impl Store {
         self.inner.db.is_read_only()
     }
 
+    /// A bare store for the substrate's own tests: no client registered.
+    #[cfg(test)]
+    pub(crate) fn create(path: impl AsRef<Path>, options: Options) -> Result<Store> {
+        Store::create_with(path, options, Vec::new())
+    }
+
+    /// Opens a bare store for the substrate's own tests: no client registered.
+    #[cfg(test)]
+    pub(crate) fn open(path: impl AsRef<Path>, options: Options) -> Result<Store> {
+        Store::open_with(path, options, Vec::new())
+    }
+
     /// Whether `path` holds a store's catalog.
-    pub(crate) fn exists_at(path: &Path) -> bool {
+    pub fn exists_at(path: &Path) -> bool {
         path.join(dir::CATALOG_FILE).is_file()
     }
 
@@ -701,7 +726,7 @@ impl Store {
     }
 
     /// Writes one setting in its own durable commit.
-    pub(crate) fn write_setting(&self, key: &str, value: &str) -> Result<()> {
+    pub fn write_setting(&self, key: &str, value: &str) -> Result<()> {
         let _writer = self.lock_writer()?;
         let txn = self.inner.db.begin_write(&self.inner.paths)?;
         {
@@ -718,12 +743,12 @@ impl Store {
 
     /// A client's per-store state of type `T` (made on first use), shared by every clone of
     /// this handle.
-    pub(crate) fn extension<T: std::any::Any + Send + Sync + Default>(&self) -> Result<Arc<T>> {
+    pub fn extension<T: std::any::Any + Send + Sync + Default>(&self) -> Result<Arc<T>> {
         self.inner.extensions.get::<T>()
     }
 
     /// The clients keeping derived rows in this store.
-    pub(crate) fn clients(&self) -> &derived::Clients {
+    pub fn clients(&self) -> &derived::Clients {
         &self.inner.clients
     }
 

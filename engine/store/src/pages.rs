@@ -13,18 +13,24 @@ use crate::error::{CatalogResult, Error, Result};
 
 /// A page's catalog row.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct PageRow {
-    pub(crate) stage: u8,
-    pub(crate) quality: u8,
-    pub(crate) scale_milli: u16,
-    pub(crate) parts: Vec<u64>,
-    pub(crate) layout: Vec<u8>,
+pub struct PageRow {
+    /// The forgetting stage the page was last encoded at (0: as drawn).
+    pub stage: u8,
+    /// Its JPEG quality.
+    pub quality: u8,
+    /// Its scale against the drawn page, in thousandths.
+    pub scale_milli: u16,
+    /// The blob ids of its parts, in order.
+    pub parts: Vec<u64>,
+    /// The layout of what it shows (the scrapbook's own encoding).
+    pub layout: Vec<u8>,
 }
 
-use crate::store::catalog::PageValue as RawPageRow;
+use crate::catalog::PageValue as RawPageRow;
 
 impl PageRow {
-    pub(crate) fn decode(day: &str, raw: RawPageRow<'_>) -> Result<PageRow> {
+    /// The row of `day` as the catalog stores it.
+    pub fn decode(day: &str, raw: RawPageRow<'_>) -> Result<PageRow> {
         let (stage, quality, scale_milli, parts, layout) = raw;
         let parts = memdb_formats::u64_list("page parts", parts)
             .map_err(|e| Error::bad_row("pages", day, e))?;
@@ -38,13 +44,13 @@ impl PageRow {
     }
 
     /// The scale as a fraction of the page's size at composition.
-    pub(crate) fn scale(&self) -> f32 {
+    pub fn scale(&self) -> f32 {
         f32::from(self.scale_milli) / 1000.0
     }
 }
 
 /// Writes (or with `None` removes) a day's row; returns the blob ids of the parts it had.
-pub(crate) fn replace_page_row(
+pub fn replace_page_row(
     txn: &redb::WriteTransaction,
     day: &str,
     row: Option<&PageRow>,
@@ -75,14 +81,16 @@ pub(crate) fn replace_page_row(
     Ok(old.transpose()?.map(|r| r.parts).unwrap_or_default())
 }
 
-pub(crate) fn open_pages(
+/// The pages table as of `snapshot`, if the store has one.
+pub fn open_pages(
     snapshot: &Snapshot,
 ) -> Result<Option<redb::ReadOnlyTable<&'static str, RawPageRow<'static>>>> {
-    crate::store::catalog::open_optional(snapshot.txn(), PAGES)
+    crate::catalog::open_optional(snapshot.txn(), PAGES)
 }
 
 impl Snapshot {
-    pub(crate) fn page_rows(&self) -> Result<BTreeMap<String, PageRow>> {
+    /// Every page row, by day.
+    pub fn page_rows(&self) -> Result<BTreeMap<String, PageRow>> {
         let Some(table) = open_pages(self)? else {
             return Ok(BTreeMap::new());
         };

@@ -16,7 +16,7 @@ use crate::error::{CatalogResult, Result};
 
 /// Store-wide counters and settings: `format_version`, `next_item_id`, `next_blob_id`,
 /// `next_segment_id`, `next_op_seq`, `created_unix_ms`.
-pub(crate) const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+pub const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 /// segment id → (state, committed length in bytes, dead bytes).
 pub(crate) const SEGMENTS: TableDefinition<u64, (u8, u64, u64)> = TableDefinition::new("segments");
 /// item id → (segment id, file offset of the record frame, frame length, event time ms, source).
@@ -39,7 +39,7 @@ pub(crate) const BLOBS: TableDefinition<u64, (u64, u64, u64, u8, u64)> =
 /// `item_text` (the recipe version and style of the text the item vectors were made from) and
 /// `places`
 /// (the version of the place pass every item has been through).
-pub(crate) const SETTINGS: TableDefinition<&str, &str> = TableDefinition::new("settings");
+pub const SETTINGS: TableDefinition<&str, &str> = TableDefinition::new("settings");
 pub(crate) const KEY_ENCODER_MODEL: &str = "encoder_model";
 /// Prefix of the `settings` rows that record a batch's memory operations under a client's key
 /// (SPEC.md §5.6): `ops:<key>` → the ops as `seq:id` pairs joined by `,`, ids only, no text.
@@ -110,31 +110,29 @@ pub(crate) fn vector_key_table(name: &str) -> TableDefinition<'_, u64, (u64, u32
 }
 /// EM-Graph nodes (SPEC.md §5.3): node id → (canonical phrase, kind code, aliases joined by
 /// U+001F). Format version 3, like every `graph_*` table.
-pub(crate) const GRAPH_NODES: TableDefinition<u64, (&str, u8, &str)> =
-    TableDefinition::new("graph_nodes");
+pub const GRAPH_NODES: TableDefinition<u64, (&str, u8, &str)> = TableDefinition::new("graph_nodes");
 /// Phrase (canonical or alias) → node id.
-pub(crate) const GRAPH_ALIASES: TableDefinition<&str, u64> = TableDefinition::new("graph_aliases");
+pub const GRAPH_ALIASES: TableDefinition<&str, u64> = TableDefinition::new("graph_aliases");
 /// EM-Path id → (page key, node ids in order of first mention, evidence item ids), the lists
 /// as `memdb_formats::id_list` (SPEC.md §5.3). Format version 14; it replaced `graph_paths`.
-pub(crate) const GRAPH_PATHS: TableDefinition<u64, (&str, &[u8], &[u8])> =
+pub const GRAPH_PATHS: TableDefinition<u64, (&str, &[u8], &[u8])> =
     TableDefinition::new("graph.paths");
 /// Q-matrix by node: node id → the paths holding it, in increasing order, as an id list.
 /// Format version 14; it replaced `graph_node_paths`. (The Q-matrix by path is each path's
 /// node list: `graph_path_nodes`, its bitmap copy, is gone.)
-pub(crate) const GRAPH_NODE_PATHS: TableDefinition<u64, &[u8]> =
-    TableDefinition::new("graph.node_paths");
+pub const GRAPH_NODE_PATHS: TableDefinition<u64, &[u8]> = TableDefinition::new("graph.node_paths");
 /// Versions 3 to 13: `graph.paths` with the lists as u64 LE.
-pub(crate) const LEGACY_GRAPH_PATHS: TableDefinition<u64, (&str, &[u8], &[u8])> =
+pub const LEGACY_GRAPH_PATHS: TableDefinition<u64, (&str, &[u8], &[u8])> =
     TableDefinition::new("graph_paths");
 /// Versions 3 to 13: `graph.node_paths` as portable roaring bitmaps.
-pub(crate) const LEGACY_GRAPH_NODE_PATHS: TableDefinition<u64, &[u8]> =
+pub const LEGACY_GRAPH_NODE_PATHS: TableDefinition<u64, &[u8]> =
     TableDefinition::new("graph_node_paths");
 /// Versions 3 to 13: path id → its nodes as a portable roaring bitmap (what `graph.paths`
 /// lists).
 pub(crate) const LEGACY_GRAPH_PATH_NODES: TableDefinition<u64, &[u8]> =
     TableDefinition::new("graph_path_nodes");
 /// Versions 3 to 13: `graph.items` with the node ids as u64 LE.
-pub(crate) const LEGACY_GRAPH_ITEMS: TableDefinition<u64, (u64, &[u8])> =
+pub const LEGACY_GRAPH_ITEMS: TableDefinition<u64, (u64, &[u8])> =
     TableDefinition::new("graph_items");
 /// segment id → the 32-byte random salt its subkey derives from; encrypted stores only
 /// (SPEC.md §3.7). Dropped with the segment's row; a segment of format 2 also carries it on its
@@ -142,12 +140,11 @@ pub(crate) const LEGACY_GRAPH_ITEMS: TableDefinition<u64, (u64, &[u8])> =
 pub(crate) const SEGMENT_KEYS: TableDefinition<u64, &[u8]> = TableDefinition::new("segment_keys");
 /// item id → (path id, the item's node ids as an id list): which items the graph has seen.
 /// Format version 14; it replaced `graph_items`.
-pub(crate) const GRAPH_ITEMS: TableDefinition<u64, (u64, &[u8])> =
-    TableDefinition::new("graph.items");
+pub const GRAPH_ITEMS: TableDefinition<u64, (u64, &[u8])> = TableDefinition::new("graph.items");
 /// Scrapbook pages (SPEC.md §5.4): local day `YYYY-MM-DD` → (forgetting stage, JPEG quality,
 /// scale in thousandths, the page's JPEG parts as blob ids u64 LE (none: rendered on demand),
 /// layout). Format version 4.
-pub(crate) const PAGES: TableDefinition<&str, PageValue<'static>> = TableDefinition::new("pages");
+pub const PAGES: TableDefinition<&str, PageValue<'static>> = TableDefinition::new("pages");
 /// A `PAGES` row: (stage, quality, scale ‰, parts, layout).
 pub(crate) type PageValue<'a> = (u8, u8, u16, &'a [u8], &'a [u8]);
 /// op sequence number → (op code, item id, commit time ms): the op log of format versions 1–9,
@@ -176,8 +173,7 @@ pub(crate) const DROPPED_BLOBS: TableDefinition<(u64, u64), (u8, u64, i64, &str)
 /// item's old block blanked). The page write that handles a row removes it — only if its
 /// sequence is still the one handled, so a change committed meanwhile is not lost. Format
 /// version 6.
-pub(crate) const STALE_PAGES: TableDefinition<(&str, u64), u64> =
-    TableDefinition::new("stale_pages");
+pub const STALE_PAGES: TableDefinition<(&str, u64), u64> = TableDefinition::new("stale_pages");
 /// (item id, op sequence) → (op code, system time ms, valid time ms or `i64::MIN`, note blob
 /// id or 0): every op on a memory, by memory. The op's valid time is the new version's
 /// `valid_from` (add, update) or the retired version's `valid_to` (delete). What the caller
@@ -205,8 +201,11 @@ pub(crate) const KEY_NEXT_BLOB: &str = "next_blob_id";
 pub(crate) const KEY_NEXT_SEGMENT: &str = "next_segment_id";
 pub(crate) const KEY_NEXT_OP: &str = "next_op_seq";
 pub(crate) const KEY_CREATED: &str = "created_unix_ms";
-pub(crate) const KEY_NEXT_NODE: &str = "next_graph_node_id";
-pub(crate) const KEY_NEXT_PATH: &str = "next_graph_path_id";
+/// The counters-table key of the EM-Graph's next node id (the graph's rows are part of the
+/// catalog's format, SPEC.md §3; the engine's graph keeps them).
+pub const KEY_NEXT_NODE: &str = "next_graph_node_id";
+/// The counters-table key of the EM-Graph's next path id.
+pub const KEY_NEXT_PATH: &str = "next_graph_path_id";
 
 /// Version of the store layout (catalog tables + segment format), bumped on any change.
 /// Version 2 added the vector tables; a version-1 store is read as one without vectors and
@@ -763,7 +762,7 @@ pub(crate) fn read_op_log(txn: &redb::ReadTransaction) -> Result<Vec<LoggedOp>> 
 
 /// Opens table `def` of a read transaction, or `None` when the store predates it (a read-only
 /// handle on an older store, which no write has upgraded yet).
-pub(crate) fn open_optional<K: redb::Key + 'static, V: redb::Value + 'static>(
+pub fn open_optional<K: redb::Key + 'static, V: redb::Value + 'static>(
     txn: &redb::ReadTransaction,
     def: TableDefinition<K, V>,
 ) -> Result<Option<redb::ReadOnlyTable<K, V>>> {
@@ -776,7 +775,7 @@ pub(crate) fn open_optional<K: redb::Key + 'static, V: redb::Value + 'static>(
 
 /// Whether table `name` exists in the catalog as the write transaction `txn` sees it (tables
 /// that only some stores have: the graph's, an encrypted store's `segment_keys`).
-pub(crate) fn has_table(txn: &redb::WriteTransaction, name: &str) -> Result<bool> {
+pub fn has_table(txn: &redb::WriteTransaction, name: &str) -> Result<bool> {
     use redb::TableHandle;
     Ok(txn
         .list_tables()

@@ -86,7 +86,7 @@ impl Store {
     /// Only damage to the catalog ([`Error::is_catalog_damage`]) leads to a rebuild: a store
     /// that is locked, of an unknown version, whose secret is missing or wrong, or whose files
     /// fail to read for another reason (an I/O error) is left as it is, with that error.
-    pub(crate) fn repair_or_rebuild_with(
+    pub fn repair_or_rebuild_with(
         path: &std::path::Path,
         options: super::Options,
         progress: &mut dyn FnMut(RepairPhase, u64, u64),

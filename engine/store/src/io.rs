@@ -27,7 +27,10 @@ use std::sync::Arc;
 
 use redb::BackendError;
 
-use crate::store::dir::{DIR_MODE, FILE_MODE};
+/// Store directories are the owner's alone (private data).
+pub(crate) const DIR_MODE: u32 = 0o700;
+/// Store files are the owner's alone.
+pub(crate) const FILE_MODE: u32 = 0o600;
 
 /// How [`StorageIo::open_file`] opens a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -196,7 +196,7 @@ impl Snapshot {
     }
 
     /// The op sequence number of this snapshot: it changes with every committed put or delete.
-    pub(crate) fn op_seq(&self) -> Result<u64> {
+    pub fn op_seq(&self) -> Result<u64> {
         let meta = self.txn.open_table(catalog::META).ctx("open meta")?;
         catalog::meta_get(&meta, catalog::KEY_NEXT_OP)
     }
@@ -354,7 +354,7 @@ impl Snapshot {
     }
 
     /// Ids of the undated items (filed at `i64::MIN`, on no day and no page), by source.
-    pub(crate) fn undated_ids(&self) -> Result<Vec<u64>> {
+    pub fn undated_ids(&self) -> Result<Vec<u64>> {
         let table = self
             .txn
             .open_table(catalog::BY_SOURCE)
@@ -481,7 +481,7 @@ impl Snapshot {
     }
 
     /// The segment blob `id` lives in.
-    pub(crate) fn blob_segment(&self, id: u64) -> Result<Option<u64>> {
+    pub fn blob_segment(&self, id: u64) -> Result<Option<u64>> {
         let blobs = self.txn.open_table(catalog::BLOBS).ctx("open blobs")?;
         let Some(raw) = blobs.get(id).ctx("read blobs")? else {
             return Ok(None);
@@ -499,7 +499,9 @@ impl Snapshot {
         read_blob(&self.segments, id, &loc).map(Some)
     }
 
-    pub(crate) fn txn(&self) -> &redb::ReadTransaction {
+    /// The catalog read transaction this snapshot reads through (clients read their own
+    /// tables in it).
+    pub fn txn(&self) -> &redb::ReadTransaction {
         &self.txn
     }
 
@@ -521,7 +523,8 @@ impl Snapshot {
             })
     }
 
-    pub(crate) fn setting(&self, key: &str) -> Result<Option<String>> {
+    /// The value of setting `key`, if set.
+    pub fn setting(&self, key: &str) -> Result<Option<String>> {
         let settings = self
             .txn
             .open_table(super::catalog::SETTINGS)

@@ -8,7 +8,7 @@ use proptest::prelude::*;
 use roaring::RoaringTreemap;
 
 use super::*;
-use crate::{EventTime, ItemDraft, ItemFields, Source};
+use memdb_formats::item::{EventTime, ItemDraft, ItemFields, Source};
 
 const T0: i64 = 1_700_000_000_000;
 

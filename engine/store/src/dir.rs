@@ -27,15 +27,12 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::store::io::{OpenMode, OsIo, StorageIo};
+use crate::io::{OpenMode, OsIo, StorageIo};
 
 pub(crate) const CATALOG_FILE: &str = "catalog.redb";
 pub(crate) const SEGMENTS_DIR: &str = "segments";
 pub(crate) const LOCK_FILE: &str = "LOCK";
 pub(crate) const SEGMENT_EXT: &str = "seg";
-
-pub(crate) const DIR_MODE: u32 = 0o700;
-pub(crate) const FILE_MODE: u32 = 0o600;
 
 /// Creates `path` (and missing parents) as an owner-only directory.
 pub(crate) fn create_private_dir(io: &dyn StorageIo, path: &Path) -> Result<()> {

@@ -516,7 +516,7 @@ impl StorageIo for SealedIo {
 mod tests {
     use super::*;
     use crate::crypto::{KdfCost, Secret, create_key};
-    use crate::store::io::OsIo;
+    use crate::io::OsIo;
 
     fn sealed_io(catalog: &Path) -> SealedIo {
         let cost = KdfCost {

@@ -405,7 +405,7 @@ impl Store {
     /// Rebuilds the store at `path` from its segment files when its catalog cannot be read
     /// (see the module header); `why` says what failed. The old directory is kept beside it as
     /// `<name>.damaged-<unix seconds>`. `progress` gets (items written, items to write).
-    pub(crate) fn rebuild_with(
+    pub fn rebuild_with(
         path: impl AsRef<Path>,
         options: Options,
         why: &str,

@@ -1,11 +1,11 @@
 //! Staging puts: records and blobs staged for the append, a put's fields checked and filed
 //! (updates, unchanged puts, restores), and what leaves the current view.
 
+use crate::catalog::{self, BlobKind, ItemLoc, OpCode};
 use crate::error::{CatalogResult, Error, Result};
-use crate::store::catalog::{self, BlobKind, ItemLoc, OpCode};
-use crate::store::read::read_record;
-use crate::store::vector_space::{self, ITEM_VECTORS, StagedVector, StagedVectors};
-use crate::store::versions::{self};
+use crate::read::read_record;
+use crate::vector_space::{self, ITEM_VECTORS, StagedVector, StagedVectors};
+use crate::versions::{self};
 use memdb_formats::item::{ItemDraft, ItemFields, ItemRecord, encode_record};
 use redb::ReadableTable;
 use std::collections::HashMap;
@@ -16,38 +16,38 @@ use super::*;
 
 /// A record or blob staged for the append, with the index rows to write once it has a place.
 pub(super) struct Staged {
-    pub(in crate::store) records: Vec<Option<StagedRecord>>,
-    pub(in crate::store) blobs: Vec<Option<StagedBlob>>,
+    pub(crate) records: Vec<Option<StagedRecord>>,
+    pub(crate) blobs: Vec<Option<StagedBlob>>,
     /// Item id → index into `records` for items first written by this batch.
-    pub(in crate::store) pending_items: HashMap<u64, usize>,
+    pub(crate) pending_items: HashMap<u64, usize>,
     /// Vector changes, by space.
-    pub(in crate::store) vectors: StagedVectors,
+    pub(crate) vectors: StagedVectors,
     /// Committed items whose fields this batch changes: what was derived from their old text
     /// (graph nodes and paths) goes in the same commit, to be derived again.
-    pub(in crate::store) invalidated: Vec<u64>,
+    pub(crate) invalidated: Vec<u64>,
 }
 
 pub(super) struct StagedRecord {
     /// The batch operation that staged it (what [`Error::InvalidItem`] names).
-    pub(in crate::store) op_index: usize,
-    pub(in crate::store) id: u64,
-    pub(in crate::store) bytes: Vec<u8>,
-    pub(in crate::store) time_ms: i64,
-    pub(in crate::store) source: u8,
-    pub(in crate::store) external_id: Option<String>,
-    pub(in crate::store) blobs: Vec<u64>,
+    pub(crate) op_index: usize,
+    pub(crate) id: u64,
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) time_ms: i64,
+    pub(crate) source: u8,
+    pub(crate) external_id: Option<String>,
+    pub(crate) blobs: Vec<u64>,
 }
 
-pub(in crate::store) struct StagedBlob {
-    pub(in crate::store) id: u64,
-    pub(in crate::store) kind: BlobKind,
-    pub(in crate::store) bytes: Vec<u8>,
-    pub(in crate::store) owner: u64,
+pub(crate) struct StagedBlob {
+    pub(crate) id: u64,
+    pub(crate) kind: BlobKind,
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) owner: u64,
 }
 
 /// What taking an item out of the current view does with the blobs it owns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(in crate::store) enum OwnedBlobs {
+pub(crate) enum OwnedBlobs {
     /// They go (dead bytes): the item is purged or replaced whole.
     Remove,
     /// They stay, owned by the retired item, until a purge or the retention window ends.
@@ -57,7 +57,7 @@ pub(in crate::store) enum OwnedBlobs {
 #[allow(clippy::too_many_arguments)]
 pub(super) fn stage_put(
     t: &mut Tables<'_>,
-    segments: &crate::store::segment_file::SegmentSet,
+    segments: &crate::segment_file::SegmentSet,
     staged: &mut Staged,
     receipt: &mut CommitReceipt,
     index: usize,
@@ -109,16 +109,16 @@ pub(super) fn stage_put(
 
 /// What [`stage_fields`] stages: an item's new fields, resolved.
 pub(super) struct Staging {
-    pub(in crate::store) fields: ItemFields,
+    pub(crate) fields: ItemFields,
     /// The item id it supersedes.
-    pub(in crate::store) supersedes: Option<u64>,
+    pub(crate) supersedes: Option<u64>,
     /// The item it replaces (`None`: a new item).
-    pub(in crate::store) existing: Option<u64>,
-    pub(in crate::store) new_blobs: Vec<(BlobKind, Vec<u8>)>,
-    pub(in crate::store) vector: Option<Vec<f32>>,
+    pub(crate) existing: Option<u64>,
+    pub(crate) new_blobs: Vec<(BlobKind, Vec<u8>)>,
+    pub(crate) vector: Option<Vec<f32>>,
     /// The new version's valid time as stored (`None`: the current version's, else the
     /// default).
-    pub(in crate::store) valid: Option<(i64, i64)>,
+    pub(crate) valid: Option<(i64, i64)>,
 }
 
 impl Staging {
@@ -145,7 +145,7 @@ impl Staging {
 /// the op's sequence too (`None`: unchanged, nothing logged).
 pub(super) fn stage_fields(
     t: &mut Tables<'_>,
-    segments: &crate::store::segment_file::SegmentSet,
+    segments: &crate::segment_file::SegmentSet,
     staged: &mut Staged,
     index: usize,
     staging: Staging,
@@ -511,7 +511,7 @@ pub(super) fn stage_restore(
 /// there is no such item.
 pub(super) fn stage_remove(
     t: &mut Tables<'_>,
-    segments: &crate::store::segment_file::SegmentSet,
+    segments: &crate::segment_file::SegmentSet,
     staged: &mut Staged,
     id: u64,
 ) -> Result<bool> {

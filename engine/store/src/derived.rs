@@ -25,7 +25,7 @@ use memdb_formats::item::ItemFields;
 
 /// Rows a client derives from items and keeps in the catalog, maintained inside the store's
 /// commits.
-pub(crate) trait DerivedData: Send + Sync {
+pub trait DerivedData: Send + Sync {
     /// Items deleted, lost, or changed by the commit under way: removes what was derived from
     /// them inside `txn` and returns the vectors (space, key) that go with it.
     fn forget_items(
@@ -55,16 +55,18 @@ pub(crate) trait DerivedData: Send + Sync {
 /// What a client stands in for after damage: replacement bytes by blob id, and days to mark
 /// stale so the client derives them again.
 #[derive(Default)]
-pub(crate) struct Salvage {
-    pub(crate) replacements: BTreeMap<u64, Vec<u8>>,
-    pub(crate) stale_days: Vec<String>,
+pub struct Salvage {
+    /// Bytes that stand in for a lost blob, by blob id.
+    pub replacements: BTreeMap<u64, Vec<u8>>,
+    /// Days (`YYYY-MM-DD`) whose derived rows are made again.
+    pub stale_days: Vec<String>,
 }
 
 /// The clients registered with a store, in the order they are called.
-pub(crate) type Clients = Vec<Arc<dyn DerivedData>>;
+pub type Clients = Vec<Arc<dyn DerivedData>>;
 
 /// A client's write, staged in a batch and applied inside its commit.
-pub(crate) trait DerivedWrite: Send {
+pub trait DerivedWrite: Send {
     /// Applies the write. Runs inside the batch's catalog transaction, after the batch's item
     /// operations that precede it.
     fn apply(self: Box<Self>, commit: &mut DerivedCommit<'_, '_>) -> Result<()>;
@@ -72,7 +74,7 @@ pub(crate) trait DerivedWrite: Send {
 
 /// What a [`DerivedWrite`] may do inside a commit: its own tables through the transaction, the
 /// store's counters, blobs it owns, and the day-staleness marks it accounts for.
-pub(crate) struct DerivedCommit<'a, 't> {
+pub struct DerivedCommit<'a, 't> {
     pub(super) txn: &'t redb::WriteTransaction,
     pub(super) tables: &'a mut Tables<'t>,
     pub(super) new_blobs: &'a mut Vec<Option<StagedBlob>>,
@@ -80,13 +82,13 @@ pub(crate) struct DerivedCommit<'a, 't> {
 
 impl<'t> DerivedCommit<'_, 't> {
     /// The commit's catalog transaction (a client opens its own tables in it).
-    pub(crate) fn txn(&self) -> &redb::WriteTransaction {
+    pub fn txn(&self) -> &redb::WriteTransaction {
         self.txn
     }
 
     /// The transaction and the store's counters table (a client keeps its id counters there,
     /// under its own keys).
-    pub(crate) fn txn_and_counters(
+    pub fn txn_and_counters(
         &mut self,
     ) -> (
         &'t redb::WriteTransaction,
@@ -97,7 +99,7 @@ impl<'t> DerivedCommit<'_, 't> {
 
     /// Stores `bytes` as a new blob of `kind` owned by no item, written with the batch; returns
     /// its id.
-    pub(crate) fn add_blob(&mut self, kind: BlobKind, bytes: Vec<u8>) -> Result<u64> {
+    pub fn add_blob(&mut self, kind: BlobKind, bytes: Vec<u8>) -> Result<u64> {
         let id = self.tables.take(catalog::KEY_NEXT_BLOB, 1)?;
         self.new_blobs.push(Some(StagedBlob {
             id,
@@ -109,17 +111,13 @@ impl<'t> DerivedCommit<'_, 't> {
     }
 
     /// Removes a blob the client no longer references.
-    pub(crate) fn remove_blob(&mut self, id: u64) -> Result<()> {
+    pub fn remove_blob(&mut self, id: u64) -> Result<()> {
         self.tables.remove_blob(id)?;
         Ok(())
     }
 
     /// Clears a day's staleness marks: those in `handled` (item, op sequence), or all of them.
-    pub(crate) fn clear_stale_day(
-        &mut self,
-        day: &str,
-        handled: Option<&[(u64, u64)]>,
-    ) -> Result<()> {
+    pub fn clear_stale_day(&mut self, day: &str, handled: Option<&[(u64, u64)]>) -> Result<()> {
         self.tables.clear_stale_page(day, handled)
     }
 }

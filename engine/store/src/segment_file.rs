@@ -19,7 +19,7 @@ use std::sync::{Arc, RwLock};
 use memdb_formats::segment::{ENTRY_HEADER_BYTES, EntryHeader, PAGE, SegmentHeader};
 
 use crate::error::{Error, Result};
-use crate::store::io::{OpenMode, StorageIo};
+use crate::io::{OpenMode, StorageIo};
 
 /// An open segment file shared by the writer and every snapshot that references it.
 #[derive(Debug)]
@@ -534,7 +534,7 @@ mod tests {
     fn mapping_grows_and_obsolete_files_go_with_the_last_handle() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("0000000000000001.seg");
-        let io: Arc<dyn StorageIo> = Arc::new(crate::store::io::OsIo);
+        let io: Arc<dyn StorageIo> = Arc::new(crate::io::OsIo);
         let seg = Arc::new(SegmentFile::create(&io, path.clone(), 1, 0, None).unwrap());
         let first = seg.bytes(0..4096).unwrap();
         assert_eq!(first.len(), 4096);
@@ -562,7 +562,7 @@ mod tests {
     fn a_wrong_id_or_damaged_header_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("x.seg");
-        let io: Arc<dyn StorageIo> = Arc::new(crate::store::io::OsIo);
+        let io: Arc<dyn StorageIo> = Arc::new(crate::io::OsIo);
         drop(SegmentFile::create(&io, path.clone(), 5, 0, None).unwrap());
         assert!(matches!(
             SegmentFile::open(&io, path.clone(), 6, OpenMode::ReadWrite),

@@ -25,9 +25,9 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
-use crate::store::catalog::{self, SegmentState};
-use crate::store::dir::{CATALOG_FILE, parse_segment_file_name};
-use crate::store::io::{OpenMode, OsIo, StorageIo};
+use crate::catalog::{self, SegmentState};
+use crate::dir::{CATALOG_FILE, parse_segment_file_name};
+use crate::io::{OpenMode, OsIo, StorageIo};
 
 /// One recorded file operation. Paths are relative to the store root.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -596,8 +596,8 @@ pub fn audit(trace: &[Op], scratch: &Path) -> Vec<Violation> {
 /// What `check` finds wrong in the bytes of sealed segment `id` (the whole file): the same
 /// verification `Store::check` runs, on bytes in memory, so tests can damage them by the
 /// million (reliability R5).
-pub fn sealed_segment_problems(bytes: &[u8], id: u64) -> Vec<crate::store::Problem> {
-    crate::store::check::sealed_segment_problems(bytes, id)
+pub fn sealed_segment_problems(bytes: &[u8], id: u64) -> Vec<crate::Problem> {
+    crate::check::sealed_segment_problems(bytes, id)
 }
 
 fn segment_id(path: &Path) -> Option<u64> {

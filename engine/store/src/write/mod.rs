@@ -22,10 +22,10 @@ use super::versions::{AppliedOp, MemoryOp};
 use crate::error::Result;
 use memdb_formats::item::{ItemDraft, ItemFields, ItemRecord};
 
-pub(crate) use commit::check_put;
+pub use commit::check_put;
 use commit::commit_locked;
-pub(in crate::store) use put::StagedBlob;
-pub(crate) use tables::Tables;
+pub(crate) use put::StagedBlob;
+pub use tables::Tables;
 
 /// What a put did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -262,11 +262,7 @@ impl<'s> WriteBatch<'s> {
 
     /// Stages memory operation `op` with the vector of its new version (ignored for DELETE and
     /// NONE), so the memory is searchable from the same commit.
-    pub(crate) fn memory_with_vector(
-        &mut self,
-        op: MemoryOp,
-        vector: Option<Vec<f32>>,
-    ) -> &mut Self {
+    pub fn memory_with_vector(&mut self, op: MemoryOp, vector: Option<Vec<f32>>) -> &mut Self {
         self.ops.push(BatchOp::Memory {
             op: Box::new(op),
             vector,
@@ -306,7 +302,7 @@ impl<'s> WriteBatch<'s> {
 
     /// Stages a client's derived write (the graph update and page composition compute them),
     /// applied inside this batch's commit after the operations staged before it.
-    pub(crate) fn derived(&mut self, write: impl DerivedWrite + 'static) -> &mut Self {
+    pub fn derived(&mut self, write: impl DerivedWrite + 'static) -> &mut Self {
         self.ops.push(BatchOp::Derived(Box::new(write)));
         self
     }
@@ -332,7 +328,7 @@ impl<'s> WriteBatch<'s> {
     /// update by external id it keeps the old version as history, makes what was derived from
     /// the item stale, and is `Unchanged` when `amend` changes nothing; it may not change the
     /// external id. An item that no longer exists is skipped with a warning.
-    pub(crate) fn amend(
+    pub fn amend(
         &mut self,
         id: u64,
         amend: impl FnOnce(&mut ItemFields) + Send + 'static,
@@ -345,7 +341,7 @@ impl<'s> WriteBatch<'s> {
     }
 
     /// Sets the store-wide setting `key` (`settings`, SPEC.md §5) to `value` in this commit.
-    pub(crate) fn set_setting(&mut self, key: impl Into<String>, value: String) -> &mut Self {
+    pub fn set_setting(&mut self, key: impl Into<String>, value: String) -> &mut Self {
         self.ops.push(BatchOp::Setting {
             key: key.into(),
             value,
@@ -361,7 +357,7 @@ impl<'s> WriteBatch<'s> {
     ///
     /// [`Snapshot::ops_recorded_as`]: super::Snapshot::ops_recorded_as
     /// [`Error::KeyUsed`]: crate::Error::KeyUsed
-    pub(crate) fn record_ops_as(&mut self, key: impl Into<String>) -> &mut Self {
+    pub fn record_ops_as(&mut self, key: impl Into<String>) -> &mut Self {
         self.ops.push(BatchOp::RecordOps { key: key.into() });
         self
     }

@@ -346,7 +346,7 @@ impl Store {
     /// [`compact`](Self::compact), with `finish` writing more catalog rows into the same
     /// commit (forgetting's page rows and graph pruning); it returns whether it changed
     /// anything, and the commit happens when it did even if no segment was rewritten.
-    pub(crate) fn compact_with(
+    pub fn compact_with(
         &self,
         options: &CompactOptions,
         hook: &mut dyn CompactionHook,
@@ -532,7 +532,7 @@ impl Store {
 
 /// What [`Store::compact_with`]'s `finish` is: it writes more rows into the compaction's
 /// commit and says whether it changed anything.
-pub(crate) type FinishRows<'a> =
+pub type FinishRows<'a> =
     dyn FnMut(&redb::WriteTransaction, &mut Tables<'_>, &mut StagedVectors) -> Result<bool> + 'a;
 
 /// The segments `victims` names among `rows`, the active one being `active`.

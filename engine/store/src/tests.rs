@@ -3,7 +3,7 @@
 use std::os::unix::fs::PermissionsExt;
 
 use super::*;
-use crate::{EventTime, ItemDraft, ItemFields, Source};
+use memdb_formats::item::{EventTime, ItemDraft, ItemFields, Source};
 
 fn draft(ext: &str, minute: i64, body: &str) -> ItemDraft {
     let mut fields = ItemFields::new(
@@ -496,7 +496,7 @@ fn segments_roll_and_seal_and_reopen() {
 fn compaction_hook_replaces_and_drops() {
     struct Forgetful;
     impl CompactionHook for Forgetful {
-        fn rewrite_item(&mut self, item: &crate::Item) -> Result<ItemRewrite> {
+        fn rewrite_item(&mut self, item: &memdb_formats::item::ItemRecord) -> Result<ItemRewrite> {
             Ok(match item.fields.body.as_deref() {
                 Some("drop me") => ItemRewrite::Drop,
                 Some("shrink me") => {
