@@ -145,7 +145,7 @@ pub fn minilm_two_threads_with(
 
 /// Registers the embedded DejaVu Sans as plotters' `sans-serif` (no system font library).
 pub fn register_plot_font() {
-    static FONT: &[u8] = include_bytes!("../../engine/assets/fonts/DejaVuSans.ttf");
+    static FONT: &[u8] = include_bytes!("../../engine/render/assets/fonts/DejaVuSans.ttf");
     let _ = plotters::style::register_font("sans-serif", plotters::style::FontStyle::Normal, FONT);
 }
 

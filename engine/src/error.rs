@@ -95,16 +95,20 @@ impl Error {
     pub fn is_no_write_access(&self) -> bool {
         self.store().is_some_and(StoreError::is_no_write_access)
     }
-
-    /// An image operation `op` that failed with `reason`.
-    #[cfg_attr(not(feature = "render"), allow(dead_code))]
-    pub(crate) fn image(op: &'static str) -> impl FnOnce(String) -> Error {
-        move |reason| Error::Image { op, reason }
-    }
 }
 
 /// The name a client failure carries through the store's commit.
 const ENGINE: &str = "engine";
+
+#[cfg(feature = "render")]
+impl From<memdb_render::RenderError> for Error {
+    fn from(error: memdb_render::RenderError) -> Error {
+        Error::Image {
+            op: error.op,
+            reason: error.reason,
+        }
+    }
+}
 
 impl From<StoreError> for Error {
     fn from(error: StoreError) -> Error {

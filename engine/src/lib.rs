@@ -24,8 +24,6 @@
 
 mod caption;
 mod error;
-#[cfg(test)]
-mod fixtures;
 #[cfg(feature = "render")]
 pub mod forget;
 pub mod gate;
@@ -38,7 +36,6 @@ mod place;
 pub mod recall;
 #[cfg(feature = "render")]
 pub mod scrapbook;
-mod text;
 
 pub use caption::{CaptionError, CaptionFailure, CaptionReport, Captioner, apply_caption};
 #[cfg(feature = "llm")]

@@ -19,6 +19,8 @@ mod bytes;
 pub mod caption;
 mod error;
 pub mod export;
+#[cfg(feature = "fixtures")]
+pub mod fixtures;
 pub mod hnsw;
 pub mod id_list;
 pub mod import;

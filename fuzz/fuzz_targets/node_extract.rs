@@ -7,7 +7,7 @@
 use std::collections::HashSet;
 
 use libfuzzer_sys::fuzz_target;
-use memdb::graph::extract::{MAX_NODE_CHARS, MAX_NODES, query_nodes};
+use memdb_text::{MAX_NODE_CHARS, MAX_NODES, query_nodes};
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);

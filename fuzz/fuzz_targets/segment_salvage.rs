@@ -1,5 +1,5 @@
 //! Arbitrary bytes as a damaged segment file into `memdb::salvage_segment`, the reader `repair`
-//! rebuilds a store with when its catalog is lost (engine/src/store/rebuild.rs). Beyond "never
+//! rebuilds a store with when its catalog is lost (engine/store/src/rebuild.rs). Beyond "never
 //! panics": every record it returns is one the record decoder accepted (it encodes back to a
 //! record that decodes to itself), every blob it names lies inside the file, and what it finds
 //! in order stays in file order.

@@ -226,12 +226,15 @@ fn facade_names() -> usize {
 fn the_public_api_is_printed_and_does_not_grow() {
     // (crate directory, ceiling of public items)
     let ceilings = [
-        ("engine/src", 373),
+        ("engine/src", 311),
         ("engine/store/src", 290),
+        ("engine/gate/src", 47),
+        ("engine/render/src", 34),
+        ("engine/text/src", 19),
         ("lab/src", 82),
         ("import/src", 19),
         ("engine/endpoint/src", 8),
-        ("formats/src", 241),
+        ("formats/src", 243),
         ("query/src", 75),
         ("engine/vectors/src", 79),
         ("engine/encode/src", 32),

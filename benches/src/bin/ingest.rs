@@ -144,7 +144,7 @@ fn ingest_redb(path: &std::path::Path, n: u64, batch: u64) -> Duration {
     start.elapsed()
 }
 
-// memdb's catalog tables as `engine/src/store/catalog.rs` defines them (same key and value
+// memdb's catalog tables as `engine/store/src/catalog.rs` defines them (same key and value
 // types; the engine keeps its definitions crate-private, so a change there must be copied
 // here); the rows-only diagnostic writes them.
 const CATALOG_ITEMS: TableDefinition<u64, (u64, u64, u32, i64, u8)> = TableDefinition::new("items");

@@ -1,34 +1,23 @@
 //! The memorability gate (SAMD, ../shared/papers/samd-memory-discrimination.txt §3–4): decides
 //! *before writing* whether a text is worth remembering.
 //!
-//! Owns the scene catalogue ([`Scenes`]: scenes with salient words and phrases and the positive
-//! and negative rules of an optional judge; the built-in one is `scenes.toml`, user scenes
-//! come from TOML) and the Gating Unit Module ([`Gum`]): one Aho-Corasick automaton over every
-//! scene's words, matched against the text's normalised words; any hit passes, and the
-//! scene-hit list (which scenes, by which words) is the explanation a person sees.
+//! The model — scene catalogues ([`Scenes`]), the Gating Unit Module ([`Gum`]), rule
+//! predicates and the judge — is crate `memdb-gate`, pure over text and re-exported here. This
+//! module runs it on items: the ingest stage (`stage.rs`: tag or drop before commit) and the
+//! lexicon versions kept in the store's settings (`stored.rs`).
 //!
-//! Invariants:
-//! - a word or phrase matches only whole normalised words (lower case; every run of
-//!   characters that are not letters, digits or an in-word apostrophe is one space), so case,
-//!   punctuation and line breaks never decide a match;
-//! - a scene catalogue that does not parse, or names a scene twice, or has a scene without
-//!   words, is a typed [`SceneError`] naming the scene: nothing half-loaded.
+//! Invariant: a correction of a stored item always passes the gate (checked by `ingest.rs`).
 
-mod gum;
-mod judge;
-mod predicates;
-mod scenes;
 mod stage;
 mod stored;
 
-pub use gum::{Gum, GumError, GumHits, SceneHit, normalise};
-pub use judge::{
-    ClusterPrompt, ClusterPrompts, GateModelError, JUDGE_SYSTEM, Judge, Verdict, judge_message,
+pub use memdb_gate::{
+    BUILTIN_SCENES, ClusterPrompt, ClusterPrompts, GateModelError, Gum, GumError, GumHits,
+    JUDGE_SYSTEM, Judge, PredicateHits, RulePredicates, Scene, SceneError, SceneHit, Scenes,
+    Verdict, judge_message, normalise,
 };
 #[cfg(feature = "llm")]
-pub use judge::{GateModel, ModelJudge, parse_verdict};
-pub use predicates::{PredicateHits, RulePredicates};
-pub use scenes::{BUILTIN_SCENES, Scene, SceneError, Scenes};
+pub use memdb_gate::{GateModel, ModelJudge, parse_verdict};
 pub(crate) use stage::excerpt;
 pub use stage::{
     GateDecision, GateMode, GateStage, JudgeStage, TAG_LEXICON_PREFIX, TAG_MEMORABLE,

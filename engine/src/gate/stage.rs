@@ -16,9 +16,9 @@ use std::sync::Arc;
 
 use memdb_formats::item::{ItemFields, Source};
 
-use super::gum::{Gum, GumHits};
-use super::judge::{ClusterPrompts, Judge};
-use super::predicates::RulePredicates;
+use memdb_gate::RulePredicates;
+use memdb_gate::{ClusterPrompts, Judge};
+use memdb_gate::{Gum, GumHits};
 
 /// Tag of an item the gate found memorable.
 pub const TAG_MEMORABLE: &str = "gate:memorable";

@@ -17,8 +17,8 @@ use crate::error::StoreError;
 use crate::handle::{Snapshot, Store};
 use serde::{Deserialize, Serialize};
 
-use super::scenes::{SceneError, Scenes};
 use crate::error::{Error, Result};
+use memdb_gate::{SceneError, Scenes};
 use memdb_store::derived::{DerivedCommit, DerivedWrite};
 
 const CURRENT: &str = "gate_lexicon.current";

@@ -8,7 +8,7 @@
 //! answers is untrusted: a reply that is not the promised JSON is a typed error naming the
 //! endpoint; accepted phrases go through the same normalisation as the rule extractor's
 //! (lowercase, trimmed, at most [`super::extract::MAX_NODE_CHARS`] characters, no duplicates,
-//! at most [`super::extract::MAX_NODES`]).
+//! at most [`memdb_text::MAX_NODES`]).
 
 use std::time::Duration;
 
@@ -16,9 +16,9 @@ use memdb_formats::item::ItemFields;
 use serde_json::{Value, json};
 
 use super::NodeExtractor;
-use super::extract::{Candidates, NodeDraft, NodeKind};
 use crate::error::{Error, Result};
 use memdb_endpoint::{LoopbackChat, snippet};
+use memdb_text::{Candidates, NodeDraft, NodeKind};
 
 const ITEM_SYSTEM: &str = "You extract semantic memory nodes from a single email for memory retrieval. Return ONLY a JSON object with key \"semantic_nodes\" (array of 3-8 concise phrases). Focus on named entities (people, places, brands, products), key objects, actions, events, and concrete time mentions. Use short lowercase phrases. Do NOT echo the email field names. Do NOT include the words Subject/Summary/Detail.";
 
@@ -125,7 +125,7 @@ fn parse_content(content: &str) -> std::result::Result<Vec<NodeDraft>, String> {
     for phrase in phrases.iter().filter_map(Value::as_str) {
         out.push(kind_of(phrase), phrase);
     }
-    Ok(out.finish(super::extract::MAX_NODES))
+    Ok(out.finish(memdb_text::MAX_NODES))
 }
 
 /// A kind for a phrase the model gave: ISO dates and amounts are recognised, other phrases are

@@ -16,7 +16,6 @@
 //! cosine is at least the merge threshold, found through the node vector index, never by a
 //! loop over all nodes.
 
-pub mod extract;
 #[cfg(feature = "llm")]
 mod llm;
 mod overlap;
@@ -41,9 +40,9 @@ use memdb_store::catalog::{
     LEGACY_GRAPH_ITEMS, LEGACY_GRAPH_NODE_PATHS, LEGACY_GRAPH_PATHS,
 };
 
-pub use extract::{NodeDraft, NodeKind, item_nodes, query_nodes};
 #[cfg(feature = "llm")]
 pub use llm::LlmExtractor;
+pub use memdb_text::{NodeDraft, NodeKind, item_nodes, query_nodes};
 pub use overlap::{CANDIDATE_CAP, PathMatch, PathOverlapStats, PathsMatched};
 pub(crate) use remove::{fade_nodes, remove_items};
 pub use update::{GraphOptions, GraphReport};
@@ -357,10 +356,10 @@ impl GraphReader<'_> {
         Ok(t.get(phrase).ctx("read graph_aliases")?.map(|v| v.value()))
     }
 
-    /// The node `text` names after normalization ([`extract::normalize_phrase`]): how a
+    /// The node `text` names after normalization ([`memdb_text::normalize_phrase`]): how a
     /// person's spelling (`'Lisbon '`) finds the stored phrase (`lisbon`).
     pub fn find(&self, text: &str) -> Result<Option<u64>> {
-        self.lookup(&extract::normalize_phrase(text))
+        self.lookup(&memdb_text::normalize_phrase(text))
     }
 
     /// Up to `limit` stored phrases (canonical or alias) starting with `prefix`, in order.

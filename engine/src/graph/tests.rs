@@ -18,7 +18,7 @@ impl Embedder for HashEmbedder {
             .iter()
             .map(|t| {
                 let mut v = vec![0f32; 64];
-                for w in crate::text::words(t) {
+                for w in memdb_text::words(t) {
                     let w = match w.strip_suffix("es") {
                         Some(stem) => stem.to_owned(),
                         None if !w.ends_with("ss") => w.strip_suffix('s').unwrap_or(&w).to_owned(),

@@ -96,7 +96,7 @@ pub(crate) fn read(fact: &str) -> Cues {
             // "forget it" names nothing a memory could be found by.
             if spans(named)
                 .iter()
-                .any(|(w, _, _)| !crate::text::is_stopword(w))
+                .any(|(w, _, _)| !memdb_text::is_stopword(w))
             {
                 cues.retracts_reference = Some(named.trim_end_matches(['.', '!']).to_owned());
                 text = named;

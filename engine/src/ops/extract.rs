@@ -601,7 +601,7 @@ fn read_sentence(sentence: &str) -> std::result::Result<Vec<String>, &'static st
     }
     let content = lower
         .iter()
-        .filter(|w| !crate::text::is_stopword(w) && !SMALL_TALK.contains(w) && w.len() > 1)
+        .filter(|w| !memdb_text::is_stopword(w) && !SMALL_TALK.contains(w) && w.len() > 1)
         .count()
         + lower
             .iter()

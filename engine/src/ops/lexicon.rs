@@ -346,7 +346,7 @@ pub(crate) const OTHERS: &[&str] = &[
 /// The relation words of `text` ("sister", "mother" for "mum"), lowercased and read through
 /// the lexicon.
 pub(crate) fn relations_in(text: &str) -> std::collections::BTreeSet<&'static str> {
-    crate::text::words(text)
+    memdb_text::words(text)
         .filter_map(|w| {
             let read = synonym(&w);
             OTHERS

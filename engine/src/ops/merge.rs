@@ -116,12 +116,12 @@ fn clauses(text: &str) -> Vec<&str> {
 
 /// Whether a word of `text` holds a digit (a number, a code, a password, a phone number).
 fn has_number(text: &str) -> bool {
-    crate::text::words(text).any(|w| w.chars().any(|c| c.is_ascii_digit()))
+    memdb_text::words(text).any(|w| w.chars().any(|c| c.is_ascii_digit()))
 }
 
 /// The words of `text` that are not stopwords.
 fn content_words(text: &str) -> impl Iterator<Item = String> + '_ {
-    crate::text::words(text).filter(|w| !crate::text::is_stopword(w))
+    memdb_text::words(text).filter(|w| !memdb_text::is_stopword(w))
 }
 
 fn dot(a: &[f32], b: &[f32]) -> f32 {

@@ -306,7 +306,7 @@ impl Store {
             }
             for fact in extracted.facts {
                 let key = (
-                    crate::text::words(&fact).collect::<Vec<_>>().join(" "),
+                    memdb_text::words(&fact).collect::<Vec<_>>().join(" "),
                     extracted.speaker.clone(),
                 );
                 if !seen.insert(key) {

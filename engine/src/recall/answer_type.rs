@@ -42,7 +42,7 @@ const NUMBER_WORDS: [&str; 20] = [
 
 /// What `question` asks for, if it is one of the kinds read here.
 pub(crate) fn wants(question: &str) -> Option<Wants> {
-    let words: Vec<String> = crate::text::words(question).collect();
+    let words: Vec<String> = memdb_text::words(question).collect();
     let has = |w: &str| words.iter().any(|x| x == w);
     let pair = |a: &str, b: &str| words.windows(2).any(|p| p[0] == a && p[1] == b);
     if has("where") {
@@ -62,7 +62,7 @@ pub(crate) fn wants(question: &str) -> Option<Wants> {
 
 /// Whether `text` holds an answer of kind `want`.
 pub(crate) fn offers(text: &str, want: Wants) -> bool {
-    let spans: Vec<(usize, usize)> = crate::text::spans(text).collect();
+    let spans: Vec<(usize, usize)> = memdb_text::spans(text).collect();
     let lower: Vec<String> = spans
         .iter()
         .map(|&(a, b)| text[a..b].to_lowercase())

@@ -177,7 +177,7 @@ fn message_text(f: &ItemFields) -> String {
         .map(|w| format!(" {w}:"))
         .unwrap_or_default();
     // An undated item has no date to show (never a guessed one).
-    let mut text = match crate::graph::extract::display_date(f.time) {
+    let mut text = match memdb_text::display_date(f.time) {
         Some(date) => format!("[{date}]{who}"),
         None => who.trim_start().to_owned(),
     };
@@ -518,7 +518,7 @@ mod tests {
 
     #[test]
     fn a_photo_reads_as_its_sgm_fields() {
-        let mut f = crate::fixtures::eiffel_photo();
+        let mut f = memdb_formats::fixtures::eiffel_photo();
         f.tags = vec![
             "photo".into(),
             "file:FujiFilm_FinePixS2Pro.jpg".into(),
@@ -680,7 +680,7 @@ mod tests {
 
     #[test]
     fn the_descriptive_style_says_the_same_in_sentences() {
-        let mut photo = crate::fixtures::eiffel_photo();
+        let mut photo = memdb_formats::fixtures::eiffel_photo();
         photo.location.as_mut().unwrap().name = Some("Tour Eiffel".into());
         photo.camera.as_mut().unwrap().lens = Some("28mm".into());
         photo.short_caption = Some("the tower".into());

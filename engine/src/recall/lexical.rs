@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use roaring::RoaringBitmap;
 use rust_stemmers::{Algorithm, Stemmer};
 
-use crate::text::words;
+use memdb_text::words;
 
 /// The terms of `text`: its lowercased words, stemmed by `stemmer` where there is one.
 fn terms<'a>(text: &'a str, stemmer: Option<&'a Stemmer>) -> impl Iterator<Item = String> + 'a {

@@ -8,7 +8,8 @@
 //! page's quality and scale (the records are kept as text anyway, so pixels would store the
 //! same words twice — the footprint bench measures what they would cost).
 //!
-//! Here: composing (`compose`), pixels and JPEG (`canvas`), text (`font`) and the page rows. The
+//! Composing, pixels and JPEG, and text are crate `memdb-render`'s; here: a day's items as the
+//! composer sees them, drawing and storing pages, and the page rows. The
 //! layout's bytes are a format of their own, [`memdb_formats::page_layout`], whose types
 //! ([`PageLayout`], [`Block`], [`BlockKind`]) this module re-exports.
 //!
@@ -16,10 +17,6 @@
 //! `min(its own, PHOTO_LONG_SIDE)` and no text below `BODY_PX`; the layout lists every item
 //! on the page and the size each of its graph nodes is drawn at; a page's parts and row
 //! change in one commit.
-
-mod canvas;
-mod compose;
-mod font;
 
 use crate::error::StoreError;
 use crate::handle::{Snapshot, Store};
@@ -29,13 +26,12 @@ use redb::ReadableTable;
 
 use crate::error::Result;
 use crate::graph::NodeKind;
-pub(crate) use canvas::Canvas;
-use compose::DayItem;
-pub use compose::{
+pub use memdb_formats::page_layout::{Block, BlockKind, PageLayout};
+pub(crate) use memdb_render::Canvas;
+pub use memdb_render::{
     BODY_PX, HEADLINE_PX, MAX_PAGE_WIDTH, PART_HEIGHT, PHOTO_LONG_SIDE, PageOptions,
 };
-pub(crate) use font::Typeface;
-pub use memdb_formats::page_layout::{Block, BlockKind, PageLayout};
+use memdb_render::{DayItem, Typeface};
 use memdb_store::BlobKind;
 use memdb_store::CatalogResult;
 use memdb_store::pages::{PageRow, open_pages, replace_page_row};
@@ -225,7 +221,7 @@ impl Snapshot {
                     if let Some(node) = graph.node(id)? {
                         let mut phrases = vec![node.phrase];
                         phrases.extend(node.aliases);
-                        nodes.push((id, phrases, node.kind));
+                        nodes.push((id, phrases, is_salient_kind(node.kind)));
                     }
                 }
             }
@@ -310,7 +306,7 @@ fn compose_day(
                     if let Some(damage) = &rgb.damage {
                         photos_partial.push((item.id, damage.clone()));
                     }
-                    let (w, h) = compose::photo_display_size(rgb.width, rgb.height);
+                    let (w, h) = memdb_render::photo_display_size(rgb.width, rgb.height);
                     let canvas = Canvas::from_rgb(rgb.width, rgb.height, rgb.rgb)?.resized(w, h)?;
                     item.photo = Some((rgb.width, rgb.height));
                     photo = Some(canvas);
@@ -321,12 +317,12 @@ fn compose_day(
         day_items.push(item);
         photos.push(photo);
     }
-    let plan = compose::plan(face, &day, &day_items, options);
+    let plan = memdb_render::plan(face, &day, &day_items, options);
     let has_photos = photos.iter().any(Option::is_some);
     let mut parts = Vec::new();
     if has_photos {
-        for part in 0..compose::part_count(plan.layout.height) {
-            let canvas = compose::paint_part(face, &plan, &photos, part)?;
+        for part in 0..memdb_render::part_count(plan.layout.height) {
+            let canvas = memdb_render::paint_part(face, &plan, &photos, part)?;
             parts.push(canvas.encode_jpeg(options.quality)?);
         }
     }
@@ -686,11 +682,11 @@ impl Store {
             quality: page.quality,
             salient_facts: page.layout.salient_facts,
         };
-        let plan = compose::plan(&face, day, &items, options);
+        let plan = memdb_render::plan(&face, day, &items, options);
         let photos = vec![None; items.len()];
         let mut rendered = RenderedPage::default();
-        for part in 0..compose::part_count(plan.layout.height) {
-            let canvas = compose::paint_part(&face, &plan, &photos, part)?;
+        for part in 0..memdb_render::part_count(plan.layout.height) {
+            let canvas = memdb_render::paint_part(&face, &plan, &photos, part)?;
             let scaled = scale_canvas(&canvas, page.scale as f32)?;
             rendered.parts.push(scaled.encode_jpeg(page.quality)?);
         }
@@ -712,14 +708,14 @@ pub(crate) fn lost_part(row: &PageRow, index: usize) -> Result<Vec<u8>> {
     let w = ((layout.width.max(1) as f32) * scale).round().max(1.0) as u32;
     let h = ((height as f32) * scale).round().max(1.0) as u32;
     let grey = vec![0xC0u8; w as usize * h as usize * 3];
-    Canvas::from_rgb(w, h, grey)?.encode_jpeg(row.quality)
+    Ok(Canvas::from_rgb(w, h, grey)?.encode_jpeg(row.quality)?)
 }
 
 /// Re-encodes a JPEG page part the way forgetting does: decoded, resized by `factor`
 /// (Lanczos3; 1.0 keeps the size), encoded at `quality`.
 pub fn reencode_jpeg(bytes: &[u8], factor: f32, quality: u8) -> Result<Vec<u8>> {
     let canvas = Canvas::decode_jpeg(bytes)?;
-    scale_canvas(&canvas, factor)?.encode_jpeg(quality)
+    Ok(scale_canvas(&canvas, factor)?.encode_jpeg(quality)?)
 }
 
 /// `canvas` at `scale` of its size (at least one pixel each way).
@@ -729,7 +725,7 @@ pub(crate) fn scale_canvas(canvas: &Canvas, scale: f32) -> Result<Canvas> {
     }
     let w = (canvas.width() as f32 * scale).round().max(1.0) as u32;
     let h = (canvas.height() as f32 * scale).round().max(1.0) as u32;
-    canvas.resized(w, h)
+    Ok(canvas.resized(w, h)?)
 }
 
 /// Kinds of node ScrapMem's failure analysis says are lost first: what the saliency-aware

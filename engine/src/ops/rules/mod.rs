@@ -48,7 +48,7 @@ use crate::error::Result;
 use rust_stemmers::{Algorithm, Stemmer};
 
 use crate::graph::Embedder;
-use crate::text::is_stopword;
+use memdb_text::is_stopword;
 
 mod compare;
 mod reading;

@@ -208,7 +208,7 @@ pub(super) fn number_words_at(lower: &[String], start: usize) -> Option<(u64, us
 pub(super) fn read(stemmer: &Stemmer, text: &str) -> Reading {
     let text = &spelled_iso_dates(&joined_numbers(text));
     let mut r = Reading::default();
-    let spans: Vec<(usize, usize)> = crate::text::spans(text).collect();
+    let spans: Vec<(usize, usize)> = memdb_text::spans(text).collect();
     let lower: Vec<String> = spans
         .iter()
         .map(|&(a, b)| fold(&text[a..b].to_lowercase()))

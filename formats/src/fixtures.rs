@@ -1,13 +1,13 @@
-//! Items the unit tests of several modules share (test builds only).
+//! Items the unit tests of several crates share (feature `fixtures`, a dev-dependency only).
 
-use memdb_formats::item::{
+use crate::item::{
     Camera, EventTime, GeoPoint, ItemFields, Location, Orientation, PlaceName, Source,
 };
 
 /// The shared photo of the Eiffel Tower as the importer and the place stage leave it: taken on
 /// 24 August 2002 at 13:59 (UTC+2) with a FUJIFILM FinePixS2Pro, landscape, at 48.857833,
 /// 2.297, in Paris (nearest place the 16th arrondissement), named after its place.
-pub(crate) fn eiffel_photo() -> ItemFields {
+pub fn eiffel_photo() -> ItemFields {
     let mut f = ItemFields::new(
         Source::Image,
         EventTime::parse("2002-08-24T13:59:08+02:00").unwrap_or(EventTime::UNDATED),

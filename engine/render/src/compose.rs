@@ -10,11 +10,11 @@
 use jiff::tz::Offset;
 use memdb_formats::item::{ItemFields, Source};
 
-use super::canvas::Canvas;
-use super::font::Typeface;
-use super::{Block, BlockKind, PageLayout};
-use crate::error::Result;
-use crate::graph::NodeKind;
+use memdb_formats::page_layout::{Block, BlockKind, PageLayout};
+
+use crate::Result;
+use crate::canvas::Canvas;
+use crate::font::Typeface;
 
 /// Long side of a photo on a page at the Recent stage (or the photo's own, if smaller).
 pub const PHOTO_LONG_SIDE: u32 = 1024;
@@ -59,13 +59,16 @@ impl Default for PageOptions {
 
 /// One item of a day, as the composer sees it.
 #[derive(Debug, Clone)]
-pub(crate) struct DayItem {
-    pub(crate) id: u64,
-    pub(crate) fields: ItemFields,
+pub struct DayItem {
+    /// The item's id.
+    pub id: u64,
+    /// Its fields.
+    pub fields: ItemFields,
     /// Upright width and height of its photo, if it has one that decodes.
-    pub(crate) photo: Option<(u32, u32)>,
-    /// Its graph nodes: id, the phrases that name it (canonical and aliases), kind.
-    pub(crate) nodes: Vec<(u64, Vec<String>, NodeKind)>,
+    pub photo: Option<(u32, u32)>,
+    /// Its graph nodes: id, the phrases that name it (canonical and aliases), and whether the
+    /// node is salient (a name, a date, an amount: set again as a key fact).
+    pub nodes: Vec<(u64, Vec<String>, bool)>,
 }
 
 /// One drawing step of a plan, in page coordinates at scale 1.0.
@@ -89,13 +92,15 @@ pub(crate) enum DrawOp {
 
 /// The planned page.
 #[derive(Debug, Clone)]
-pub(crate) struct Plan {
-    pub(crate) layout: PageLayout,
+pub struct Plan {
+    /// Where everything sits, at scale 1.0: what the page row stores.
+    pub layout: PageLayout,
+    /// How to paint it.
     pub(crate) ops: Vec<DrawOp>,
 }
 
 /// A photo's size on a Recent page: long side `min(own, PHOTO_LONG_SIDE)`, aspect kept.
-pub(crate) fn photo_display_size(width: u32, height: u32) -> (u32, u32) {
+pub fn photo_display_size(width: u32, height: u32) -> (u32, u32) {
     let long = width.max(height).max(1);
     if long <= PHOTO_LONG_SIDE {
         return (width.max(1), height.max(1));
@@ -197,7 +202,7 @@ fn mentions(text_lower: &str, phrases: &[String]) -> bool {
 }
 
 /// Plans one day's page.
-pub(crate) fn plan(face: &Typeface, day: &str, items: &[DayItem], options: PageOptions) -> Plan {
+pub fn plan(face: &Typeface, day: &str, items: &[DayItem], options: PageOptions) -> Plan {
     let mut ops = Vec::new();
     let mut blocks = Vec::new();
     let text_width = (MAX_PAGE_WIDTH - 2 * MARGIN) as f32;
@@ -300,7 +305,7 @@ fn text_block(
     let facts: Vec<String> = if options.salient_facts {
         item.nodes
             .iter()
-            .filter(|(_, _, kind)| super::is_salient_kind(*kind))
+            .filter(|(_, _, salient)| *salient)
             .filter_map(|(_, phrases, _)| phrases.first().cloned())
             .collect()
     } else {
@@ -370,7 +375,7 @@ fn text_block(
 
 /// Paints part `part` of a planned page. `photos[i]` is item `i`'s photo already resized to
 /// its planned size (`None` for items without one).
-pub(crate) fn paint_part(
+pub fn paint_part(
     face: &Typeface,
     plan: &Plan,
     photos: &[Option<Canvas>],
@@ -403,7 +408,7 @@ pub(crate) fn paint_part(
 }
 
 /// Number of JPEG parts a page of this height is stored as.
-pub(crate) fn part_count(height: u32) -> u32 {
+pub fn part_count(height: u32) -> u32 {
     height.div_ceil(PART_HEIGHT).max(1)
 }
 
@@ -413,7 +418,7 @@ mod tests {
 
     #[test]
     fn a_photo_headline_names_its_place_beside_its_position() {
-        let mut f = crate::fixtures::eiffel_photo();
+        let mut f = memdb_formats::fixtures::eiffel_photo();
         assert_eq!(
             headline(&f),
             "13:59  ·  Paris, France (48.8578, 2.2970)  ·  FUJIFILM FinePixS2Pro"

@@ -234,7 +234,7 @@ impl Judge for ModelJudge {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gate::Gum;
+    use crate::Gum;
 
     fn scenes() -> Scenes {
         Scenes::from_toml(

@@ -13,7 +13,7 @@ use jiff::ToSpan;
 use jiff::civil::Date;
 use memdb_formats::item::{ItemFields, MONTH_NAMES};
 
-use crate::text::{is_stopword, spans};
+use crate::words::{is_stopword, spans};
 
 /// Most nodes one item gives.
 pub const MAX_NODES: usize = 10;
@@ -141,7 +141,7 @@ pub fn query_nodes(question: &str) -> Vec<NodeDraft> {
 }
 
 /// An item's local day as people write it, `8 May 2023` (none when undated).
-pub(crate) fn display_date(time: memdb_formats::item::EventTime) -> Option<String> {
+pub fn display_date(time: memdb_formats::item::EventTime) -> Option<String> {
     let day = time.local_date()?;
     let name = MONTH_NAMES[usize::try_from(day.month() - 1).unwrap_or(0) % 12];
     let mut chars = name.chars();
@@ -164,14 +164,18 @@ pub fn normalize_phrase(phrase: &str) -> String {
         .join(" ")
 }
 
+/// Node phrases gathered from a text (by the rules here, or from a model's answer): each
+/// normalised and kept once, the best chosen by [`Candidates::finish`].
 #[derive(Default)]
-pub(crate) struct Candidates {
+pub struct Candidates {
     seen: HashSet<String>,
     nodes: Vec<NodeDraft>,
 }
 
 impl Candidates {
-    pub(crate) fn push(&mut self, kind: NodeKind, phrase: &str) {
+    /// Adds `phrase` as a node of `kind`, normalised; an empty, too long or repeated phrase
+    /// adds nothing.
+    pub fn push(&mut self, kind: NodeKind, phrase: &str) {
         let phrase = normalize_phrase(phrase);
         if phrase.is_empty() || phrase.chars().count() > MAX_NODE_CHARS {
             return;
@@ -182,7 +186,7 @@ impl Candidates {
     }
 
     /// The best `max` candidates: by kind, then first mention.
-    pub(crate) fn finish(mut self, max: usize) -> Vec<NodeDraft> {
+    pub fn finish(mut self, max: usize) -> Vec<NodeDraft> {
         // Stable: ties keep their order of first mention.
         self.nodes.sort_by_key(|n| n.kind);
         // Single words already inside a chosen phrase add nothing.
@@ -422,7 +426,7 @@ mod tests {
 
     #[test]
     fn a_photo_gives_its_place_and_camera() {
-        let mut f = crate::fixtures::eiffel_photo();
+        let mut f = memdb_formats::fixtures::eiffel_photo();
         assert_eq!(
             phrases(&item_nodes(&f)),
             ["paris", "paris 16 passy", "france", "fujifilm finepixs2pro"]

@@ -54,7 +54,7 @@ pub enum SceneError {
 pub struct Scene {
     /// Its name (unique in its catalogue).
     pub name: String,
-    /// Salient words and phrases, normalised ([`super::normalise`]), without duplicates.
+    /// Salient words and phrases, normalised ([`crate::normalise`]), without duplicates.
     pub words: Vec<String>,
     /// What a memorable text of the scene says (for a judge, and for a person to review).
     pub positive: Vec<String>,
@@ -110,7 +110,7 @@ fn matchable(
                 "a word longer than {MAX_WORD_CHARS} characters"
             )));
         }
-        let normal = super::normalise(word);
+        let normal = crate::normalise(word);
         if normal.is_empty() {
             return Err(error(format!("`{word}` has no letter or digit to match")));
         }
@@ -183,7 +183,7 @@ impl Scenes {
         Ok(Scenes { scenes })
     }
 
-    /// A catalogue of `scenes` as given: their words must already be normalised ([`normalise`](super::normalise)),
+    /// A catalogue of `scenes` as given: their words must already be normalised ([`normalise`](crate::normalise)),
     /// as a learned lexicon's are; [`Scenes::from_scenes`] normalises them.
     pub fn from_parts(scenes: Vec<Scene>) -> Scenes {
         Scenes { scenes }
@@ -199,7 +199,7 @@ impl Scenes {
                     s.words = s
                         .words
                         .iter()
-                        .map(|w| super::normalise(w))
+                        .map(|w| crate::normalise(w))
                         .filter(|w| !w.is_empty())
                         .collect();
                     s.words.dedup();

@@ -1,43 +1,44 @@
 //! Text on pages, set in the embedded DejaVu Sans (Bitstream Vera licence; the file and its
-//! licence are in `engine/assets/fonts/`): measuring, greedy word wrapping and drawing onto a
+//! licence are in `engine/render/assets/fonts/`): measuring, greedy word wrapping and drawing onto a
 //! [`Canvas`].
 //!
 //! Invariants: the same text at the same size always wraps to the same lines (layouts are
 //! recomputed from records when a text-only page is rendered on demand, and must match the
 //! stored layout); drawing never writes outside the canvas.
 
-use crate::error::StoreError;
 use ab_glyph::{Font, FontRef, PxScale, ScaleFont, point};
 
-use super::canvas::Canvas;
-use crate::error::Result;
+use crate::canvas::Canvas;
+use crate::{RenderError, Result};
 
-static DEJAVU_SANS: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
+static DEJAVU_SANS: &[u8] = include_bytes!("../assets/fonts/DejaVuSans.ttf");
 
 /// The page typeface.
 #[derive(Debug, Clone)]
-pub(crate) struct Typeface {
+pub struct Typeface {
     font: FontRef<'static>,
 }
 
 impl Typeface {
-    pub(crate) fn embedded() -> Result<Typeface> {
+    /// The embedded DejaVu Sans.
+    pub fn embedded() -> Result<Typeface> {
         let font = FontRef::try_from_slice(DEJAVU_SANS)
             // The font is compiled in: failing to load it is a broken build, not bad data.
-            .map_err(|e| {
-                StoreError::Inconsistent(format!("the embedded font does not load: {e}"))
+            .map_err(|e| RenderError {
+                op: "load the embedded font",
+                reason: e.to_string(),
             })?;
         Ok(Typeface { font })
     }
 
     /// Distance between baselines of consecutive lines at `px`.
-    pub(crate) fn line_height(&self, px: u8) -> u32 {
+    pub fn line_height(&self, px: u8) -> u32 {
         let scaled = self.font.as_scaled(PxScale::from(f32::from(px)));
         (scaled.height() + scaled.line_gap()).ceil() as u32
     }
 
     /// Advance width of `text` at `px`.
-    pub(crate) fn width(&self, px: u8, text: &str) -> f32 {
+    pub fn width(&self, px: u8, text: &str) -> f32 {
         let scaled = self.font.as_scaled(PxScale::from(f32::from(px)));
         let mut width = 0.0;
         let mut previous = None;
@@ -55,7 +56,7 @@ impl Typeface {
     /// Splits `text` into lines no wider than `max_width` at `px`, breaking at whitespace
     /// (a word wider than a line is cut between characters). At most `max_lines` lines; when
     /// text is left over the last line ends with `…`.
-    pub(crate) fn wrap(&self, px: u8, text: &str, max_width: f32, max_lines: usize) -> Vec<String> {
+    pub fn wrap(&self, px: u8, text: &str, max_width: f32, max_lines: usize) -> Vec<String> {
         let mut lines: Vec<String> = Vec::new();
         let mut truncated = false;
         'paragraphs: for paragraph in text.lines() {
@@ -109,7 +110,7 @@ impl Typeface {
 
     /// Draws one line of black text with its top at `top` (canvas coordinates, which may lie
     /// partly or wholly outside the canvas: what falls outside is clipped).
-    pub(crate) fn draw(&self, canvas: &mut Canvas, px: u8, left: f32, top: f32, text: &str) {
+    pub fn draw(&self, canvas: &mut Canvas, px: u8, left: f32, top: f32, text: &str) {
         let scale = PxScale::from(f32::from(px));
         let scaled = self.font.as_scaled(scale);
         let baseline = top + scaled.ascent();

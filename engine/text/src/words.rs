@@ -6,12 +6,12 @@
 //! `caroline`, `s`), as `\w+` does.
 
 /// The lowercased words of `text`, in order.
-pub(crate) fn words(text: &str) -> impl Iterator<Item = String> + '_ {
+pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
     spans(text).map(|(start, end)| text[start..end].to_lowercase())
 }
 
 /// Byte ranges of the words of `text`, in order (original case).
-pub(crate) fn spans(text: &str) -> impl Iterator<Item = (usize, usize)> + '_ {
+pub fn spans(text: &str) -> impl Iterator<Item = (usize, usize)> + '_ {
     let mut chars = text.char_indices().peekable();
     std::iter::from_fn(move || {
         let start = loop {
@@ -37,7 +37,7 @@ fn is_word_char(c: char) -> bool {
 }
 
 /// English function words and chat filler that never make a memory node on their own.
-pub(crate) fn is_stopword(word: &str) -> bool {
+pub fn is_stopword(word: &str) -> bool {
     STOPWORDS.binary_search(&word).is_ok()
 }
 

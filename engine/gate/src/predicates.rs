@@ -132,7 +132,7 @@ impl RulePredicates {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gate::Scenes;
+    use crate::Scenes;
 
     fn gate() -> (Gum, RulePredicates) {
         let scenes = Scenes::from_toml(

@@ -6,21 +6,22 @@
 use fast_image_resize::images::Image;
 use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer};
 
-use crate::error::{Error, Result};
+use crate::{RenderError, Result};
 
 /// Widest or tallest image libjpeg-turbo encodes.
 pub(crate) const JPEG_MAX_SIDE: u32 = 65_500;
 
 /// A row-major RGB image.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Canvas {
+pub struct Canvas {
     width: u32,
     height: u32,
     rgb: Vec<u8>,
 }
 
 impl Canvas {
-    pub(crate) fn white(width: u32, height: u32) -> Canvas {
+    /// A white canvas of `width` × `height`.
+    pub fn white(width: u32, height: u32) -> Canvas {
         Canvas {
             width,
             height,
@@ -28,9 +29,11 @@ impl Canvas {
         }
     }
 
-    pub(crate) fn from_rgb(width: u32, height: u32, rgb: Vec<u8>) -> Result<Canvas> {
+    /// The canvas of `rgb` (row-major, 3 bytes a pixel), refused unless it is `width` ×
+    /// `height` pixels.
+    pub fn from_rgb(width: u32, height: u32, rgb: Vec<u8>) -> Result<Canvas> {
         if rgb.len() != width as usize * height as usize * 3 {
-            return Err(Error::Image {
+            return Err(RenderError {
                 op: "RGB image",
                 reason: format!("{} bytes are not {width}×{height} pixels", rgb.len()),
             });
@@ -38,11 +41,13 @@ impl Canvas {
         Ok(Canvas { width, height, rgb })
     }
 
-    pub(crate) fn width(&self) -> u32 {
+    /// Its width in pixels.
+    pub fn width(&self) -> u32 {
         self.width
     }
 
-    pub(crate) fn height(&self) -> u32 {
+    /// Its height in pixels.
+    pub fn height(&self) -> u32 {
         self.height
     }
 
@@ -52,7 +57,7 @@ impl Canvas {
     }
 
     /// Blends black over the pixel at (x, y) with `coverage` in 0..=1; outside: nothing.
-    pub(crate) fn darken(&mut self, x: i64, y: i64, coverage: f32) {
+    pub fn darken(&mut self, x: i64, y: i64, coverage: f32) {
         if x < 0 || y < 0 || x >= i64::from(self.width) || y >= i64::from(self.height) {
             return;
         }
@@ -64,7 +69,7 @@ impl Canvas {
     }
 
     /// Paints the rectangle at (x, y) of `w` × `h` white, clipped to the canvas.
-    pub(crate) fn fill_white(&mut self, x: i64, y: i64, w: i64, h: i64) {
+    pub fn fill_white(&mut self, x: i64, y: i64, w: i64, h: i64) {
         let (x0, y0) = (x.max(0), y.max(0));
         let x1 = (x + w).min(i64::from(self.width));
         let y1 = (y + h).min(i64::from(self.height));
@@ -79,7 +84,7 @@ impl Canvas {
     }
 
     /// Copies `image` with its top-left corner at (x, y) (which may lie outside: clipped).
-    pub(crate) fn blit(&mut self, image: &Canvas, x: i64, y: i64) {
+    pub fn blit(&mut self, image: &Canvas, x: i64, y: i64) {
         for row in 0..i64::from(image.height) {
             let cy = y + row;
             if cy < 0 || cy >= i64::from(self.height) {
@@ -98,7 +103,7 @@ impl Canvas {
     }
 
     /// This image resized to `width` × `height` (Lanczos3; both at least 1).
-    pub(crate) fn resized(&self, width: u32, height: u32) -> Result<Canvas> {
+    pub fn resized(&self, width: u32, height: u32) -> Result<Canvas> {
         let (width, height) = (width.max(1), height.max(1));
         if (width, height) == (self.width, self.height) {
             return Ok(self.clone());
@@ -109,7 +114,7 @@ impl Canvas {
             &mut self.rgb.clone(),
             PixelType::U8x3,
         )
-        .map_err(|e| Error::image("resize source")(e.to_string()))?
+        .map_err(|e| RenderError::image("resize source")(e.to_string()))?
         .copy();
         let mut dst = Image::new(width, height, PixelType::U8x3);
         Resizer::new()
@@ -118,15 +123,15 @@ impl Canvas {
                 &mut dst,
                 &ResizeOptions::new().resize_alg(ResizeAlg::Convolution(FilterType::Lanczos3)),
             )
-            .map_err(|e| Error::image("resize")(format!("to {width}×{height}: {e}")))?;
+            .map_err(|e| RenderError::image("resize")(format!("to {width}×{height}: {e}")))?;
         Canvas::from_rgb(width, height, dst.into_vec())
     }
 
     /// Encodes as a baseline JPEG at `quality` (1–100) with 4:2:0 chroma, as Pillow does by
     /// default: a page's text is black on white (all luma), so halving chroma costs it nothing.
-    pub(crate) fn encode_jpeg(&self, quality: u8) -> Result<Vec<u8>> {
+    pub fn encode_jpeg(&self, quality: u8) -> Result<Vec<u8>> {
         if self.width > JPEG_MAX_SIDE || self.height > JPEG_MAX_SIDE {
-            return Err(Error::Image {
+            return Err(RenderError {
                 op: "JPEG encode",
                 reason: format!(
                     "a {}×{} page is over JPEG's size limit",
@@ -146,14 +151,14 @@ impl Canvas {
             i32::from(quality.clamp(1, 100)),
             turbojpeg::Subsamp::Sub2x2,
         )
-        .map_err(|e| Error::image("JPEG encode")(e.to_string()))?;
+        .map_err(|e| RenderError::image("JPEG encode")(e.to_string()))?;
         Ok(out.to_vec())
     }
 
     /// Decodes a JPEG (a stored page: bytes memdb wrote and verified by checksum).
-    pub(crate) fn decode_jpeg(bytes: &[u8]) -> Result<Canvas> {
+    pub fn decode_jpeg(bytes: &[u8]) -> Result<Canvas> {
         let image = turbojpeg::decompress(bytes, turbojpeg::PixelFormat::RGB)
-            .map_err(|e| Error::image("page JPEG decode")(e.to_string()))?;
+            .map_err(|e| RenderError::image("page JPEG decode")(e.to_string()))?;
         let (width, height) = (image.width as u32, image.height as u32);
         let mut rgb = Vec::with_capacity(image.width * image.height * 3);
         for row in image.pixels.chunks(image.pitch).take(image.height) {
