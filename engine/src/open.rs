@@ -48,7 +48,7 @@ impl Store {
 
     /// Opens the store read-only, beside its writer if one is running (in this process or
     /// another): takes no LOCK, changes no file, and each [`snapshot`](Self::snapshot) sees the
-    /// writer's latest commit. Writes fail with [`StoreError::ReadOnly`](StoreError::ReadOnly).
+    /// writer's latest commit. Writes fail with [`StoreError::ReadOnly`](crate::StoreError::ReadOnly).
     pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<Store> {
         Ok(Store::with_clients(
             memdb_store::Store::open_read_only_with(path, options, clients())?,
