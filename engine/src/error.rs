@@ -236,3 +236,50 @@ impl From<&str> for EmbedError {
         EmbedError::Message(message.to_owned())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An engine failure inside a store hook crosses the store as `StoreError::Client` and
+    /// comes back as itself, not wrapped twice.
+    #[test]
+    fn an_engine_error_crosses_the_store_and_comes_back_whole() {
+        let through = StoreError::from(Error::Extractor("the server said no".into()));
+        assert!(
+            matches!(&through, StoreError::Client { client, .. } if *client == ENGINE),
+            "{through:?}"
+        );
+        let back = Error::from(through);
+        assert!(
+            matches!(&back, Error::Extractor(m) if m == "the server said no"),
+            "{back:?}"
+        );
+    }
+
+    /// A store error stays the store's both ways, and its questions are answered through it.
+    #[test]
+    fn a_store_error_is_never_wrapped_as_a_client_failure() {
+        let engine = Error::from(StoreError::Inconsistent("x".into()));
+        assert!(matches!(engine, Error::Store(StoreError::Inconsistent(_))));
+        assert!(engine.is_catalog_damage());
+        let store = StoreError::from(engine);
+        assert!(matches!(store, StoreError::Inconsistent(_)), "{store:?}");
+        // Another client's failure is kept as it came.
+        let other = Error::from(StoreError::Client {
+            client: "another",
+            source: "its own words".into(),
+        });
+        assert!(
+            matches!(
+                &other,
+                Error::Store(StoreError::Client {
+                    client: "another",
+                    ..
+                })
+            ),
+            "{other:?}"
+        );
+        assert!(!other.is_damage());
+    }
+}
