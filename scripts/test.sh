@@ -53,6 +53,9 @@ trap 'rm -f "$it_log"' EXIT
 it_pid=$!
 status=0
 "${isolate[@]}" cargo test --offline --workspace "${rest[@]}" "$@" || status=$?
+# The examples in the docs (the memdb facade documents each of its names with one): one merged
+# binary per crate.
+"${isolate[@]}" cargo test --offline --workspace --doc "$@" || status=$?
 it_status=0
 wait "$it_pid" || it_status=$?
 echo "---- reliability suite (memdb-it) ----"

@@ -3,7 +3,10 @@
 
 use std::process::ExitCode;
 
-use memdb::{CompactOptions, KeepEverything, Options, ScanFilter, Store, Victims};
+use memdb::{
+    Options, ScanFilter, Store, maintenance::CompactOptions, maintenance::KeepEverything,
+    maintenance::Victims,
+};
 use memdb_query::item_json;
 
 use crate::args::{CompactArgs, GetArgs, InitArgs, LsArgs, RekeyArgs};
@@ -113,7 +116,7 @@ pub(crate) fn ls(args: LsArgs, out: &Out) -> Result<ExitCode> {
     };
     // A damaged record costs its item's line, not the listing: it is named on stderr.
     let (items, unreadable) = store.snapshot()?.scan_readable(&filter)?;
-    let skipped = memdb::Skipped {
+    let skipped = memdb::maintenance::Skipped {
         items: unreadable,
         vector_blocks: Vec::new(),
     };
@@ -148,7 +151,7 @@ pub(crate) fn check(dir: &std::path::Path, out: &Out) -> Result<ExitCode> {
 /// `memdb repair`: exit status 1 when damage remains after an in-place repair.
 pub(crate) fn repair(dir: &std::path::Path, out: &Out) -> Result<ExitCode> {
     match repair_store(dir, out)? {
-        memdb::Repaired::InPlace(report) => {
+        memdb::maintenance::Repaired::InPlace(report) => {
             out.emit(output::repair_json(&report), || {
                 output::repair_text(&report)
             });
@@ -156,7 +159,7 @@ pub(crate) fn repair(dir: &std::path::Path, out: &Out) -> Result<ExitCode> {
                 return Ok(ExitCode::from(1));
             }
         }
-        memdb::Repaired::Rebuilt(report) => {
+        memdb::maintenance::Repaired::Rebuilt(report) => {
             out.emit(output::rebuild_json(&report), || {
                 output::rebuild_text(&report)
             });

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use memdb::recall::Signals;
-use memdb::{ScanFilter, Source, TimeBound, TimeWindow};
+use memdb::{ScanFilter, Source, TimeWindow, time::TimeBound};
 use memdb_query::Filter;
 
 use crate::error::{CliError, Result};
@@ -347,7 +347,7 @@ pub(crate) enum Command {
         /// Schema-Guided Memory fields, messages as dated fields; the default) or `descriptive`
         /// (a paragraph). Choosing another style than the store's makes every vector again.
         #[arg(long, value_name = "STYLE", value_parser = parse_item_text_style)]
-        item_text: Option<memdb::ItemTextStyle>,
+        item_text: Option<memdb::recall::ItemTextStyle>,
     },
     /// Memory operations (ADD / UPDATE / DELETE / NONE): `memdb ops eval` scores the decider
     /// on labelled scenarios.
@@ -657,16 +657,22 @@ pub(crate) enum ImportFormat {
 /// `--item-text`: a style by its name.
 pub(crate) fn parse_item_text_style(
     name: &str,
-) -> std::result::Result<memdb::ItemTextStyle, String> {
-    memdb::ItemTextStyle::from_name(name).ok_or_else(|| {
-        let names: Vec<&str> = memdb::ItemTextStyle::ALL.iter().map(|s| s.name()).collect();
+) -> std::result::Result<memdb::recall::ItemTextStyle, String> {
+    memdb::recall::ItemTextStyle::from_name(name).ok_or_else(|| {
+        let names: Vec<&str> = memdb::recall::ItemTextStyle::ALL
+            .iter()
+            .map(|s| s.name())
+            .collect();
         format!("{name}: not an item-text style ({})", names.join(" or "))
     })
 }
 
 /// A vector precision named on the command line (`f32`, `f16`, `i8`).
-pub(crate) fn parse_precision(name: &str) -> std::result::Result<memdb::Precision, String> {
-    memdb::Precision::from_name(name).ok_or_else(|| format!("`{name}`: f32, f16, i8 or i4"))
+pub(crate) fn parse_precision(
+    name: &str,
+) -> std::result::Result<memdb::vectors::Precision, String> {
+    memdb::vectors::Precision::from_name(name)
+        .ok_or_else(|| format!("`{name}`: f32, f16, i8 or i4"))
 }
 
 /// The time range and source filters shared by `ls`, `similar` and `recall`.
@@ -752,7 +758,7 @@ impl Window {
                 .map(Instant::At)
                 .map_err(|_| CliError::Time {
                     flag: "--from/--to",
-                    source: memdb::TimeError::InstantOutOfRange(ms),
+                    source: memdb::time::TimeError::InstantOutOfRange(ms),
                 }),
         };
         let mut filters = Vec::new();
@@ -826,7 +832,7 @@ pub(crate) struct InitArgs {
     /// f16 or f32 (exact, and the one that gets an HNSW graph when large). Recorded in the
     /// store.
     #[arg(long, value_name = "PRECISION", default_value = "i8", value_parser = parse_precision)]
-    pub(crate) item_vectors: memdb::Precision,
+    pub(crate) item_vectors: memdb::vectors::Precision,
     #[command(flatten)]
     pub(crate) kdf: KdfArgs,
 }

@@ -1,10 +1,13 @@
 //! `memdb caption`: the captioner stage over a store, through a local vision model server
-//! (`memdb::VisionCaptioner`). Photos captioned before are never sent again; a photo the
+//! (`memdb::caption::VisionCaptioner`). Photos captioned before are never sent again; a photo the
 //! model fails on is listed with its reason and stays as it was.
 
 use std::time::{Duration, Instant};
 
-use memdb::{CaptionReport, IngestOptions, PageStage, Store, VisionCaptioner, VisionOptions};
+use memdb::{
+    IngestOptions, Store, caption::CaptionReport, caption::VisionCaptioner, caption::VisionOptions,
+    ingest::PageStage,
+};
 use serde_json::{Value, json};
 
 use crate::error::{CliError, Result};

@@ -10,7 +10,7 @@
 
 use std::path::Path;
 
-use memdb::{MemoryOp, OpNote, Store};
+use memdb::{Store, memory::MemoryOp, memory::OpNote};
 use memdb_query::reports::memory_text;
 use serde_json::json;
 

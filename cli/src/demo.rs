@@ -8,7 +8,10 @@
 use crate::error::{CliError, Result};
 use std::path::{Path, PathBuf};
 
-use memdb::{CompactOptions, KeepEverything, ScanFilter, Source, Store, VectorScope, Victims};
+use memdb::{
+    ScanFilter, Source, Store, maintenance::CompactOptions, maintenance::KeepEverything,
+    maintenance::Victims, vectors::VectorScope,
+};
 
 use crate::args::ImportFormat;
 use crate::import;
@@ -53,8 +56,8 @@ pub(crate) fn run(store_dir: Option<PathBuf>, full: Option<PathBuf>, out: &Out) 
         );
     }
     let may_days = memdb::TimeWindow::between(
-        memdb::TimeBound::Day(jiff::civil::date(2024, 5, 1)),
-        memdb::TimeBound::Day(jiff::civil::date(2024, 5, 31)),
+        memdb::time::TimeBound::Day(jiff::civil::date(2024, 5, 1)),
+        memdb::time::TimeBound::Day(jiff::civil::date(2024, 5, 31)),
     );
     let may = ScanFilter {
         time: may_days.map_err(|source| CliError::Time {

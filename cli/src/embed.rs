@@ -16,7 +16,10 @@ use crate::output::{self, Out};
 use memdb_query::item_row_json;
 use std::time::Instant;
 
-use memdb::{GraphReport, ITEM_VECTORS, IngestOptions, PageStage, Store, VectorScope};
+use memdb::{
+    IngestOptions, Store, graph::GraphReport, ingest::PageStage, vectors::ITEM_VECTORS,
+    vectors::VectorScope,
+};
 use memdb_encode::{Encoder, EncoderOptions, MiniLm};
 use memdb_query::{ItemRow, Query, QueryContext, Rows, Statement, StoreQuery};
 
@@ -44,7 +47,7 @@ pub(crate) struct EmbedReport {
     /// Pages composed again because their items changed.
     pub(crate) pages_refreshed: u64,
     /// The style the item text was written in.
-    pub(crate) item_text: memdb::ItemTextStyle,
+    pub(crate) item_text: memdb::recall::ItemTextStyle,
     /// Vectors made again because their text changed (another style, or a newer recipe).
     pub(crate) remade: u64,
 }
@@ -110,7 +113,7 @@ pub(crate) fn embed_missing(
 pub(crate) fn embed_in_style(
     store: &Store,
     encoder: &MiniLm,
-    style: Option<memdb::ItemTextStyle>,
+    style: Option<memdb::recall::ItemTextStyle>,
     progress: bool,
 ) -> Result<EmbedReport> {
     let started = Instant::now();
@@ -159,7 +162,7 @@ pub(crate) fn similar(
     let Some(vectors) = vectors else {
         return Err(CliError::NoVectors);
     };
-    let mut skipped = memdb::Skipped {
+    let mut skipped = memdb::maintenance::Skipped {
         items: Vec::new(),
         vector_blocks: unreadable_blocks,
     };
@@ -268,7 +271,7 @@ pub(crate) struct RecallAnswer {
     /// The dense, lexical and graph searches and their fusion.
     pub(crate) search_ms: f64,
     /// What the search could not read (damage): it answered from the rest.
-    pub(crate) skipped: memdb::Skipped,
+    pub(crate) skipped: memdb::maintenance::Skipped,
 }
 
 /// `memdb similar`.
@@ -281,7 +284,7 @@ pub(crate) fn similar_command(args: SimilarArgs, out: &Out) -> Result<ExitCode> 
     } = args;
     let store = open_for_reading(&dir)?;
     let filter = window.parse()?;
-    let mut scope = memdb::VectorScope::all();
+    let mut scope = memdb::vectors::VectorScope::all();
     if !filter.time.is_all() {
         // Exactly the items the window holds (local days need each item's offset).
         let ids = store.snapshot()?.scan_ids(&filter)?;

@@ -63,7 +63,7 @@ pub(crate) enum CliError {
         flag: &'static str,
         /// What is wrong with its value.
         #[source]
-        source: memdb::TimeError,
+        source: memdb::time::TimeError,
     },
     /// A flag's value is not valid.
     #[error("{flag}: {reason}")]

@@ -151,7 +151,9 @@ pub(crate) fn atm(args: AtmArgs) -> Result<(Value, String)> {
     }
     let questions = &qa.questions;
     // The store's item-text style when the store retrieves.
-    let (rankings, item_text): (Vec<Ranking>, Option<memdb::ItemTextStyle>) = match &args.rankings {
+    let (rankings, item_text): (Vec<Ranking>, Option<memdb::recall::ItemTextStyle>) = match &args
+        .rankings
+    {
         Some(path) => {
             let mut by_id = read_rankings(path)?;
             let rankings = questions
@@ -166,13 +168,13 @@ pub(crate) fn atm(args: AtmArgs) -> Result<(Value, String)> {
             let signals = args.retriever.signals();
             if signals.dense {
                 let snapshot = store.snapshot()?;
-                if snapshot.vectors(memdb::ITEM_VECTORS)?.is_none() {
+                if snapshot.vectors(memdb::vectors::ITEM_VECTORS)?.is_none() {
                     return Err(CliError::NoVectors);
                 }
                 // Half-embedded (a style switch or an embed cut short): the rest would never
                 // be found by the dense signal, and the figures would say nothing of the style.
                 let items = snapshot.item_count()?;
-                let embedded = snapshot.vector_keys(memdb::ITEM_VECTORS)?.len();
+                let embedded = snapshot.vector_keys(memdb::vectors::ITEM_VECTORS)?.len();
                 if embedded < items {
                     return Err(CliError::MissingVectors {
                         missing: items - embedded,
@@ -259,7 +261,7 @@ fn document(
     report: &Report,
     ks: &[usize],
     args: &AtmArgs,
-    item_text: Option<memdb::ItemTextStyle>,
+    item_text: Option<memdb::recall::ItemTextStyle>,
     warnings: &[String],
 ) -> Value {
     let by_type: serde_json::Map<String, Value> = report
@@ -279,7 +281,7 @@ fn document(
             Some(path) => format!("rankings from {}", path.display()),
             None => args.retriever.name().to_owned(),
         },
-        "item_text": item_text.map(memdb::ItemTextStyle::name),
+        "item_text": item_text.map(memdb::recall::ItemTextStyle::name),
         "judge": args.judge.as_ref().map(|(_, model, _)| model),
         "k": ks,
         "overall": summary_json(&report.overall, ks, report.with_predictions),
@@ -352,7 +354,7 @@ fn text(
     report: &Report,
     ks: &[usize],
     args: &AtmArgs,
-    item_text: Option<memdb::ItemTextStyle>,
+    item_text: Option<memdb::recall::ItemTextStyle>,
     skipped: usize,
 ) -> String {
     let mut header: Vec<String> = vec!["questions".into(), "evidence".into()];

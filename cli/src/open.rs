@@ -100,12 +100,12 @@ pub(crate) fn open_reader(dir: &std::path::Path) -> Result<Store> {
 
 /// `memdb repair`: in place while the catalog reads and agrees with the segments, else a
 /// rebuild from the segments (`Store::repair_or_rebuild`).
-pub(crate) fn repair(dir: &std::path::Path, out: &Out) -> Result<memdb::Repaired> {
+pub(crate) fn repair(dir: &std::path::Path, out: &Out) -> Result<memdb::maintenance::Repaired> {
     let options = keys::options_for(dir)?;
     let mut bar = progress::bar(0, "repairing (bytes)", !out.json);
     let mut rebuilding = false;
     let report = Store::repair_or_rebuild(dir, options, &mut |phase, done, total| {
-        if phase == memdb::RepairPhase::Rebuild && !rebuilding {
+        if phase == memdb::maintenance::RepairPhase::Rebuild && !rebuilding {
             rebuilding = true;
             bar.finish_and_clear();
             if !out.json {

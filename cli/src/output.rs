@@ -1,7 +1,7 @@
 //! Human tables and JSON documents for the commands' results.
 
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
-use memdb::{CheckReport, CompactReport, Item, Stats};
+use memdb::{Item, maintenance::CheckReport, maintenance::CompactReport, maintenance::Stats};
 use memdb_query::{Block, ItemRow, item_block, items_block};
 use serde_json::{Value, json};
 
@@ -71,8 +71,8 @@ pub(crate) fn block_text(block: Block) -> String {
 /// `HISTORY OF id` shows them whole).
 pub(crate) fn item_detail_table(
     item: &Item,
-    dropped: &[memdb::DroppedBlob],
-    versions: &[memdb::ItemVersion],
+    dropped: &[memdb::maintenance::DroppedBlob],
+    versions: &[memdb::memory::ItemVersion],
 ) -> String {
     let mut extra: Vec<(String, String)> = dropped
         .iter()
@@ -201,7 +201,7 @@ pub(crate) fn stats_table(s: &Stats) -> String {
 }
 
 /// What damage makes unreadable, in a few lines (empty when nothing is).
-pub(crate) fn damage_text(d: &memdb::Damage) -> String {
+pub(crate) fn damage_text(d: &memdb::maintenance::Damage) -> String {
     if d.is_empty() {
         return String::new();
     }
@@ -268,7 +268,7 @@ pub(crate) fn check_text(r: &CheckReport) -> String {
     text
 }
 
-pub(crate) fn repair_json(r: &memdb::RepairReport) -> Value {
+pub(crate) fn repair_json(r: &memdb::maintenance::RepairReport) -> Value {
     json!({
         "clean_before": r.was_clean(), "problems_before": r.problems, "problems_after": r.remaining,
         "lost": damage_json(&r.damage),
@@ -281,7 +281,7 @@ pub(crate) fn repair_json(r: &memdb::RepairReport) -> Value {
     })
 }
 
-pub(crate) fn repair_text(r: &memdb::RepairReport) -> String {
+pub(crate) fn repair_text(r: &memdb::maintenance::RepairReport) -> String {
     if r.was_clean() {
         return "nothing to repair: the store checks clean".to_owned();
     }
@@ -368,7 +368,7 @@ pub(crate) fn compact_text(r: &CompactReport) -> String {
     text
 }
 
-pub(crate) fn rebuild_json(r: &memdb::RebuildReport) -> Value {
+pub(crate) fn rebuild_json(r: &memdb::maintenance::RebuildReport) -> Value {
     json!({
         "rebuilt": true, "catalog_error": r.catalog_error, "damaged_copy": r.damaged_copy,
         "items": r.items, "blobs": r.blobs, "items_lost": r.items_lost, "blobs_lost": r.blobs_lost,
@@ -380,7 +380,7 @@ pub(crate) fn rebuild_json(r: &memdb::RebuildReport) -> Value {
     })
 }
 
-pub(crate) fn rebuild_text(r: &memdb::RebuildReport) -> String {
+pub(crate) fn rebuild_text(r: &memdb::maintenance::RebuildReport) -> String {
     let mut text = format!(
         "rebuilt from the segments: {} item(s) with {} blob(s); the damaged store is kept at {} (delete it once you are satisfied)",
         r.items,

@@ -31,7 +31,7 @@ pub(crate) fn compose(dir: &Path, options: PageOptions, out: &Out) -> Result<()>
     let ingest = memdb::IngestOptions {
         embed: false,
         graph: None,
-        pages: memdb::PageStage::All,
+        pages: memdb::ingest::PageStage::All,
         page_options: options,
         ..memdb::IngestOptions::default()
     };

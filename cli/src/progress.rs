@@ -137,7 +137,7 @@ impl Progress {
 /// starts. `report` is what the engine's ingest calls.
 pub(crate) struct Stages {
     show: bool,
-    current: Option<(memdb::IngestStage, Progress)>,
+    current: Option<(memdb::ingest::IngestStage, Progress)>,
 }
 
 impl Stages {
@@ -148,7 +148,7 @@ impl Stages {
         }
     }
 
-    pub(crate) fn report(&mut self, stage: memdb::IngestStage, done: u64, total: u64) {
+    pub(crate) fn report(&mut self, stage: memdb::ingest::IngestStage, done: u64, total: u64) {
         if self.current.as_ref().is_none_or(|(s, _)| *s != stage) {
             if let Some((_, bar)) = &self.current {
                 bar.finish_and_clear();

@@ -89,7 +89,7 @@ pub(crate) fn log(dir: &Path, since: Option<&str>, out: &Out) -> Result<()> {
     let mut json_rows = Vec::new();
     let mut lines = Vec::new();
     // Each memory's versions, read once however many of its ops the log lists.
-    let mut histories: std::collections::HashMap<u64, memdb::MemoryHistory> =
+    let mut histories: std::collections::HashMap<u64, memdb::memory::MemoryHistory> =
         std::collections::HashMap::new();
     for row in &rows {
         let history = match histories.entry(row.memory_id) {

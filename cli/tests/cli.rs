@@ -785,8 +785,8 @@ fn init_records_the_item_vector_precision() {
     );
     batch.commit().unwrap();
     let snap = opened.snapshot().unwrap();
-    let space = snap.vectors(memdb::ITEM_VECTORS).unwrap().unwrap();
-    assert_eq!(space.precision(), memdb::Precision::F32);
+    let space = snap.vectors(memdb::vectors::ITEM_VECTORS).unwrap().unwrap();
+    assert_eq!(space.precision(), memdb::vectors::Precision::F32);
 
     let out = memdb(&[
         "init",

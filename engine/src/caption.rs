@@ -23,11 +23,11 @@
 use crate::handle::Store;
 use std::sync::Arc;
 
-use memdb_formats::caption::{CaptionFields, CaptionReplyError};
+pub use memdb_formats::caption::{CaptionFields, CaptionReplyError};
 use memdb_formats::item::{CaptionProvenance, ItemFields, Source};
 
 use crate::error::Result;
-use memdb_endpoint::EndpointError;
+pub use memdb_endpoint::EndpointError;
 use memdb_store::ScanFilter;
 
 /// Photos captioned per commit.

@@ -16,8 +16,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use memdb::{
-    EventTime, ITEM_VECTORS, ItemDraft, ItemFields, Options, ScanFilter, Snapshot, Source, Store,
-    VectorScope,
+    EventTime, ItemDraft, ItemFields, Options, ScanFilter, Snapshot, Source, Store,
+    vectors::ITEM_VECTORS, vectors::VectorScope,
 };
 use redb::{ReadableDatabase, TableDefinition};
 use serde_json::{Value, json};
@@ -547,7 +547,7 @@ fn a_version_7_store_takes_memory_operations_after_its_upgrade() {
     assert!(
         before
             .iter()
-            .any(|op| op.kind == memdb::MemoryOpKind::Delete),
+            .any(|op| op.kind == memdb::memory::MemoryOpKind::Delete),
         "the v7 deletes are logged"
     );
     let snap = store.snapshot().unwrap();
@@ -561,13 +561,13 @@ fn a_version_7_store_takes_memory_operations_after_its_upgrade() {
     let mut fields = note.fields.clone();
     fields.body = Some("Changed by a memory operation".into());
     store
-        .apply(vec![memdb::MemoryOp::Update {
+        .apply(vec![memdb::memory::MemoryOp::Update {
             id: note.id,
             fields,
-            valid: memdb::Validity::default(),
-            note: memdb::OpNote {
+            valid: memdb::memory::Validity::default(),
+            note: memdb::memory::OpNote {
                 reason: "it changed".into(),
-                ..memdb::OpNote::default()
+                ..memdb::memory::OpNote::default()
             },
         }])
         .unwrap();
@@ -744,7 +744,7 @@ fn a_version_6_store_embeds_its_images_again_from_their_new_text() {
     let stored = snap.vectors(ITEM_VECTORS).unwrap().unwrap();
     for id in &images {
         let item = snap.get(*id).unwrap().unwrap();
-        let text = memdb::item_text(&item);
+        let text = memdb::recall::item_text(&item);
         assert!(
             text.starts_with("Type: image") || text.starts_with("Type: video"),
             "{text}"
@@ -777,11 +777,11 @@ fn a_version_6_store_embeds_its_images_again_from_their_new_text() {
 /// already has changes nothing.
 #[test]
 fn the_item_text_style_is_the_stores_and_its_vectors_follow_it() {
-    use memdb::{IngestItem, IngestOptions, ItemTextStyle, RecallOptions, Signals};
+    use memdb::{IngestItem, IngestOptions, RecallOptions, recall::ItemTextStyle, recall::Signals};
     let dir = tempfile::tempdir().unwrap();
     // f32 item vectors: the test embedder writes text lengths into them, compared exactly.
     let options = Options {
-        item_vector_precision: memdb::Precision::F32,
+        item_vector_precision: memdb::vectors::Precision::F32,
         ..Options::default()
     };
     let store = Store::create(dir.path().join("store"), options).unwrap();
@@ -814,7 +814,7 @@ fn the_item_text_style_is_the_stores_and_its_vectors_follow_it() {
             .unwrap()
             .iter()
             .map(|item| {
-                let want = memdb::item_text_in(item, style).len() as f32 / 1000.0;
+                let want = memdb::recall::item_text_in(item, style).len() as f32 / 1000.0;
                 (stored.get(item.id).unwrap()[1], want)
             })
             .collect()

@@ -9,7 +9,7 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use memdb::{EventTime, GraphOptions, ItemDraft, ItemFields, Options, Source, Store};
+use memdb::{EventTime, ItemDraft, ItemFields, Options, Source, Store, graph::GraphOptions};
 
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 

@@ -7,8 +7,8 @@
 use std::collections::BTreeMap;
 
 use memdb::{
-    EventTime, ItemFields, MemoryOp, MemoryOpKind, OpNote, Options, Source, Store, TimeTravel,
-    Validity,
+    EventTime, ItemFields, Options, Source, Store, memory::MemoryOp, memory::MemoryOpKind,
+    memory::OpNote, memory::TimeTravel, memory::Validity,
 };
 use proptest::prelude::*;
 

@@ -243,9 +243,9 @@ fn a_version_7_store_is_read_as_it_is_and_its_first_write_copies_the_op_log() {
         assert_eq!(
             kinds,
             [
-                memdb::MemoryOpKind::Add,
-                memdb::MemoryOpKind::Update,
-                memdb::MemoryOpKind::Delete
+                memdb::memory::MemoryOpKind::Add,
+                memdb::memory::MemoryOpKind::Update,
+                memdb::memory::MemoryOpKind::Delete
             ]
         );
         assert!(store.check().unwrap().is_clean());
@@ -300,7 +300,7 @@ fn a_version_8_store_is_read_through_its_old_indexes_and_slimmed_at_its_first_wr
         assert!(snap.history(purged).unwrap().ops.is_empty());
         let (first, last) = snap.time_span().unwrap().unwrap();
         assert!(first < last);
-        let log: Vec<(memdb::MemoryOpKind, u64)> = snap
+        let log: Vec<(memdb::memory::MemoryOpKind, u64)> = snap
             .op_log(None)
             .unwrap()
             .iter()
@@ -309,11 +309,11 @@ fn a_version_8_store_is_read_through_its_old_indexes_and_slimmed_at_its_first_wr
         assert_eq!(
             log,
             [
-                (memdb::MemoryOpKind::Add, dentist),
-                (memdb::MemoryOpKind::Add, lunch),
-                (memdb::MemoryOpKind::Add, purged),
-                (memdb::MemoryOpKind::Update, dentist),
-                (memdb::MemoryOpKind::Purge, purged),
+                (memdb::memory::MemoryOpKind::Add, dentist),
+                (memdb::memory::MemoryOpKind::Add, lunch),
+                (memdb::memory::MemoryOpKind::Add, purged),
+                (memdb::memory::MemoryOpKind::Update, dentist),
+                (memdb::memory::MemoryOpKind::Purge, purged),
             ]
         );
         assert!(store.check().unwrap().is_clean());
@@ -412,8 +412,8 @@ fn version_10_store_with_vectors(path: &std::path::Path) -> Vec<u64> {
     let ids = {
         let (store, ids) = store_of_two_notes(path);
         let mut b = store.batch();
-        b.define_vectors("items", memdb::Precision::I8);
-        b.define_vectors("graph.nodes", memdb::Precision::I4);
+        b.define_vectors("items", memdb::vectors::Precision::I8);
+        b.define_vectors("graph.nodes", memdb::vectors::Precision::I4);
         for (i, &id) in ids.iter().enumerate() {
             b.put_vector("items", id, 0, 5, unit(i));
         }
@@ -454,7 +454,7 @@ fn a_version_10_store_is_read_as_it_is_and_compresses_long_records_after_its_fir
         );
         let nodes = snap.vectors("graph.nodes").unwrap().unwrap();
         let hits = nodes
-            .search(&unit(2), 1, &memdb::VectorScope::all())
+            .search(&unit(2), 1, &memdb::vectors::VectorScope::all())
             .unwrap();
         assert_eq!(hits[0].key, 2);
         assert!(store.check().unwrap().is_clean());
@@ -517,7 +517,7 @@ fn a_version_10_store_is_read_as_it_is_and_compresses_long_records_after_its_fir
     let snap = store.snapshot().unwrap();
     let nodes = snap.vectors("graph.nodes").unwrap().unwrap();
     let hits = nodes
-        .search(&unit(2), 3, &memdb::VectorScope::all())
+        .search(&unit(2), 3, &memdb::vectors::VectorScope::all())
         .unwrap();
     assert!(hits.iter().all(|h| h.key != 2 || h.score < 0.5), "{hits:?}");
     assert!(store.check().unwrap().is_clean());
@@ -557,7 +557,7 @@ fn store_with_a_graph(path: &std::path::Path) -> Store {
     store
         .update_graph(
             &LetterEmbedder,
-            &memdb::GraphOptions::default(),
+            &memdb::graph::GraphOptions::default(),
             &mut |_, _| {},
         )
         .unwrap();
@@ -819,7 +819,7 @@ fn fail_each_operation_of_the_first_write<S: PartialEq + std::fmt::Debug>(
         assert!(status.success());
         let fs = Arc::new(FaultFs::new(&path));
         let options = Options {
-            io: Arc::clone(&fs) as Arc<dyn memdb::StorageIo>,
+            io: Arc::clone(&fs) as Arc<dyn memdb::io::StorageIo>,
             ..Options::default()
         };
         let written = match Store::open(&path, options) {
@@ -1056,7 +1056,7 @@ fn a_version_16_store_keeps_a_deleted_photos_original_after_its_upgrade() {
         &[42; 3_000][..]
     );
     assert!(store.check().unwrap().is_clean());
-    store.restore(id, memdb::OpNote::default()).unwrap();
+    store.restore(id, memdb::memory::OpNote::default()).unwrap();
     assert_eq!(
         store.snapshot().unwrap().get(id).unwrap().unwrap().blobs,
         vec![blob]
@@ -1139,10 +1139,10 @@ fn a_version_18_store_tags_its_new_blobs_after_its_upgrade() {
     // A compaction copies the old original into a format-2 segment, tagged.
     store
         .compact(
-            &memdb::CompactOptions {
-                victims: memdb::Victims::All,
+            &memdb::maintenance::CompactOptions {
+                victims: memdb::maintenance::Victims::All,
             },
-            &mut memdb::KeepEverything,
+            &mut memdb::maintenance::KeepEverything,
         )
         .unwrap();
     drop(store);
@@ -1151,7 +1151,7 @@ fn a_version_18_store_tags_its_new_blobs_after_its_upgrade() {
     std::fs::write(path.join("catalog.redb"), vec![0x5a; 8192]).unwrap();
     let repaired = Store::repair_or_rebuild(&path, Options::default(), &mut |_, _, _| {}).unwrap();
     assert!(
-        matches!(repaired, memdb::Repaired::Rebuilt(_)),
+        matches!(repaired, memdb::maintenance::Repaired::Rebuilt(_)),
         "{repaired:?}"
     );
     let store = Store::open(&path, Options::default()).unwrap();

@@ -1,4 +1,4 @@
-//! Arbitrary bytes as a damaged segment file into `memdb::salvage_segment`, the reader `repair`
+//! Arbitrary bytes as a damaged segment file into `memdb::maintenance::salvage_segment`, the reader `repair`
 //! rebuilds a store with when its catalog is lost (engine/store/src/rebuild.rs). Beyond "never
 //! panics": every record it returns is one the record decoder accepted (it encodes back to a
 //! record that decodes to itself), every blob it names lies inside the file, and what it finds
@@ -14,7 +14,7 @@ fuzz_target!(|data: &[u8]| {
     let segment = data
         .get(16..24)
         .map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])));
-    let found = memdb::salvage_segment(segment, data);
+    let found = memdb::maintenance::salvage_segment(segment, data);
     let mut last = 0;
     for (offset, record) in &found.records {
         assert!(*offset >= last && (*offset as usize) < data.len());

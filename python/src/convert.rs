@@ -208,7 +208,7 @@ pub(crate) fn count(obj: &Bound<'_, PyAny>, name: &str, min: usize) -> PyResult<
 
 /// A time bound from a `str` (`YYYY-MM-DD` is the item's local day, a date-time with an
 /// offset an instant) or a `date` / aware `datetime` (by its ISO text).
-pub(crate) fn time_bound(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<memdb::TimeBound> {
+pub(crate) fn time_bound(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<memdb::time::TimeBound> {
     let text = if let Ok(s) = obj.cast::<PyString>() {
         s.to_cow()?.into_owned()
     } else if obj.hasattr("isoformat")? {
@@ -220,5 +220,5 @@ pub(crate) fn time_bound(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<memdb::
         ))
         .into());
     };
-    memdb::TimeBound::parse(&text).map_err(|e| Raise::value(format!("{name}: {e}")).into())
+    memdb::time::TimeBound::parse(&text).map_err(|e| Raise::value(format!("{name}: {e}")).into())
 }

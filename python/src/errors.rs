@@ -301,8 +301,8 @@ impl From<memdb_encode::EncodeError> for Raise {
     }
 }
 
-impl From<memdb::TimeError> for Raise {
-    fn from(e: memdb::TimeError) -> Raise {
+impl From<memdb::time::TimeError> for Raise {
+    fn from(e: memdb::time::TimeError) -> Raise {
         Raise::value(e.to_string())
     }
 }

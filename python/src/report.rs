@@ -5,7 +5,7 @@
 //! report it is the same function (`memdb_query::reports`); items always go through
 //! `memdb_query::item_json`, the one renderer of an item.
 
-use memdb::{IngestReport, Stats};
+use memdb::{IngestReport, maintenance::Stats};
 use memdb_query::{ItemRow, item_row_json};
 use serde_json::{Value, json};
 
@@ -18,7 +18,7 @@ pub(crate) fn stats_json(s: &Stats, model: Option<String>) -> Value {
     json
 }
 /// A memory's versions (oldest first, each as `HISTORY OF` shows it) and its operations.
-pub(crate) fn history_json(id: u64, h: &memdb::MemoryHistory) -> Value {
+pub(crate) fn history_json(id: u64, h: &memdb::memory::MemoryHistory) -> Value {
     json!({
         "id": id,
         "versions": h.versions.iter().map(|v| {
@@ -49,9 +49,9 @@ pub(crate) fn derived_json(r: &IngestReport) -> Value {
 
 /// What `compact` did (as `memdb compact --json`).
 pub(crate) fn compact_json(
-    r: &memdb::CompactReport,
+    r: &memdb::maintenance::CompactReport,
     rebuilt: &[String],
-    shrink: Option<&memdb::CatalogShrink>,
+    shrink: Option<&memdb::maintenance::CatalogShrink>,
 ) -> Value {
     json!({
         "segments_removed": r.segments_removed.len(), "segments_written": r.segments_written.len(),

@@ -16,8 +16,9 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use memdb::ops::access::{Capabilities, Capability, Change, Refusal, check_change};
 use memdb::{
-    CompactOptions, IngestOptions, KeepEverything, Options, PageStage, RecallOptions,
-    RoaringTreemap, Signals, Source, Store, TimeWindow, Victims,
+    IngestOptions, Options, RecallOptions, Source, Store, TimeWindow, ingest::PageStage,
+    maintenance::CompactOptions, maintenance::KeepEverything, maintenance::Victims,
+    recall::RoaringTreemap, recall::Signals,
 };
 use memdb_encode::{Encoder, MiniLm};
 use memdb_query::{Query, QueryContext, Statement, StoreQuery};
@@ -587,7 +588,7 @@ impl PyStore {
     ) -> PyResult<Bound<'py, PyAny>> {
         let style = item_text
             .map(|name| {
-                memdb::ItemTextStyle::from_name(&name).ok_or_else(|| {
+                memdb::recall::ItemTextStyle::from_name(&name).ok_or_else(|| {
                     Raise::value(format!(
                         "item_text must be \"sgm\" or \"descriptive\", not {name:?}"
                     ))
@@ -629,7 +630,7 @@ impl PyStore {
             let mut hits = Vec::with_capacity(recall.hits.len());
             for hit in recall.hits {
                 let item = snapshot.get(hit.item)?;
-                let text = item.as_ref().map(|i| memdb::item_text_in(i, style));
+                let text = item.as_ref().map(|i| memdb::recall::item_text_in(i, style));
                 hits.push((hit, item, text));
             }
             Ok(hits)
@@ -734,10 +735,10 @@ impl PyStore {
                 permit(id, &item.fields, granted)?;
             }
             drop(snapshot);
-            let applied = open.store.apply(vec![memdb::MemoryOp::Delete {
+            let applied = open.store.apply(vec![memdb::memory::MemoryOp::Delete {
                 id,
                 valid_to_ms: None,
-                note: memdb::OpNote {
+                note: memdb::memory::OpNote {
                     reason: reason.unwrap_or_default(),
                     actor: None,
                     role: None,
@@ -776,7 +777,7 @@ impl PyStore {
             permit(id, &version.record.fields, granted)?;
             let applied = open.store.restore(
                 id,
-                memdb::OpNote {
+                memdb::memory::OpNote {
                     reason: reason.unwrap_or_else(|| "undelete".to_owned()),
                     actor: None,
                     role: None,

@@ -101,7 +101,7 @@ pub enum QueryError {
         statement: String,
         /// What is out of range.
         #[source]
-        source: memdb::TimeError,
+        source: memdb::time::TimeError,
     },
 }
 

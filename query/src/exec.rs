@@ -13,8 +13,8 @@ use jiff::tz::TimeZone;
 use jiff::{Span, Timestamp};
 use memdb::graph::{GraphNode, GraphPath};
 use memdb::{
-    Embedder, Explanation, Item, RecallOptions, RoaringTreemap, ScanFilter, Snapshot, Source,
-    Stats, Store, TimeBound, TimeWindow,
+    Embedder, Item, RecallOptions, ScanFilter, Snapshot, Source, Store, TimeWindow,
+    maintenance::Stats, recall::Explanation, recall::RoaringTreemap, time::TimeBound,
 };
 
 use crate::ast::{
@@ -76,7 +76,7 @@ impl ItemRow {
     }
 
     /// A version of a memory, with both its times.
-    pub fn version(version: memdb::MemoryVersion) -> ItemRow {
+    pub fn version(version: memdb::memory::MemoryVersion) -> ItemRow {
         ItemRow {
             replaced_ms: version.system_to_ms,
             valid: Some((version.valid_from_ms, version.valid_to_ms)),
@@ -223,7 +223,7 @@ pub struct Output {
     pub query_nodes: Vec<String>,
     /// What the statement could not read because its bytes are damaged: it answered from
     /// the rest (empty on a sound store; `memdb repair` mends it).
-    pub skipped: memdb::Skipped,
+    pub skipped: memdb::maintenance::Skipped,
 }
 
 impl Output {
@@ -255,7 +255,7 @@ pub(crate) fn execute(
         },
         statement: statement.to_string(),
         query_nodes: Vec::new(),
-        skipped: memdb::Skipped::default(),
+        skipped: memdb::maintenance::Skipped::default(),
     };
     let rows = match &statement {
         Statement::Query(q) | Statement::Explain(q) => run.query(q)?,
@@ -278,7 +278,7 @@ struct Run<'r> {
     plan: Plan,
     statement: String,
     query_nodes: Vec<String>,
-    skipped: memdb::Skipped,
+    skipped: memdb::maintenance::Skipped,
 }
 
 /// Filters split into what an index scan takes and what is checked on its candidates.
@@ -341,7 +341,7 @@ impl Run<'_> {
     }
 
     /// The versions seen at `at` (one per memory: the newest of those seen), by memory id.
-    fn versions_at(&mut self, at: &TimeTravel) -> Result<Vec<memdb::MemoryVersion>> {
+    fn versions_at(&mut self, at: &TimeTravel) -> Result<Vec<memdb::memory::MemoryVersion>> {
         let started = Clock::now();
         let travel = engine_travel(at);
         let mut versions = self.snapshot.versions_at(travel).map_err(self.err())?;
@@ -552,7 +552,7 @@ impl Run<'_> {
         &mut self,
         filters: &[Filter],
         at: &TimeTravel,
-    ) -> Result<Vec<memdb::MemoryVersion>> {
+    ) -> Result<Vec<memdb::memory::MemoryVersion>> {
         let push = self.push_down(filters)?;
         let mut versions = if push.empty {
             Vec::new()
@@ -614,7 +614,7 @@ impl Run<'_> {
         }
         options.time = push.scan.time;
         options.source = push.scan.source.map(Source::code);
-        let mut seen: HashMap<u64, memdb::MemoryVersion> = HashMap::new();
+        let mut seen: HashMap<u64, memdb::memory::MemoryVersion> = HashMap::new();
         let recall = if query.at.is_now() {
             if !push.residual.is_empty() {
                 // Residual filters become the set of items every signal may return.
@@ -874,7 +874,7 @@ impl Run<'_> {
             versions.extend(self.snapshot.history(item).map_err(self.err())?.versions);
         }
         // Along the chain a supersedes link is an UPDATE in both times.
-        memdb::close_superseded(&mut versions);
+        memdb::memory::close_superseded(&mut versions);
         let mut rows = Vec::new();
         for version in versions {
             let keep = match (query.at.valid_at, travel.as_of_ms) {
@@ -1018,8 +1018,8 @@ impl Run<'_> {
 /// The window of a time condition (SPEC.md §9.3): dates are the items' local days, instants
 /// UTC; ranges include both ends.
 /// The engine's point in the two times for a statement's clauses.
-fn engine_travel(at: &TimeTravel) -> memdb::TimeTravel {
-    memdb::TimeTravel {
+fn engine_travel(at: &TimeTravel) -> memdb::memory::TimeTravel {
+    memdb::memory::TimeTravel {
         as_of_ms: at.as_of.map(instant_ms),
         valid_at_ms: at.valid_at.map(instant_ms),
     }
@@ -1039,7 +1039,7 @@ fn instant_ms(at: Instant) -> i64 {
 pub(crate) fn time_window(
     filter: &TimeFilter,
     now_ms: i64,
-) -> std::result::Result<TimeWindow, memdb::TimeError> {
+) -> std::result::Result<TimeWindow, memdb::time::TimeError> {
     let bound = |at: &Instant| match at {
         Instant::Day(d) => TimeBound::Day(*d),
         Instant::At(t) => TimeBound::Instant(t.as_millisecond()),

@@ -12,7 +12,7 @@
 //! let out = store.query("ITEMS WHERE source = email AND time IN LAST 30 DAYS TOP 5", &QueryContext::default())?;
 //! if let Rows::Items(rows) = &out.rows {
 //!     for row in rows {
-//!         println!("{} {}", row.item.id, memdb::item_text(&row.item));
+//!         println!("{} {}", row.item.id, memdb::recall::item_text(&row.item));
 //!     }
 //! }
 //! # Ok(()) }

@@ -3,7 +3,7 @@
 //! The shell decides how wide a table may be; this module only decides which columns a
 //! result has and what each cell says.
 
-use memdb::{Item, item_text};
+use memdb::{Item, recall::item_text};
 use serde_json::{Value, json};
 
 use crate::ast::{Query, Statement};
@@ -84,7 +84,7 @@ fn item_cells(row: &ItemRow, columns: ItemColumns) -> Vec<String> {
     cells
 }
 
-fn why(e: &memdb::Explanation) -> String {
+fn why(e: &memdb::recall::Explanation) -> String {
     let mut parts = Vec::new();
     for (name, rank) in [
         ("dense", e.dense_rank),
@@ -226,7 +226,7 @@ pub fn item_block(item: &Item, extra: Vec<(String, String)>) -> Block {
 /// Where an item is, as one cell: its own name, the place its position is in ("Paris,
 /// Île-de-France, France", with the neighbourhood it was nearest) and the coordinates —
 /// `Tour Eiffel — Paris 16 Passy, Paris, Île-de-France, France (48.857833, 2.297)`.
-fn place_cell(l: &memdb::Location) -> String {
+fn place_cell(l: &memdb::item::Location) -> String {
     let label = l.place.as_ref().map(|p| {
         let mut label = p.label();
         if let Some(locality) = &p.locality {

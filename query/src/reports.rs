@@ -3,7 +3,10 @@
 //! and memory operations (in Mem0's history columns). Items inside them go through
 //! [`crate::item_json`], the one renderer of an item.
 
-use memdb::{CheckReport, Item, MemoryHistory, MemoryOpKind, MemoryOpRow, MemoryVersion, Stats};
+use memdb::{
+    Item, maintenance::CheckReport, maintenance::Stats, memory::MemoryHistory,
+    memory::MemoryOpKind, memory::MemoryOpRow, memory::MemoryVersion,
+};
 use serde_json::{Value, json};
 
 use crate::{ItemRow, item_json, item_row_json};
@@ -49,7 +52,7 @@ pub fn check_json(r: &CheckReport) -> Value {
 }
 
 /// What damage makes unreadable.
-pub fn damage_json(d: &memdb::Damage) -> Value {
+pub fn damage_json(d: &memdb::maintenance::Damage) -> Value {
     json!({
         "items": d.items,
         "versions": d.versions.iter().map(|(item, seq)| json!({"item": item, "version": seq})).collect::<Vec<_>>(),
@@ -64,8 +67,8 @@ pub fn damage_json(d: &memdb::Damage) -> Value {
 /// shows it, with `replaced`).
 pub fn item_detail_json(
     item: &Item,
-    dropped: &[memdb::DroppedBlob],
-    versions: &[memdb::ItemVersion],
+    dropped: &[memdb::maintenance::DroppedBlob],
+    versions: &[memdb::memory::ItemVersion],
 ) -> Value {
     let mut json = item_json(item);
     json["dropped_blobs"] = dropped
@@ -100,7 +103,7 @@ pub fn memory_text(item: &Item) -> String {
 }
 
 /// What `Store::apply` logged for one operation.
-pub fn applied_json(a: &memdb::AppliedOp) -> Value {
+pub fn applied_json(a: &memdb::memory::AppliedOp) -> Value {
     json!({
         "event": a.kind.name(),
         "memory_id": a.id,

@@ -7,8 +7,8 @@
 use std::collections::BTreeSet;
 
 use memdb::{
-    Embedder, EventTime, GeoPoint, GraphOptions, ITEM_VECTORS, Item, ItemDraft, ItemFields,
-    Location, Options, ScanFilter, Source, Store,
+    Embedder, EventTime, Item, ItemDraft, ItemFields, Options, ScanFilter, Source, Store,
+    graph::GraphOptions, item::GeoPoint, item::Location, vectors::ITEM_VECTORS,
 };
 use memdb_query::{QueryContext, Rows, StoreQuery};
 use proptest::prelude::*;

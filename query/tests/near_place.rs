@@ -3,7 +3,9 @@
 //! same name; a name the gazetteer does not know is a typed error carrying suggestions.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use memdb::{EventTime, GeoPoint, ItemDraft, ItemFields, Location, Options, Source, Store};
+use memdb::{
+    EventTime, ItemDraft, ItemFields, Options, Source, Store, item::GeoPoint, item::Location,
+};
 use memdb_query::{QueryContext, QueryError, Rows, StoreQuery};
 
 /// A store of notes at positions around Paris (France), Paris (Texas) and Lisbon, up to about

@@ -135,13 +135,13 @@ pub fn crash_batch_len(batch: u64) -> u64 {
 
 /// Rewrites every segment of `store` (keeping every live entry): the compaction after which
 /// nothing deleted may remain on disk.
-pub fn compact_everything(store: &memdb::Store) -> memdb::CompactReport {
+pub fn compact_everything(store: &memdb::Store) -> memdb::maintenance::CompactReport {
     store
         .compact(
-            &memdb::CompactOptions {
-                victims: memdb::Victims::All,
+            &memdb::maintenance::CompactOptions {
+                victims: memdb::maintenance::Victims::All,
             },
-            &mut memdb::KeepEverything,
+            &mut memdb::maintenance::KeepEverything,
         )
         .expect("compaction of every segment")
 }
@@ -232,7 +232,10 @@ pub fn import_photos_at(
                 photo.draft.fields.time = EventTime::utc(1_600_000_000_000);
             }
             // What the ingest does before a photo commits.
-            memdb::fill_place(&mut photo.draft.fields, &memdb::PlaceOptions::default());
+            memdb::place::fill_place(
+                &mut photo.draft.fields,
+                &memdb::place::PlaceOptions::default(),
+            );
             batch.put_with_blobs(photo.draft, vec![(BlobKind::Original, bytes)]);
             n += 1;
         }
@@ -255,9 +258,9 @@ pub fn crash_forget_policy() -> memdb::forget::Policy {
             scale: 1.0 - 0.08 * k as f32,
             keep_originals: false,
             vectors: match k {
-                0..=2 => memdb::Precision::F32,
-                3..=5 => memdb::Precision::F16,
-                _ => memdb::Precision::I8,
+                0..=2 => memdb::vectors::Precision::F32,
+                3..=5 => memdb::vectors::Precision::F16,
+                _ => memdb::vectors::Precision::I8,
             },
         })
         .collect();
@@ -399,7 +402,10 @@ pub fn store_shape(store: &memdb::Store) -> StoreShape {
         .collect();
     StoreShape {
         items: snap.item_count().unwrap(),
-        vectors: snap.vector_keys(memdb::ITEM_VECTORS).unwrap().len(),
+        vectors: snap
+            .vector_keys(memdb::vectors::ITEM_VECTORS)
+            .unwrap()
+            .len(),
         graph_items: graph.seen_count().unwrap(),
         graph_nodes,
         graph_paths,

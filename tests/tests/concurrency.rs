@@ -11,7 +11,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use memdb::{CompactOptions, KeepEverything, Options, ScanFilter, Store, Victims};
+use memdb::{
+    Options, ScanFilter, Store, maintenance::CompactOptions, maintenance::KeepEverything,
+    maintenance::Victims,
+};
 use memdb_it::{crash_batch_len, crash_external_id, crash_item};
 
 const LIVE_BATCHES: u64 = 5;

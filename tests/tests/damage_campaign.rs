@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use memdb::scrapbook::PageOptions;
-use memdb::{ITEM_VECTORS, ItemFields, Repaired, Store};
+use memdb::{ItemFields, Store, maintenance::Repaired, vectors::ITEM_VECTORS};
 use memdb_formats::item::{decode_record, read_framed};
 use memdb_formats::segment::{ENTRY_HEADER_BYTES, EntryHeader, EntryKind, PAGE};
 use memdb_it::{Rng, crash_batch_len, crash_item, env_u64, files_under, store_options};
@@ -401,7 +401,7 @@ fn frame_of(path: &Path, id: u64) -> (PathBuf, u64) {
         let bytes = std::fs::read(&file).unwrap();
         let name = file.file_stem().unwrap().to_str().unwrap().to_owned();
         let segment = u64::from_str_radix(&name, 16).unwrap();
-        for (offset, record) in memdb::salvage_segment(segment, &bytes).records {
+        for (offset, record) in memdb::maintenance::salvage_segment(segment, &bytes).records {
             if record.id == id {
                 return (file, offset + 20);
             }
@@ -767,10 +767,10 @@ fn compaction_carries_a_damaged_segment_over_untouched() {
     assert!(before > 0);
     let report = store
         .compact(
-            &memdb::CompactOptions {
-                victims: memdb::Victims::All,
+            &memdb::maintenance::CompactOptions {
+                victims: memdb::maintenance::Victims::All,
             },
-            &mut memdb::KeepEverything,
+            &mut memdb::maintenance::KeepEverything,
         )
         .unwrap();
     let damaged: u64 =

@@ -7,7 +7,7 @@
 
 use memdb::forget::{ForgetOptions, Policy, legible};
 use memdb::scrapbook::{BlockKind, PHOTO_LONG_SIDE, PageOptions};
-use memdb::{EventTime, GraphOptions, ItemDraft, ItemFields, Options, Source, Store};
+use memdb::{EventTime, ItemDraft, ItemFields, Options, Source, Store, graph::GraphOptions};
 use memdb_it::{HashEmbedder, import_photos, shared_data};
 
 fn day(s: &str) -> jiff::civil::Date {
@@ -497,7 +497,7 @@ fn unit_vector(seed: u64) -> Vec<f32> {
 
 #[test]
 fn item_vectors_are_kept_at_their_page_stage_precision() {
-    use memdb::{ITEM_VECTORS, Precision, VectorScope};
+    use memdb::{vectors::ITEM_VECTORS, vectors::Precision, vectors::VectorScope};
     let dir = tempfile::tempdir().unwrap();
     // An f32 item space (an option; the default is i8, which forgetting has nothing to do to).
     let options = Options {

@@ -13,7 +13,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use memdb::scrapbook::PageOptions;
-use memdb::{BlobKind, ITEM_VECTORS, Options, Precision, Store};
+use memdb::{BlobKind, Options, Store, vectors::ITEM_VECTORS, vectors::Precision};
 use memdb_it::{
     CRASH_FORGET_STEPS, Rng, crash_forget_photo_time, env_u64, import_photos_at, shared_data,
 };
@@ -245,7 +245,7 @@ fn power_loss_during_forgetting_leaves_every_page_old_or_new() {
     let root = dir.path().join("store");
     let fs = Arc::new(FaultFs::new(&root));
     let options = Options {
-        io: Arc::clone(&fs) as Arc<dyn memdb::StorageIo>,
+        io: Arc::clone(&fs) as Arc<dyn memdb::io::StorageIo>,
         ..f32_items()
     };
     {
@@ -339,7 +339,7 @@ fn a_failing_disk_mid_forget_leaves_the_old_pages_serving() {
                 let store = Store::open(
                     &work,
                     Options {
-                        io: Arc::clone(&fs) as Arc<dyn memdb::StorageIo>,
+                        io: Arc::clone(&fs) as Arc<dyn memdb::io::StorageIo>,
                         ..Options::default()
                     },
                 )?;

@@ -10,8 +10,8 @@ use memdb::gate::{
     Scenes, TAG_MEMORABLE, TAG_NOT_MEMORABLE, Verdict,
 };
 use memdb::{
-    EventTime, ITEM_VECTORS, IngestItem, IngestOptions, ItemDraft, ItemFields, Options, PageStage,
-    Source, Store,
+    EventTime, IngestItem, IngestOptions, ItemDraft, ItemFields, Options, Source, Store,
+    ingest::PageStage, vectors::ITEM_VECTORS,
 };
 
 const CHATTER: &str = "haha ok zzqx thanks";

@@ -23,7 +23,8 @@ use std::sync::Arc;
 
 use memdb::fault::{FaultFs, FaultKind, Injection, RandomFaults};
 use memdb::{
-    CompactOptions, Error, ITEM_VECTORS, KeepEverything, Options, ScanFilter, Store, Victims,
+    Error, Options, ScanFilter, Store, maintenance::CompactOptions, maintenance::KeepEverything,
+    maintenance::Victims, vectors::ITEM_VECTORS,
 };
 use memdb_it::{Rng, crash_item, env_u64, files_under};
 
@@ -36,7 +37,7 @@ fn options(fs: &Arc<FaultFs>, encrypted: bool) -> Options {
     Options {
         segment_target_bytes: 48 << 10,
         catalog_cache_bytes: 1 << 20,
-        io: Arc::clone(fs) as Arc<dyn memdb::StorageIo>,
+        io: Arc::clone(fs) as Arc<dyn memdb::io::StorageIo>,
         ..memdb_it::store_options(encrypted)
     }
 }

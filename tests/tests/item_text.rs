@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use memdb::{Item, ItemDraft, item_text};
+use memdb::{Item, ItemDraft, recall::item_text};
 use memdb_formats::import::{locomo, mail};
 use memdb_it::{files_under, shared_data};
 

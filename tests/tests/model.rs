@@ -8,8 +8,9 @@
 use std::collections::BTreeMap;
 
 use memdb::{
-    CompactOptions, EventTime, ITEM_VECTORS, ItemDraft, ItemFields, KeepEverything, Options,
-    ScanFilter, Source, Store, VectorScope, Victims,
+    EventTime, ItemDraft, ItemFields, Options, ScanFilter, Source, Store,
+    maintenance::CompactOptions, maintenance::KeepEverything, maintenance::Victims,
+    vectors::ITEM_VECTORS, vectors::VectorScope,
 };
 use proptest::prelude::*;
 
@@ -266,7 +267,7 @@ fn run_against_the_model(ops: &[Op], options: Options) -> Result<(), TestCaseErr
     let dir = tempfile::tempdir().unwrap();
     // f32 item vectors (an option; the default is i8): the model scores them exactly.
     let options = Options {
-        item_vector_precision: memdb::Precision::F32,
+        item_vector_precision: memdb::vectors::Precision::F32,
         ..options
     };
     let store = Store::create(dir.path().join("s"), options.clone()).unwrap();

@@ -68,7 +68,7 @@ fn every_shared_photo_with_gps_is_placed_at_the_scan_s_nearest_place() {
         let (nearest, km) = scan(geo.lat, geo.lon);
         let Some(place) = &location.place else {
             assert!(
-                km > memdb::DEFAULT_PLACE_CAP_KM,
+                km > memdb::place::DEFAULT_PLACE_CAP_KM,
                 "{name}: no place, yet {nearest} is {km:.1} km away"
             );
             continue;

@@ -22,7 +22,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use memdb::fault::{CrashImage, DiskModel, FaultFs, Op, audit, catalog_segments};
-use memdb::{CompactOptions, KeepEverything, Options, ScanFilter, Store, Victims};
+use memdb::{
+    Options, ScanFilter, Store, maintenance::CompactOptions, maintenance::KeepEverything,
+    maintenance::Victims,
+};
 use memdb_it::{Rng, crash_item, env_u64};
 
 /// Live items after a commit: external id → (batch, index) of the `crash_item` whose fields

@@ -8,8 +8,8 @@
 use std::path::Path;
 
 use memdb::{
-    BlobKind, EventTime, ItemDraft, ItemFields, MemoryOp, OpNote, Options, ScanFilter, Source,
-    Store, Validity,
+    BlobKind, EventTime, ItemDraft, ItemFields, Options, ScanFilter, Source, Store,
+    memory::MemoryOp, memory::OpNote, memory::Validity,
 };
 
 fn canary(seed: u64) -> [u8; 32] {
@@ -200,13 +200,19 @@ fn graph_case(seed: u64) {
         )
         .unwrap()
         .remove(0);
-        batch.put_vector(memdb::ITEM_VECTORS, put.id, item.fields.time.unix_ms, 5, v);
+        batch.put_vector(
+            memdb::vectors::ITEM_VECTORS,
+            put.id,
+            item.fields.time.unix_ms,
+            5,
+            v,
+        );
     }
     batch.commit().unwrap();
     store
         .update_graph(
             &memdb_it::HashEmbedder,
-            &memdb::GraphOptions::default(),
+            &memdb::graph::GraphOptions::default(),
             &mut |_, _| {},
         )
         .unwrap();
@@ -225,7 +231,7 @@ fn graph_case(seed: u64) {
 
     let mut batch = store.batch();
     batch.purge(secret_id);
-    batch.delete_vector(memdb::ITEM_VECTORS, secret_id);
+    batch.delete_vector(memdb::vectors::ITEM_VECTORS, secret_id);
     batch.commit().unwrap();
     memdb_it::compact_everything(&store);
     store.compact_vectors(true).unwrap();

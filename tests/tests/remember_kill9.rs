@@ -10,7 +10,7 @@
 use std::process::Command;
 use std::time::Duration;
 
-use memdb::{MemoryOpKind, Options, Store};
+use memdb::{Options, Store, memory::MemoryOpKind};
 use memdb_it::Rng;
 
 #[test]
@@ -100,7 +100,7 @@ fn a_killed_remember_leaves_all_or_none_of_its_operations() {
             }
         }
         // Exactly the current memories have a vector (made in the same commit).
-        let keys = snap.vector_keys(memdb::ITEM_VECTORS).unwrap();
+        let keys = snap.vector_keys(memdb::vectors::ITEM_VECTORS).unwrap();
         for id in snap.item_ids().unwrap() {
             assert!(
                 keys.contains(id),

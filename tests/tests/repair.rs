@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use memdb::{
-    BlobKind, CompactOptions, ITEM_VECTORS, Item, KeepEverything, Options, Store, Victims,
+    BlobKind, Item, Options, Store, maintenance::CompactOptions, maintenance::KeepEverything,
+    maintenance::Victims, vectors::ITEM_VECTORS,
 };
 use memdb_formats::segment::{ENTRY_HEADER_BYTES, EntryHeader, EntryKind, PAGE};
 use memdb_it::{crash_batch_len, crash_external_id, crash_item};
@@ -275,7 +276,12 @@ fn build_with_deletes(path: &Path) -> (Live, Vec<String>) {
 /// After a rebuild: every live item is back with its id, fields and ingest time; each of its
 /// blobs is back byte for byte or listed as lost; deleted items come back only when the op
 /// log could not say they were deleted.
-fn assert_rebuilt(path: &Path, report: &memdb::RebuildReport, live: &Live, deleted: &[String]) {
+fn assert_rebuilt(
+    path: &Path,
+    report: &memdb::maintenance::RebuildReport,
+    live: &Live,
+    deleted: &[String],
+) {
     assert!(report.damaged_copy.is_dir());
     let store = Store::open(path, Options::default()).unwrap();
     assert!(store.check().unwrap().is_clean());

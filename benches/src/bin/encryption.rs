@@ -137,10 +137,10 @@ fn run(
         .unwrap();
     store
         .compact(
-            &memdb::CompactOptions {
-                victims: memdb::Victims::All,
+            &memdb::maintenance::CompactOptions {
+                victims: memdb::maintenance::Victims::All,
             },
-            &mut memdb::KeepEverything,
+            &mut memdb::maintenance::KeepEverything,
         )
         .unwrap();
     let forget_s = started.elapsed().as_secs_f64();

@@ -27,7 +27,8 @@
 use std::time::{Duration, Instant};
 
 use memdb::{
-    EventTime, IngestItem, IngestOptions, ItemDraft, ItemFields, Options, PageStage, Source, Store,
+    EventTime, IngestItem, IngestOptions, ItemDraft, ItemFields, Options, Source, Store,
+    ingest::PageStage,
 };
 use memdb_formats::item::{ItemRecord, decode_record, encode_record};
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};

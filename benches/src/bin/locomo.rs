@@ -66,7 +66,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::Instant;
 
-use memdb::{ITEM_VECTORS, Options, RecallOptions, Signals, Store};
+use memdb::{Options, RecallOptions, Store, recall::Signals, vectors::ITEM_VECTORS};
 use memdb_benches::{
     Memo, PEER_PYTHON_ENV, flag_value, locomo_turns, peer_python, run_peer_json, shared_dir,
 };
@@ -77,9 +77,9 @@ use serde_json::{Value, json};
 const KS: [usize; 4] = [1, 5, 10, 20];
 /// The second copy of the item vectors, at the precision the item space does not have.
 /// The item vectors again at f32 and at i8 where the item space is not, for the flat rows.
-const COPY_SPACES: [(memdb::Precision, &str); 2] = [
-    (memdb::Precision::F32, "items.f32"),
-    (memdb::Precision::I8, "items.i8"),
+const COPY_SPACES: [(memdb::vectors::Precision, &str); 2] = [
+    (memdb::vectors::Precision::F32, "items.f32"),
+    (memdb::vectors::Precision::I8, "items.i8"),
 ];
 
 /// Retriever → its ranking (external ids, best first) for each question, in question order.
@@ -242,7 +242,7 @@ fn cv_grid() -> Vec<Tuning> {
 const INFERENCE_WEIGHTS: [f64; 6] = [0.012, 0.024, 0.048, 0.072, 0.096, 0.12];
 
 /// One question's fused candidates, best first, each with its reranker features.
-type Candidates = Vec<(String, memdb::Features)>;
+type Candidates = Vec<(String, memdb::recall::Features)>;
 
 struct Conversation {
     name: String,
@@ -296,7 +296,7 @@ fn main() {
         if encoder.int8() { "int8" } else { "f32" }
     );
     let style = value("--item-text").map(|name| {
-        memdb::ItemTextStyle::from_name(&name)
+        memdb::recall::ItemTextStyle::from_name(&name)
             .unwrap_or_else(|| panic!("--item-text {name}: sgm or descriptive"))
     });
     println!(
@@ -306,16 +306,16 @@ fn main() {
 
     let item_precision = match value("--item-vectors").as_deref() {
         None => Options::default().item_vector_precision,
-        Some("i8") => memdb::Precision::I8,
-        Some("f32") => memdb::Precision::F32,
-        Some("i4") => memdb::Precision::I4,
+        Some("i8") => memdb::vectors::Precision::I8,
+        Some("f32") => memdb::vectors::Precision::F32,
+        Some("i4") => memdb::vectors::Precision::I4,
         Some(other) => panic!("--item-vectors {other}: i8, f32 or i4"),
     };
     println!("item vectors stored as {item_precision}");
     let node_precision = match value("--node-vectors").as_deref() {
-        None => memdb::GraphOptions::default().node_vectors,
-        Some("i4") => memdb::Precision::I4,
-        Some("i8") => memdb::Precision::I8,
+        None => memdb::graph::GraphOptions::default().node_vectors,
+        Some("i4") => memdb::vectors::Precision::I4,
+        Some("i8") => memdb::vectors::Precision::I8,
         Some(other) => panic!("--node-vectors {other}: i4 or i8"),
     };
     println!("node vectors stored as {node_precision}");
@@ -437,8 +437,8 @@ struct Mode<'a> {
 fn run_conversation(
     file: &Path,
     gate: Option<memdb::gate::GateStage>,
-    style: Option<memdb::ItemTextStyle>,
-    [item_precision, node_precision]: [memdb::Precision; 2],
+    style: Option<memdb::recall::ItemTextStyle>,
+    [item_precision, node_precision]: [memdb::vectors::Precision; 2],
     encoder: &MiniLm,
     weights: [f64; 3],
     grid: &[Tuning],
@@ -472,7 +472,7 @@ fn run_conversation(
         .iter()
         .map(|i| match style {
             None => text_of[i.draft.fields.external_id.as_ref().unwrap()].clone(),
-            Some(style) => memdb::item_text_in(
+            Some(style) => memdb::recall::item_text_in(
                 &memdb::Item {
                     id: 0,
                     ingest_time_ms: 0,
@@ -490,11 +490,11 @@ fn run_conversation(
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let vectors = encoder.encode(&refs).unwrap();
     let ingest = memdb::IngestOptions {
-        pages: memdb::PageStage::Skip,
+        pages: memdb::ingest::PageStage::Skip,
         gate,
-        graph: Some(memdb::GraphOptions {
+        graph: Some(memdb::graph::GraphOptions {
             node_vectors: node_precision,
-            ..memdb::GraphOptions::default()
+            ..memdb::graph::GraphOptions::default()
         }),
         ..memdb::IngestOptions::default()
     };
@@ -515,19 +515,19 @@ fn run_conversation(
     );
     // The same vectors again at f32 and i8 where the item space has another precision, for
     // the flat comparison rows.
-    let copies: Vec<(memdb::Precision, &str)> = COPY_SPACES
+    let copies: Vec<(memdb::vectors::Precision, &str)> = COPY_SPACES
         .into_iter()
         .filter(|(p, _)| *p != item_precision)
         .collect();
-    let space_at = |precision: memdb::Precision| {
+    let space_at = |precision: memdb::vectors::Precision| {
         copies
             .iter()
             .find(|(p, _)| *p == precision)
             .map_or(ITEM_VECTORS, |(_, space)| *space)
     };
     let (f32_space, i8_space) = (
-        space_at(memdb::Precision::F32),
-        space_at(memdb::Precision::I8),
+        space_at(memdb::vectors::Precision::F32),
+        space_at(memdb::vectors::Precision::I8),
     );
     let snapshot = store.snapshot().unwrap();
     let mut items: Vec<(String, String)> = Vec::new();
@@ -657,7 +657,7 @@ fn run_conversation(
             ..full
         },
     ];
-    if item_precision == memdb::Precision::I4 {
+    if item_precision == memdb::vectors::Precision::I4 {
         modes.push(single("memdb flat i4", dense_only, ITEM_VECTORS));
     }
     let full_only = std::env::args().any(|a| a == "--full-only");
@@ -684,7 +684,7 @@ fn run_conversation(
             context_share,
             dense_space: space.to_owned(),
             weights,
-            reranker: reranker.then(|| Arc::new(memdb::Reranker::learned())),
+            reranker: reranker.then(|| Arc::new(memdb::recall::Reranker::learned())),
             stems,
             dense_score_weight: if dense_score {
                 defaults.dense_score_weight
@@ -722,7 +722,7 @@ fn run_conversation(
     let memo = Memo::new(encoder);
     let inference: Vec<bool> = questions
         .iter()
-        .map(|q| memdb::QuestionForm::of(&q.text) == memdb::QuestionForm::Inference)
+        .map(|q| memdb::recall::QuestionForm::of(&q.text) == memdb::recall::QuestionForm::Inference)
         .collect();
     // Each setting's fusion (no reranker) with the features the reranker would read: the
     // fusion's ranking, and the reranker's candidates under that setting. Settings that differ
@@ -730,7 +730,7 @@ fn run_conversation(
     let mut tuned: Vec<Vec<Arc<Candidates>>> = Vec::with_capacity(grid.len());
     let mut first_of_base: HashMap<String, usize> = HashMap::new();
     for (g, t) in grid.iter().enumerate() {
-        let options = t.options(memdb::RERANK_DEPTH.max(KS[KS.len() - 1]));
+        let options = t.options(memdb::recall::RERANK_DEPTH.max(KS[KS.len() - 1]));
         let shared = *first_of_base.entry(t.base_label()).or_insert(g);
         let per_question = questions
             .iter()
@@ -934,27 +934,28 @@ cross-validated full recall: {} settings (dense / lexical / graph weights / cont
         }
         best.0
     };
-    let labelled = |c: &Conversation, g: usize| -> Vec<(memdb::Features, bool)> {
+    let labelled = |c: &Conversation, g: usize| -> Vec<(memdb::recall::Features, bool)> {
         c.questions
             .iter()
             .zip(&c.tuned[g])
             .flat_map(|(q, cands)| cands.iter().map(|(ext, f)| (*f, q.evidence.contains(ext))))
             .collect()
     };
-    let reranked = |model: &memdb::Reranker, c: &Conversation, g: usize| -> Vec<Vec<String>> {
-        c.tuned[g]
-            .iter()
-            .map(|cands| {
-                let mut scored: Vec<(f64, usize, &String)> = cands
-                    .iter()
-                    .enumerate()
-                    .map(|(at, (ext, f))| (model.probability(f), at, ext))
-                    .collect();
-                scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-                scored.into_iter().map(|(_, _, ext)| ext.clone()).collect()
-            })
-            .collect()
-    };
+    let reranked =
+        |model: &memdb::recall::Reranker, c: &Conversation, g: usize| -> Vec<Vec<String>> {
+            c.tuned[g]
+                .iter()
+                .map(|cands| {
+                    let mut scored: Vec<(f64, usize, &String)> = cands
+                        .iter()
+                        .enumerate()
+                        .map(|(at, (ext, f))| (model.probability(f), at, ext))
+                        .collect();
+                    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+                    scored.into_iter().map(|(_, _, ext)| ext.clone()).collect()
+                })
+                .collect()
+        };
     // The inference weight decides which inference questions' evidence reaches the reranker,
     // and with what features: it is chosen with the reranker in the loop. Among the settings
     // that differ from `g` only in it, the one whose pipeline scores best over `train`, each of
@@ -966,12 +967,12 @@ cross-validated full recall: {} settings (dense / lexical / graph weights / cont
         for v in (0..grid.len()).filter(|&v| grid[v].base_label() == base) {
             let mut total = 0.0;
             for &inner in train {
-                let rows: Vec<(memdb::Features, bool)> = train
+                let rows: Vec<(memdb::recall::Features, bool)> = train
                     .iter()
                     .filter(|&&i| i != inner)
                     .flat_map(|&i| labelled(&conversations[i], v))
                     .collect();
-                let model = memdb::Reranker::fit(&rows);
+                let model = memdb::recall::Reranker::fit(&rows);
                 let c = &conversations[inner];
                 total += objective(&c.questions, &reranked(&model, c, v));
             }
@@ -1010,8 +1011,8 @@ cross-validated full recall: {} settings (dense / lexical / graph weights / cont
         (
             format!(
                 "full recall with the reranker cross-validated: a logistic model over the {} features of the default fusion's top {}, fitted on the other conversations, scored on its own",
-                memdb::FEATURES,
-                memdb::RERANK_DEPTH
+                memdb::recall::FEATURES,
+                memdb::recall::RERANK_DEPTH
             ),
             false,
         ),
@@ -1036,13 +1037,13 @@ cross-validated full recall: {} settings (dense / lexical / graph weights / cont
             } else {
                 0
             };
-            let train: Vec<(memdb::Features, bool)> = conversations
+            let train: Vec<(memdb::recall::Features, bool)> = conversations
                 .iter()
                 .enumerate()
                 .filter(|(i, _)| *i != held)
                 .flat_map(|(_, c)| labelled(c, g))
                 .collect();
-            let model = memdb::Reranker::fit(&train);
+            let model = memdb::recall::Reranker::fit(&train);
             let scored = recall_sums(&conv.questions, &reranked(&model, conv, g));
             rows.push(row(&conv.name, conv.questions.len(), &grid[g].label(), scored));
             add(&mut sums, scored);
@@ -1056,11 +1057,11 @@ cross-validated full recall: {} settings (dense / lexical / graph weights / cont
     // when the defaults were last set) with the inference weight chosen on all five for them,
     // and the reranker fitted on all five under that.
     let shipped = with_inference_weight(0, &all);
-    let rows: Vec<(memdb::Features, bool)> = conversations
+    let rows: Vec<(memdb::recall::Features, bool)> = conversations
         .iter()
         .flat_map(|c| labelled(c, shipped))
         .collect();
-    let fitted = memdb::Reranker::fit(&rows);
+    let fitted = memdb::recall::Reranker::fit(&rows);
     println!(
         "\nfusion setting chosen on all {n} conversations: {}; the engine's defaults: {}; the \
          defaults with the inference weight chosen on all {n}: {}",

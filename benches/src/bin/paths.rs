@@ -18,7 +18,9 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use memdb::{Embedder, EventTime, GraphOptions, ItemDraft, ItemFields, Options, Source, Store};
+use memdb::{
+    Embedder, EventTime, ItemDraft, ItemFields, Options, Source, Store, graph::GraphOptions,
+};
 use memdb_benches::flag_value;
 use rand::{Rng, SeedableRng, rngs::StdRng};
 
@@ -179,7 +181,7 @@ fn build(dir: &std::path::Path, n_paths: usize) -> Store {
     let ingest = memdb::IngestOptions {
         embed: false,
         graph: Some(options),
-        pages: memdb::PageStage::Skip,
+        pages: memdb::ingest::PageStage::Skip,
         ..memdb::IngestOptions::default()
     };
     let report = store

@@ -68,7 +68,7 @@ fn main() {
     store.bind_model(&encoder.model_id().to_string()).unwrap();
     // The engine's ingest: commit, embed every item's text, build the memory graph.
     let ingest = memdb::IngestOptions {
-        pages: memdb::PageStage::Skip,
+        pages: memdb::ingest::PageStage::Skip,
         ..memdb::IngestOptions::default()
     };
     let items_in = imported
@@ -137,11 +137,11 @@ fn main() {
                 let plan = &out.plan;
                 // Replay what the plan did, through the engine alone.
                 if !parsed.filters.is_empty() {
-                    options.time = memdb::TimeWindow::from(memdb::TimeBound::Day(
+                    options.time = memdb::TimeWindow::from(memdb::time::TimeBound::Day(
                         jiff::civil::date(2023, 1, 1),
                     ))
                     .unwrap();
-                    let allowed: memdb::RoaringTreemap = store
+                    let allowed: memdb::recall::RoaringTreemap = store
                         .snapshot()
                         .unwrap()
                         .scan(&memdb::ScanFilter {

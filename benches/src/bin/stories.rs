@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use memdb::ops::{Message, RememberOptions, SentenceExtractor};
-use memdb::{EventTime, FusionWeights, Options, RecallOptions, Store};
+use memdb::{EventTime, Options, RecallOptions, Store, recall::FusionWeights};
 use memdb_benches::{Memo, cpu_features, flag_value, minilm_two_threads};
 use serde_json::{Value, json};
 
@@ -367,7 +367,7 @@ fn main() {
                     for row in snapshot.op_log(None).unwrap() {
                         let history = snapshot.history(row.memory_id).unwrap();
                         let (old, new) = history.versions_of(&row);
-                        let body = |v: Option<&memdb::MemoryVersion>| {
+                        let body = |v: Option<&memdb::memory::MemoryVersion>| {
                             v.and_then(|v| v.record.fields.body.clone())
                                 .unwrap_or_default()
                         };

@@ -44,7 +44,8 @@ use base64::Engine as _;
 use memdb::ops::access::{Capabilities, Capability, Change, Refusal, check_change};
 use memdb::ops::{Message, RememberOptions, SentenceExtractor};
 use memdb::{
-    EventTime, IngestOptions, ItemFields, MemoryOp, OpNote, Scope, Source, Store, Validity,
+    EventTime, IngestOptions, ItemFields, Scope, Source, Store, memory::MemoryOp, memory::OpNote,
+    memory::Validity,
 };
 use memdb_encode::{Encoder as _, MiniLm};
 use memdb_query::reports::memory_text;

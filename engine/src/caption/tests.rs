@@ -141,7 +141,7 @@ fn every_new_photo_is_captioned_once_with_its_provenance() {
         assert_eq!(p.model, "stub-vl");
         assert!(p.at_ms >= before, "{p:?}");
         // The caption is part of the text the encoder and BM25 see.
-        let text = crate::item_text(&by_name(&store, name));
+        let text = crate::recall::item_text(&by_name(&store, name));
         assert!(text.contains(&format!("Short caption: tram {n}")), "{text}");
     }
     assert_eq!(
@@ -314,7 +314,7 @@ fn an_ingest_captions_new_photos_before_embedding_them() {
     let store = Store::create(dir.path().join("s"), Options::default()).unwrap();
     let no_derived = IngestOptions {
         graph: None,
-        pages: crate::PageStage::Skip,
+        pages: crate::ingest::PageStage::Skip,
         ..IngestOptions::default()
     };
     // Embedded without a caption first (no captioner configured).
@@ -353,8 +353,10 @@ fn an_ingest_captions_new_photos_before_embedding_them() {
     assert_eq!(second.embedded.map(|e| e.encoded), Some(2), "{stages:?}");
     let captions = stages
         .iter()
-        .position(|s| *s == crate::IngestStage::Captions);
-    let embed = stages.iter().position(|s| *s == crate::IngestStage::Embed);
+        .position(|s| *s == crate::ingest::IngestStage::Captions);
+    let embed = stages
+        .iter()
+        .position(|s| *s == crate::ingest::IngestStage::Embed);
     assert!(captions.is_some() && captions < embed, "{stages:?}");
 }
 

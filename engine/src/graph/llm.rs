@@ -277,9 +277,9 @@ mod tests {
                     .collect())
             }
         }
-        let options = crate::GraphOptions {
+        let options = crate::graph::GraphOptions {
             extractor: std::sync::Arc::new(llm),
-            ..crate::GraphOptions::default()
+            ..crate::graph::GraphOptions::default()
         };
         let report = store.update_graph(&Unit, &options, &mut |_, _| {}).unwrap();
         assert_eq!(

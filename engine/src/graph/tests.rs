@@ -664,8 +664,8 @@ fn deleting_items_prunes_paths_and_orphan_nodes_consistently() {
 #[test]
 #[cfg(feature = "render")]
 fn a_correction_invalidates_what_was_derived_and_keeps_the_old_version() {
-    use crate::ITEM_VECTORS;
     use crate::scrapbook::PageOptions;
+    use crate::vectors::ITEM_VECTORS;
     let embed = |store: &Store| {
         // What `memdb embed` does: encode items without a vector, then the graph.
         let snap = store.snapshot().unwrap();
@@ -675,7 +675,7 @@ fn a_correction_invalidates_what_was_derived_and_keeps_the_old_version() {
             if !done.contains(id) {
                 let item = snap.get(id).unwrap().unwrap();
                 let v = HashEmbedder
-                    .embed(&[crate::item_text(&item).as_str()])
+                    .embed(&[crate::recall::item_text(&item).as_str()])
                     .unwrap()
                     .remove(0);
                 batch.put_vector(ITEM_VECTORS, id, item.fields.time.unix_ms, 4, v);
@@ -787,10 +787,10 @@ fn a_correction_invalidates_what_was_derived_and_keeps_the_old_version() {
     // Compaction moves the history with the item; a delete takes both.
     store
         .compact(
-            &crate::CompactOptions {
-                victims: crate::Victims::All,
+            &crate::maintenance::CompactOptions {
+                victims: crate::maintenance::Victims::All,
             },
-            &mut crate::KeepEverything,
+            &mut crate::maintenance::KeepEverything,
         )
         .unwrap();
     assert_eq!(store.snapshot().unwrap().versions(id).unwrap().len(), 1);

@@ -42,6 +42,7 @@ pub use rules::{RuleDecider, RuleThresholds};
 
 pub use crate::error::DeciderError;
 use crate::error::Result;
+pub use memdb_endpoint::EndpointError;
 
 /// What to do with a new fact.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

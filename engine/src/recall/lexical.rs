@@ -1,6 +1,6 @@
 //! The lexical signal of recall: BM25 (Okapi, rank_bm25's defaults: k1 1.5, b 0.75, negative
 //! idf floored at 0.25 × the mean idf) over the terms of each item's text
-//! ([`crate::item_text`]), with postings as roaring bitmaps of item rows plus their term
+//! ([`crate::recall::item_text`]), with postings as roaring bitmaps of item rows plus their term
 //! frequencies in bitmap order.
 //!
 //! A term is a lowercased word reduced to its Snowball (Porter 2) English stem, so a question's

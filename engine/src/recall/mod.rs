@@ -52,7 +52,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use memdb_formats::item::Source;
-use roaring::{RoaringBitmap, RoaringTreemap};
+use roaring::RoaringBitmap;
+/// The item-id set [`RecallOptions::items`] restricts a recall to.
+pub use roaring::RoaringTreemap;
 
 use crate::error::Result;
 use crate::graph::{Embedder, NODE_VECTORS, embed_checked};

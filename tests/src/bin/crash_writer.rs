@@ -9,7 +9,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use memdb::{
-    CompactOptions, KeepEverything, MemoryOp, OpNote, Options, ScanFilter, Store, Victims,
+    Options, ScanFilter, Store, maintenance::CompactOptions, maintenance::KeepEverything,
+    maintenance::Victims, memory::MemoryOp, memory::OpNote,
 };
 use memdb_it::{Rng, crash_batch_len, crash_item};
 

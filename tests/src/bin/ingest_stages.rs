@@ -8,7 +8,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use memdb::{IngestStage, Options, Store};
+use memdb::{Options, Store, ingest::IngestStage};
 use memdb_it::{HashEmbedder, ingest_corpus, small_ingest_options};
 
 fn say(line: &str) {
