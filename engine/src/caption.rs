@@ -3,7 +3,7 @@
 //! the item with their provenance (which model, when).
 //!
 //! Off unless configured: [`crate::IngestOptions::captioner`] names a [`Captioner`] (the one
-//! memdb ships is [`VisionCaptioner`], feature `llm`: a local OpenAI-compatible server on
+//! memdb ships is `VisionCaptioner`, feature `llm`: a local OpenAI-compatible server on
 //! loopback, the image sent as a data URL), or an application calls [`Store::caption_photos`].
 //!
 //! Invariants:
@@ -15,7 +15,7 @@
 //!   was, and the rest of the run goes on.
 //! - The person's own words win: a caption, short caption or OCR text the item already has is
 //!   kept; the model's tags and entities are added to the item's, without duplicates.
-//! - Results commit a window at a time ([`CAPTION_WINDOW`]) as amendments of the item as it is
+//! - Results commit a window at a time (`CAPTION_WINDOW`) as amendments of the item as it is
 //!   at commit, so a run that stops loses at most a window of calls and a change made to a
 //!   photo meanwhile is kept. The amendment makes the item's vector, graph paths and page
 //!   stale, so the derived stages that follow pick the caption up.
@@ -123,7 +123,7 @@ fn now_ms() -> i64 {
 
 impl Store {
     /// Captions every photo (image item) that has an original and no caption provenance, with
-    /// `captioner`, [`CAPTION_WINDOW`] photos per commit; `progress` gets (photos done, photos
+    /// `captioner`, `CAPTION_WINDOW` photos per commit; `progress` gets (photos done, photos
     /// to do). Failed photos are reported and left as they were; a store error stops the run
     /// (what committed before it stays).
     pub fn caption_photos(

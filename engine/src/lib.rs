@@ -41,7 +41,7 @@ pub mod scrapbook;
 // Every name here is documented with an example (the tidy test `facade` holds that, and the
 // list of names, to its golden). Everything else is in a module named for what it is.
 
-/// A store, open for reading and writing: [`Store::batch`] writes, [`Store::snapshot`] reads,
+/// A store, open for reading and writing: [`Store::batch`](memdb_store::Store::batch) writes, [`Store::snapshot`] reads,
 /// [`Store::ingest`] brings items in with their derived data, [`Store::recall`] answers.
 ///
 /// ```

@@ -106,7 +106,7 @@ impl Store {
     }
 
     /// Repairs the store at `path`: in place while its catalog reads and agrees with its
-    /// segments ([`Store::repair`]), else by a rebuild from the segments ([`Store::rebuild`]).
+    /// segments ([`Store::repair`](memdb_store::Store::repair)), else by a rebuild from the segments ([`Store::rebuild`]).
     /// What `memdb repair` runs. `progress` gets the phase and (done, total) of it.
     pub fn repair_or_rebuild(
         path: impl AsRef<Path>,

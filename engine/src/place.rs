@@ -9,7 +9,7 @@
 //!   existed (and for items an application put through a [`crate::WriteBatch`] directly). It
 //!   commits a window of items at a time, each an amendment of the item as it is when the window
 //!   commits, so it is idempotent and resumable like the other stages; the ingest's `finish`
-//!   runs it once per store, then records that it did (setting [`PLACES_SETTING`]).
+//!   runs it once per store, then records that it did (setting `PLACES_SETTING`).
 //!
 //! The place is the settlement rule of `memdb_geo::settlement`: the city a person would name
 //! ("Madrid", not its neighbourhood "Vallehermoso", which is kept as the locality), its region
@@ -129,7 +129,7 @@ impl memdb_store::derived::DerivedData for PlaceFields {
 impl Store {
     /// Gives every stored item that has a position and no place its place ([`fill_place`]), a
     /// window of items per commit; `progress` gets (items done, items to do). Then records that
-    /// the store has been through this pass ([`PLACES_SETTING`]). Running it again changes
+    /// the store has been through this pass (`PLACES_SETTING`). Running it again changes
     /// nothing.
     pub fn fill_places(
         &self,

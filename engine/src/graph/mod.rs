@@ -8,7 +8,7 @@
 //! `graph_items` until its first write rewrites them) and node vectors in
 //! the vector space [`NODE_VECTORS`], so the graph commits with the store, is read lazily (a
 //! recall reads only the rows of the nodes and paths it touches) and grows incrementally:
-//! [`Store::update_graph`] takes the items the graph has not seen yet.
+//! [`Store::update_graph`](crate::Store::update_graph) takes the items the graph has not seen yet.
 //!
 //! Invariants (checked by tests): every phrase maps to exactly one node (canonical or alias);
 //! `node_paths[n]` holds `p` exactly when path `p` lists `n`; a node's vector is in
@@ -76,7 +76,7 @@ pub trait NodeExtractor: Send + Sync + std::fmt::Debug {
     fn query_nodes(&self, question: &str) -> Result<Vec<NodeDraft>>;
 }
 
-/// The deterministic on-device extractor of [`extract`].
+/// The deterministic on-device extractor of `extract`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RuleExtractor;
 

@@ -16,7 +16,7 @@
 //! where the rules apply fixed thresholds in a fixed order; the rules stay the fallback (where
 //! the model is unsure and disagrees, for a retraction by reference and for a new value of a
 //! one-valued slot: [`DeciderWeights::decide`]), give the reasons, and add what else a fact
-//! closes ([`RuleDecider::with_closures`]). Weights are
+//! closes (`RuleDecider::with_closures`). Weights are
 //! fitted by [`fit`] (softmax regression, full-batch Adam, L2) on labelled scenarios that the
 //! project wrote (`tests/data/ops-scenarios*.jsonl`); `memdb ops train` fits them,
 //! cross-validates the model against the rules and writes `decider_weights.rs`, whose
@@ -33,9 +33,9 @@ use super::{Candidate, Decider, Decision, Operation};
 use crate::error::Result;
 use crate::graph::Embedder;
 
-/// Features of a fact and one candidate (see [`pair_features`]).
+/// Features of a fact and one candidate (see `pair_features`).
 pub const PAIR_FEATURES: usize = 42;
-/// Features of a fact and its candidates as a whole (see [`fact_features`]).
+/// Features of a fact and its candidates as a whole (see `fact_features`).
 pub const FACT_FEATURES: usize = 11;
 
 /// The fact feature that says the fact retracts a memory by reference ([`fact_features`]).

@@ -3,14 +3,14 @@
 //! Four signals, each computed over the items the filters allow (never filtered after
 //! ranking):
 //! - **dense**: the question's embedding against the item vector space (exact or HNSW);
-//! - **lexical**: BM25 over the stems of item text's words ([`lexical`]; the text is
+//! - **lexical**: BM25 over the stems of item text's words (`lexical`; the text is
 //!   [`item_text`]'s);
 //! - **graph**: query nodes (the extractor of [`crate::graph`]) matched to graph nodes exactly
 //!   and by embedding similarity, weighted by similarity × idf over paths; candidate EM-Paths
 //!   from the Q-matrix bitmaps scored by weighted overlap; items of the best paths scored by
 //!   the matched nodes they carry plus their path's score (day-level ranking, then item level);
 //! - **place**: the places the question names, matched to the items' places and positions
-//!   ([`place`]); silent when the question names none or no item has a place.
+//!   (`place`); silent when the question names none or no item has a place.
 //!
 //! The signals are fused by weighted reciprocal rank, and the dense signal also by its score:
 //! each dense hit adds its cosine, min-max normalised over the dense list, so a hit far above
@@ -18,9 +18,9 @@
 //! found ahead of reciprocal rank alone for hybrid retrieval); then each chat turn among the
 //! candidates lends a share of its fused score to the turns before and after it in its EM-Path
 //! (conversation context: an answer is often the turn after the one that names the topic).
-//! A question that asks for an inference ("Would she enjoy …?", [`form`]) weighs the dense
+//! A question that asks for an inference ("Would she enjoy …?", `form`) weighs the dense
 //! score by its own weight: its evidence says the same in other words.
-//! A learned reranker ([`rerank`]) then reorders the chat turns among the fused top candidates
+//! A learned reranker (`rerank`) then reorders the chat turns among the fused top candidates
 //! (first rank: which of the turns on the topic holds the answer). Every hit carries its
 //! explanation: its rank under each signal, the graph nodes it matched, the place of the
 //! question it is at, and its path and page.
@@ -505,7 +505,7 @@ impl Snapshot {
         Ok(Recipe::from_setting(self.setting(ITEM_TEXT_SETTING)?.as_deref()).style)
     }
 
-    /// [`Store::recall`] over `versions` (from [`Snapshot::versions_at`]) instead of the
+    /// [`Store::recall`] over `versions` (from [`Snapshot::versions_at`](memdb_store::Snapshot::versions_at)) instead of the
     /// current items: one version per memory (the newest of those given). Current versions
     /// rank by their stored vectors, earlier ones by fresh embeddings of their text (one
     /// encoder call); BM25 and places over the versions' own text and fields; the graph and
