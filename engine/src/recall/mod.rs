@@ -505,8 +505,9 @@ impl Snapshot {
         Ok(Recipe::from_setting(self.setting(ITEM_TEXT_SETTING)?.as_deref()).style)
     }
 
-    /// [`Store::recall`] over `versions` (from [`Snapshot::versions_at`](memdb_store::Snapshot::versions_at)) instead of the
-    /// current items: one version per memory (the newest of those given). Current versions
+    /// [`Store::recall`] over `versions` (from
+    /// [`Snapshot::versions_at`](memdb_store::Snapshot::versions_at)) instead of the current
+    /// items: one version per memory (the newest of those given). Current versions
     /// rank by their stored vectors, earlier ones by fresh embeddings of their text (one
     /// encoder call); BM25 and places over the versions' own text and fields; the graph and
     /// the conversation context (derived from current text only) count for current versions.
