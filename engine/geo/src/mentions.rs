@@ -35,10 +35,7 @@ use crate::place::Place;
 
 /// Longest name tried, in words ("Santa Cruz de la Sierra" is five).
 pub(crate) const MAX_WORDS: usize = 5;
-/// Population a one-word name needs without a cue.
-const UNCUED_ONE_WORD: u64 = 100_000;
-/// Population a longer name needs without a cue.
-const UNCUED_LONGER: u64 = 15_000;
+use crate::bloom::{Bloom, UNCUED_LONGER, UNCUED_ONE_WORD};
 
 const CUES: &[&str] = &[
     "in", "at", "from", "near", "to", "around", "outside", "towards", "toward", "visiting",
@@ -96,26 +93,63 @@ pub(crate) fn find(text: &str, table: &'static Table, names: &NameIndex) -> Vec<
     out
 }
 
-/// The place the run `run` names, if the rule takes it.
-fn accept(run: &[Word], cued: bool, table: &Table, names: &NameIndex) -> Option<usize> {
-    let key = run
-        .iter()
+/// The name screen built into the binary (`build.rs`): see [`crate::bloom`].
+const SCREEN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/name-screen.bin"));
+
+/// Whether `text` may name a place under the rule of [`find`], decided from the screen alone
+/// (no gazetteer decoded): `false` means [`find`] finds nothing; `true` that it may. A screen
+/// that does not read (it cannot: it is part of the build) answers `true`.
+pub(crate) fn may_name_a_place(text: &str) -> bool {
+    let Some([cued_names, common_names, uncued_names]) =
+        Bloom::read_all(SCREEN).and_then(|f| <[Bloom<'_>; 3]>::try_from(f).ok())
+    else {
+        return true;
+    };
+    let words = words(text);
+    (0..words.len()).any(|i| {
+        let cued = i > 0 && CUES.contains(&words[i - 1].key.as_str());
+        let longest = MAX_WORDS.min(words.len() - i);
+        (1..=longest).any(|n| {
+            let run = &words[i..i + n];
+            let key = run_key(run);
+            if refused_outright(run, &key) {
+                return false;
+            }
+            if cued {
+                cued_names.contains(&key)
+                    || (n == 1 && run[0].capital && common_names.contains(&key))
+            } else {
+                uncued_names.contains(&key)
+            }
+        })
+    })
+}
+
+/// The key the name index is asked for a run of words.
+fn run_key(run: &[Word]) -> String {
+    run.iter()
         .map(|w| w.key.as_str())
         .collect::<Vec<_>>()
-        .join(" ");
-    let entries = names.get(&key)?;
+        .join(" ")
+}
+
+/// Rule 3: fewer than 3 letters, or one word that is a month, a day or a function word.
+fn refused_outright(run: &[Word], key: &str) -> bool {
     let letters = key.chars().filter(char::is_ascii_alphabetic).count();
-    if letters < 3 {
+    letters < 3
+        || (run.len() == 1 && (NEVER.split_whitespace().any(|w| w == key) || CUES.contains(&key)))
+}
+
+/// The place the run `run` names, if the rule takes it.
+fn accept(run: &[Word], cued: bool, table: &Table, names: &NameIndex) -> Option<usize> {
+    let key = run_key(run);
+    let entries = names.get(&key)?;
+    if refused_outright(run, &key) {
         return None;
     }
     let one_word = run.len() == 1;
-    if one_word {
-        if NEVER.split_whitespace().any(|w| w == key) || CUES.contains(&key.as_str()) {
-            return None;
-        }
-        if table.common.contains(&key) && !(cued && run[0].capital) {
-            return None;
-        }
+    if one_word && table.common.contains(&key) && !(cued && run[0].capital) {
+        return None;
     }
     let (place, needed) = if cued {
         (NameIndex::resolve(entries, &table.places)?, 0)

@@ -303,3 +303,58 @@ fn folded_names_compare_equal() {
     assert_eq!(fold_name("München"), "munchen");
     assert_ne!(fold_name("Paris"), fold_name("París de Arriba"));
 }
+
+/// The screen never clears a text the rule takes a place from: every name and alternate of
+/// every place, as written and lower-cased, cued and not, with words around it.
+#[test]
+fn the_name_screen_clears_no_text_that_names_a_place() {
+    let g = gazetteer().unwrap();
+    let mut checked = 0usize;
+    let mut taken = 0usize;
+    for place in &g.table.places {
+        let own = place.district().unwrap_or(place.name());
+        for name in std::iter::once(own).chain(place.alternates()) {
+            let lower = name.to_lowercase();
+            for text in [
+                format!("photos I took in {name} last year"),
+                format!("{name} photos"),
+                format!("trip to {lower}"),
+                format!("{lower} 2019"),
+            ] {
+                checked += 1;
+                if !mentions::find(&text, &g.table, g.names()).is_empty() {
+                    taken += 1;
+                    assert!(mentions::may_name_a_place(&text), "{text:?}");
+                }
+            }
+        }
+    }
+    println!("name screen: {taken} of {checked} texts name a place; the screen passed them all");
+    assert!(taken > 400_000, "{taken}");
+}
+
+/// Questions that name no place are cleared by the screen (no gazetteer decoded for them).
+#[test]
+fn the_name_screen_clears_everyday_questions() {
+    let cleared = [
+        "what did I do in May 2001?",
+        "What did Caroline research?",
+        "where was I in August 2002?",
+        "the photo of my handwritten notes",
+        "When did Melanie paint a sunrise?",
+        "How many times has Jon been to the gym this month?",
+        "what did my sister say about the new job",
+    ];
+    for text in cleared {
+        assert!(!may_name_a_place(text), "{text:?}");
+        assert!(places_in_text(text).unwrap().is_empty());
+    }
+    for text in [
+        "photos I took in Lisbon",
+        "Paris photos",
+        "from Nice",
+        "near New York City",
+    ] {
+        assert!(may_name_a_place(text), "{text:?}");
+    }
+}

@@ -13,12 +13,16 @@
 //! (keyed by the op sequence), so it never disagrees with the items it ranks. It is not
 //! persisted; a store of 10,000 chat turns builds it in tens of milliseconds.
 
-use std::collections::HashMap;
+use std::collections::HashMap as StdHashMap;
 
+// The index's maps hash every word of every item: foldhash is several times faster than the
+// standard SipHash and this map is never fed an adversary's keys in bulk (item text is the
+// owner's own).
+use foldhash::HashMap;
 use roaring::RoaringBitmap;
 use rust_stemmers::{Algorithm, Stemmer};
 
-use memdb_text::words;
+use memdb_text::{spans, words};
 
 /// The terms of `text`: its lowercased words, stemmed by `stemmer` where there is one.
 fn terms<'a>(text: &'a str, stemmer: Option<&'a Stemmer>) -> impl Iterator<Item = String> + 'a {
@@ -26,6 +30,16 @@ fn terms<'a>(text: &'a str, stemmer: Option<&'a Stemmer>) -> impl Iterator<Item 
         Some(s) => s.stem(&w).into_owned(),
         None => w,
     })
+}
+
+/// `word.to_lowercase()` written into `out` (cleared first).
+fn lowercase_into(word: &str, out: &mut String) {
+    out.clear();
+    if word.is_ascii() {
+        out.extend(word.bytes().map(|b| char::from(b.to_ascii_lowercase())));
+    } else {
+        out.push_str(&word.to_lowercase());
+    }
 }
 
 const K1: f64 = 1.5;
@@ -36,6 +50,7 @@ const EPSILON: f64 = 0.25;
 struct Postings {
     rows: RoaringBitmap,
     tf: Vec<u32>,
+    idf: f64,
 }
 
 /// A BM25 index over a fixed set of documents, addressed by row (position in `keys`).
@@ -43,8 +58,9 @@ pub(crate) struct Bm25 {
     keys: Vec<u64>,
     doc_len: Vec<u32>,
     avg_len: f64,
-    postings: HashMap<String, Postings>,
-    idf: HashMap<String, f64>,
+    /// Term → its index in `postings`.
+    terms: HashMap<String, u32>,
+    postings: Vec<Postings>,
     /// Whether terms are stems (see the module header).
     stems: bool,
 }
@@ -56,22 +72,47 @@ impl Bm25 {
         let stemmer = stems.then(|| Stemmer::create(Algorithm::English));
         let mut keys = Vec::new();
         let mut doc_len = Vec::new();
-        let mut postings: HashMap<String, Postings> = HashMap::new();
+        let mut terms: HashMap<String, u32> = HashMap::default();
+        let mut postings: Vec<Postings> = Vec::new();
+        // Word as written (lowercased) → its term: a word is stemmed once per build, not once
+        // per occurrence (stemming was most of a cold recall's index build).
+        let mut word_terms: HashMap<String, u32> = HashMap::default();
+        let mut counts: HashMap<u32, u32> = HashMap::default();
+        let mut word = String::new();
         for (row, (key, text)) in docs.into_iter().enumerate() {
             let row = u32::try_from(row).unwrap_or(u32::MAX);
             keys.push(key);
-            let mut counts: HashMap<String, u32> = HashMap::new();
+            counts.clear();
             let mut len = 0u32;
-            for term in terms(text, stemmer.as_ref()) {
+            for (start, end) in spans(text) {
+                // `words`' lowercasing, into one reused buffer.
+                lowercase_into(&text[start..end], &mut word);
+                let term = match word_terms.get(word.as_str()) {
+                    Some(&term) => term,
+                    None => {
+                        let stem = match &stemmer {
+                            Some(s) => s.stem(&word).into_owned(),
+                            None => word.clone(),
+                        };
+                        let next = u32::try_from(postings.len()).unwrap_or(u32::MAX);
+                        let term = *terms.entry(stem).or_insert_with(|| {
+                            postings.push(Postings {
+                                rows: RoaringBitmap::new(),
+                                tf: Vec::new(),
+                                idf: 0.0,
+                            });
+                            next
+                        });
+                        word_terms.insert(word.clone(), term);
+                        term
+                    }
+                };
                 *counts.entry(term).or_default() += 1;
                 len += 1;
             }
             doc_len.push(len);
-            for (term, count) in counts {
-                let p = postings.entry(term).or_insert_with(|| Postings {
-                    rows: RoaringBitmap::new(),
-                    tf: Vec::new(),
-                });
+            for (&term, &count) in &counts {
+                let p = &mut postings[term as usize];
                 // Rows arrive in ascending order, so the bitmap's order is push order.
                 p.rows.insert(row);
                 p.tf.push(count);
@@ -83,29 +124,26 @@ impl Bm25 {
         } else {
             doc_len.iter().map(|&l| f64::from(l)).sum::<f64>() / n
         };
-        let mut idf: HashMap<String, f64> = postings
-            .iter()
-            .map(|(t, p)| {
-                let df = p.rows.len() as f64;
-                (t.clone(), ((n - df + 0.5) / (df + 0.5)).ln())
-            })
-            .collect();
-        let mean = if idf.is_empty() {
+        for p in &mut postings {
+            let df = p.rows.len() as f64;
+            p.idf = ((n - df + 0.5) / (df + 0.5)).ln();
+        }
+        let mean = if postings.is_empty() {
             0.0
         } else {
-            idf.values().sum::<f64>() / idf.len() as f64
+            postings.iter().map(|p| p.idf).sum::<f64>() / postings.len() as f64
         };
-        for v in idf.values_mut() {
-            if *v < 0.0 {
-                *v = EPSILON * mean;
+        for p in &mut postings {
+            if p.idf < 0.0 {
+                p.idf = EPSILON * mean;
             }
         }
         Bm25 {
             keys,
             doc_len,
             avg_len,
+            terms,
             postings,
-            idf,
             stems,
         }
     }
@@ -133,13 +171,14 @@ impl Bm25 {
         k: usize,
         allowed: Option<&RoaringBitmap>,
     ) -> Vec<(u32, f64)> {
-        let mut scores: HashMap<u32, f64> = HashMap::new();
+        let mut scores: StdHashMap<u32, f64> = StdHashMap::new();
         let stemmer = self.stems.then(|| Stemmer::create(Algorithm::English));
         // Repeated query terms count again, as in rank_bm25.
         for term in terms(query, stemmer.as_ref()) {
-            let (Some(p), Some(&idf)) = (self.postings.get(&term), self.idf.get(&term)) else {
+            let Some(p) = self.terms.get(&term).map(|&t| &self.postings[t as usize]) else {
                 continue;
             };
+            let idf = p.idf;
             for (row, &tf) in p.rows.iter().zip(&p.tf) {
                 if allowed.is_some_and(|a| !a.contains(row)) {
                     continue;

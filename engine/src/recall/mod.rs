@@ -343,11 +343,15 @@ pub struct RecallHit {
 /// Time per stage of one recall, in microseconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RecallTimings {
+    /// Reading the items into the recall's index (the lexical index, each item's time, source
+    /// and place) when this snapshot's index was not built yet; 0 when it was
+    /// ([`Store::prepare_recall`], or an earlier recall of the same commit).
+    pub index_us: u64,
     /// Embedding the question and its nodes (the encoder's share).
     pub encode_us: u64,
     /// Dense search.
     pub dense_us: u64,
-    /// Lexical search (including a first build of the index).
+    /// Lexical search.
     pub lexical_us: u64,
     /// Node matching, path overlap and item scoring.
     pub graph_us: u64,
@@ -358,7 +362,7 @@ pub struct RecallTimings {
 }
 
 impl RecallTimings {
-    /// Everything except encoding.
+    /// Everything except encoding and the index build.
     pub fn search_us(&self) -> u64 {
         self.dense_us + self.lexical_us + self.graph_us + self.place_us + self.fuse_us
     }
@@ -572,11 +576,50 @@ impl Store {
         embedder: &dyn Embedder,
     ) -> Result<Recall> {
         let snapshot = self.snapshot()?;
-        let index = self.item_index(&snapshot, options.stems)?;
-        recall_in(&snapshot, &index, question, options, embedder, None)
+        let started = Instant::now();
+        let (index, built) = self.ready_index(&snapshot, question, options)?;
+        let index_us = if built { micros(started) } else { 0 };
+        let mut recall = recall_in(&snapshot, &index, question, options, embedder, None)?;
+        recall.timings.index_us = index_us;
+        Ok(recall)
     }
 
-    fn item_index(&self, snapshot: &Snapshot, stems: bool) -> Result<Arc<ItemIndex>> {
+    /// Builds what a recall of `question` on the current commit reads before it is asked: the
+    /// item index (the lexical index and each item's time, source and place) and, when the
+    /// question may name a place, the gazetteer. An application calls it while its encoder
+    /// loads, so that the first answer does not wait for them in turn. A later write makes a
+    /// recall build the index again. Returns whether the index was built (`false`: it was
+    /// already there).
+    pub fn prepare_recall(&self, question: &str, options: &RecallOptions) -> Result<bool> {
+        let snapshot = self.snapshot()?;
+        Ok(self.ready_index(&snapshot, question, options)?.1)
+    }
+
+    /// The item index of `snapshot` (and whether this call built it), with the gazetteer
+    /// decoded on another thread meanwhile when `question` may name a place: a first question
+    /// pays for the longer of the two (about 250 ms for the gazetteer, once per process), not
+    /// both.
+    fn ready_index(
+        &self,
+        snapshot: &Snapshot,
+        question: &str,
+        options: &RecallOptions,
+    ) -> Result<(Arc<ItemIndex>, bool)> {
+        if options.signals.place && memdb_geo::may_name_a_place(question) {
+            std::thread::scope(|scope| {
+                let warm = scope.spawn(|| memdb_geo::places_in_text(question).map(drop));
+                let index = self.item_index(snapshot, options.stems);
+                // The place stage asks again and reports a failure there.
+                let _ = warm.join();
+                index
+            })
+        } else {
+            self.item_index(snapshot, options.stems)
+        }
+    }
+
+    /// The item index of `snapshot` and whether it was built by this call.
+    fn item_index(&self, snapshot: &Snapshot, stems: bool) -> Result<(Arc<ItemIndex>, bool)> {
         let op_seq = snapshot.op_seq()?;
         let style = snapshot.item_text_style()?;
         let cache = self.extension::<RecallCache>()?;
@@ -586,7 +629,7 @@ impl Store {
             && index.style == style
             && index.bm25.stems() == stems
         {
-            return Ok(Arc::clone(index));
+            return Ok((Arc::clone(index), false));
         }
         // A damaged record costs its item, not the search: it is left out and named.
         let (items, unreadable) = snapshot.scan_readable(&ScanFilter::default())?;
@@ -596,7 +639,7 @@ impl Store {
         if let Ok(mut guard) = cache.newest.lock() {
             *guard = Some(Arc::clone(&index));
         }
-        Ok(index)
+        Ok((index, true))
     }
 }
 
