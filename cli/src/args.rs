@@ -951,6 +951,10 @@ pub(crate) struct RecallArgs {
     pub(crate) k: usize,
     #[command(flatten)]
     pub(crate) window: Window,
+    /// The day the question is asked (YYYY-MM-DD): the time it names ("last month", "two years
+    /// ago", "in May") is read from it. Default: today.
+    #[arg(long, value_name = "DAY")]
+    pub(crate) as_of: Option<String>,
 }
 
 /// Which of the store's signals retrieve.

@@ -143,6 +143,7 @@ fn semantic_lookups(store: &Store, out: &Out, step: &dyn Fn(&str, String)) -> Re
             text: question.to_owned(),
             filters: Vec::new(),
             at: memdb_query::TimeTravel::default(),
+            asked_on: None,
             top: Some(3),
         },
     )?;

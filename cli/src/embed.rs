@@ -250,7 +250,15 @@ pub(crate) fn recall(
             .sum::<u64>() as f64
             / 1000.0
     };
+    let time = output
+        .plan
+        .stages
+        .iter()
+        .find(|s| s.name == "time")
+        .map(|s| (s.detail.clone(), s.actual));
     Ok(RecallAnswer {
+        no_good_match: output.no_good_match.clone(),
+        time,
         encode_ms: ms(&["encode"]),
         search_ms: ms(&["dense", "lexical", "graph", "fuse"]),
         query_nodes: output.query_nodes,
@@ -265,6 +273,10 @@ pub(crate) struct RecallAnswer {
     pub(crate) rows: Vec<ItemRow>,
     /// The memory-graph nodes the question named.
     pub(crate) query_nodes: Vec<String>,
+    /// The time the question names, how it was used, and the items in its window.
+    pub(crate) time: Option<(String, u64)>,
+    /// Why no item matches well, when none does: the rows are the nearest items.
+    pub(crate) no_good_match: Option<String>,
     /// Encoding the question and its nodes.
     pub(crate) encode_ms: f64,
     /// The dense, lexical and graph searches and their fusion.
@@ -308,12 +320,23 @@ pub(crate) fn recall_command(args: RecallArgs, out: &Out) -> Result<ExitCode> {
         question,
         k,
         window,
+        as_of,
     } = args;
+    let asked_on = as_of
+        .map(|day| {
+            day.parse::<jiff::civil::Date>()
+                .map_err(|e| CliError::Flag {
+                    flag: "--as-of".into(),
+                    reason: format!("`{day}` is not a day YYYY-MM-DD: {e}"),
+                })
+        })
+        .transpose()?;
     let store = open_for_reading(&dir)?;
     let statement = memdb_query::Recall {
         text: question.clone(),
         filters: window.filters()?,
         at: memdb_query::TimeTravel::default(),
+        asked_on,
         top: Some(k as u64),
     };
     // The encoder loads (two threads: its tensors and their SHA-256) while this thread reads
@@ -355,6 +378,11 @@ pub(crate) fn recall_command(args: RecallArgs, out: &Out) -> Result<ExitCode> {
         "warnings": warnings,
         "skipped_items": answer.skipped.items,
         "query_nodes": answer.query_nodes,
+        "matches_well": answer.no_good_match.is_none(),
+        "no_good_match": answer.no_good_match,
+        "time": answer.time.as_ref().map(|(detail, items)| serde_json::json!({
+            "detail": detail, "items_in_window": items,
+        })),
         "encode_ms": answer.encode_ms,
         "search_ms": answer.search_ms,
         "encoder_load_ms": load_time.as_secs_f64() * 1e3,
@@ -362,8 +390,20 @@ pub(crate) fn recall_command(args: RecallArgs, out: &Out) -> Result<ExitCode> {
         "hits": answer.rows.iter().map(item_row_json).collect::<Vec<_>>(),
     });
     out.emit(json, || {
+        let time = answer
+            .time
+            .as_ref()
+            .map_or_else(String::new, |(detail, items)| {
+                format!("time: {detail}; {items} items in the window\n")
+            });
+        let verdict = answer
+            .no_good_match
+            .as_ref()
+            .map_or_else(String::new, |why| {
+                format!("no item matches well: {why}. The nearest items:\n")
+            });
         format!(
-            "query nodes: {}\n{}\n(search {:.2} ms, encoding {:.2} ms)",
+            "{verdict}{time}query nodes: {}\n{}\n(search {:.2} ms, encoding {:.2} ms)",
             answer.query_nodes.join(", "),
             output::rows_table(&answer.rows),
             answer.search_ms,

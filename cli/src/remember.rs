@@ -148,6 +148,7 @@ pub(crate) fn ask(
             text: question.to_owned(),
             filters: memdb_query::ScopeField::filters(scope),
             at: memdb_query::TimeTravel::default(),
+            asked_on: None,
             top: Some(k as u64),
         },
     )?;

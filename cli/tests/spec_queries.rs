@@ -250,6 +250,20 @@ fn every_spec_example_returns_the_right_rows() {
         "ITEMS WHERE tag = 'plans' AND CURRENT",
         Box::new(|doc| assert_eq!(ext_ids(doc), ["plan-v3"])),
     );
+    // A window in words: the 1st to the 7th of May 2022.
+    checks.insert(
+        "ITEMS WHERE time IN 'the first week of May 2022' ORDER BY time ASC",
+        Box::new(|doc| assert_eq!(ext_ids(doc), ["lisbon-hotel", "graca"])),
+    );
+    // The question's own time, read from the day it is asked: May 2022, a filter.
+    checks.insert(
+        "RECALL 'photos from last month' WHERE source = image ASKED ON 2022-06-15 TOP 5",
+        Box::new(|doc| {
+            let mut ids = ext_ids(doc);
+            ids.sort();
+            assert_eq!(ids, ["graca", "porto"]);
+        }),
+    );
     checks.insert(
         "ITEMS WHERE SUPERSEDES 1",
         Box::new(|doc| assert_eq!(ext_ids(doc), ["plan-v2"])),

@@ -458,10 +458,11 @@ pub mod maintenance {
     };
 }
 
-/// Time for reading and recall: a window's bounds (a day, a month, an instant) and what is
-/// wrong with one.
+/// Time for reading and recall: a window's bounds (a day, a month, an instant), what is wrong
+/// with one, and the times a question names in words ("in May 2001", "last summer").
 pub mod time {
     pub use memdb_store::{TimeBound, TimeError};
+    pub use memdb_text::{TimePhrase, time_phrases};
 }
 
 /// Vectors: the store's vector spaces ([`vectors::ITEM_VECTORS`]) and the indexes of crate

@@ -54,6 +54,7 @@ from . import _errors
 __all__ = [
     "Store",
     "Hit",
+    "Hits",
     "Explanation",
     "model_location",
     "model_path",
@@ -94,6 +95,23 @@ class Hit:
     text: str
     item: Optional[Dict[str, Any]]
     explanation: Explanation
+
+
+class Hits(List[Hit]):
+    """The hits of a recall, best first (a list), and whether any matches well:
+    ``no_good_match`` is why none does (the question names a place no item is at, or a time no
+    item lies in), else None; the hits are then the nearest items, not an answer."""
+
+    no_good_match: Optional[str]
+
+    def __init__(self, hits: Iterable[Hit], no_good_match: Optional[str]) -> None:
+        super().__init__(hits)
+        self.no_good_match = no_good_match
+
+    @property
+    def matches_well(self) -> bool:
+        """Whether the hits answer as well as recall can tell (``no_good_match`` is None)."""
+        return self.no_good_match is None
 
 
 def model_location() -> tuple:
@@ -303,15 +321,21 @@ class Store:
 
     def recall(
         self, query: str, k: int = 10, filters: Optional[Mapping[str, Any]] = None
-    ) -> List[Hit]:
-        """The ``k`` items that best answer ``query``, best first. ``filters``: ``source``
+    ) -> "Hits":
+        """The ``k`` items that best answer ``query``, best first, as ``Hits`` (a list that
+        also says, in ``no_good_match``, when no item matches well). ``filters``: ``source``
         (image, video, email, chat, note), ``from`` / ``to`` (a day ``YYYY-MM-DD`` or a
         date-time with an offset, both ends included), ``ids`` (item ids to choose from),
-        ``signals`` (a subset of dense, lexical, graph, place)."""
-        return [
-            Hit(h["id"], h["score"], h["text"], h["item"], Explanation(**h["explanation"]))
-            for h in self._native.recall(query, k, filters)
-        ]
+        ``signals`` (a subset of dense, lexical, graph, place). A time the question names ("in
+        May 2001", "last summer") filters or ranks as in the query language."""
+        hits, no_good_match = self._native.recall(query, k, filters)
+        return Hits(
+            (
+                Hit(h["id"], h["score"], h["text"], h["item"], Explanation(**h["explanation"]))
+                for h in hits
+            ),
+            no_good_match,
+        )
 
     def query(self, statement: str) -> List[Dict[str, Any]]:
         """Runs one statement of the query language (``ITEMS``, ``RECALL``, ``HISTORY``,

@@ -609,8 +609,8 @@ impl PyStore {
         to_py(py, &json)
     }
 
-    /// The items that answer `query`, best first: dicts of `id`, `score`, `text`, `item` and
-    /// `explanation`.
+    /// The items that answer `query`, best first (dicts of `id`, `score`, `text`, `item` and
+    /// `explanation`), and why no item matches well when none does (`None`: they answer).
     #[pyo3(signature = (query, k = None, filters = None))]
     fn recall<'py>(
         &self,
@@ -618,7 +618,7 @@ impl PyStore {
         query: String,
         k: Option<&Bound<'py, PyAny>>,
         filters: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyList>> {
+    ) -> PyResult<(Bound<'py, PyList>, Option<String>)> {
         let k = k.map_or(Ok(10), |k| count(k, "k", 1))?;
         let filters = RecallFilters::parse(k, filters)?;
         let hits = self.run(py, move |open| {
@@ -633,8 +633,9 @@ impl PyStore {
                 let text = item.as_ref().map(|i| memdb::recall::item_text_in(i, style));
                 hits.push((hit, item, text));
             }
-            Ok(hits)
+            Ok((hits, recall.no_good_match))
         })?;
+        let (hits, no_good_match) = hits;
         let list = PyList::empty(py);
         for (hit, item, text) in hits {
             let e = &hit.explanation;
@@ -657,7 +658,7 @@ impl PyStore {
             dict.set_item("explanation", to_py(py, &explanation)?)?;
             list.append(dict)?;
         }
-        Ok(list)
+        Ok((list, no_good_match))
     }
 
     /// Runs one statement of the query language; the result as one document (`statement`,

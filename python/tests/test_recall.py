@@ -105,3 +105,14 @@ def test_recall_cost_against_the_rust_loop(locomo_store: memdb.Store, questions:
         f"ratio {ratio:.3f} (target <= 1.10; asserted <= 1.5 against CI noise)"
     )
     assert ratio <= 1.5
+
+
+def test_recall_says_when_nothing_matches_well(locomo_store: memdb.Store) -> None:
+    hits = locomo_store.recall("What did Caroline research?", k=3)
+    assert isinstance(hits, list) and isinstance(hits, memdb.Hits)
+    assert hits.matches_well and hits.no_good_match is None
+    # A time no turn lies in: the nearest turns come back, and the flag says why.
+    hits = locomo_store.recall("what did Caroline do in May 2031?", k=3)
+    assert len(hits) == 3
+    assert not hits.matches_well
+    assert "May 2031" in hits.no_good_match

@@ -92,6 +92,9 @@ pub struct Recall {
     pub filters: Vec<Filter>,
     /// Which versions it ranks.
     pub at: TimeTravel,
+    /// `ASKED ON`: the day the question is asked, that its time words ("last month", "two
+    /// years ago") are read from (`None`: today).
+    pub asked_on: Option<jiff::civil::Date>,
     /// Items to return (default 10).
     pub top: Option<u64>,
 }
@@ -225,6 +228,10 @@ pub enum TimeFilter {
     On(Date),
     /// `IN LAST n unit`: from `now − n units` up to now.
     Last(u32, Unit),
+    /// `IN '…'`: the window the words name ("May 2001", "last summer", "the first week of
+    /// December 2001"; `memdb_text::time_phrases`), relative words read from the day the
+    /// statement runs (a `RECALL`'s `ASKED ON` day when it has one).
+    Words(String),
 }
 
 /// A point or a day in time.
@@ -375,6 +382,9 @@ impl fmt::Display for Query {
                 write!(f, "RECALL {}", quote(&r.text))?;
                 write_filters(f, &r.filters)?;
                 write!(f, "{}", r.at)?;
+                if let Some(day) = r.asked_on {
+                    write!(f, " ASKED ON {day}")?;
+                }
                 write_top(f, r.top)
             }
             Query::Paths(p) => {
@@ -446,6 +456,7 @@ impl fmt::Display for TimeFilter {
             TimeFilter::AtOrBefore(a) => write!(f, "<= {a}"),
             TimeFilter::On(d) => write!(f, "ON {d}"),
             TimeFilter::Last(n, unit) => write!(f, "IN LAST {n} {}", unit.keyword()),
+            TimeFilter::Words(words) => write!(f, "IN {}", quote(words)),
         }
     }
 }

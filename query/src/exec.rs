@@ -225,6 +225,9 @@ pub struct Output {
     pub plan: Plan,
     /// `RECALL`: the memory-graph nodes the question named (empty for other statements).
     pub query_nodes: Vec<String>,
+    /// `RECALL`: why no item matches the question well, when none does
+    /// ([`memdb::Recall::no_good_match`]); its rows are then the nearest items, not an answer.
+    pub no_good_match: Option<String>,
     /// What the statement could not read because its bytes are damaged: it answered from
     /// the rest (empty on a sound store; `memdb repair` mends it).
     pub skipped: memdb::maintenance::Skipped,
@@ -261,6 +264,8 @@ pub(crate) fn execute(
         statement: statement.to_string(),
         query_nodes: Vec::new(),
         skipped: memdb::maintenance::Skipped::default(),
+        asked_on: None,
+        no_good_match: None,
     };
     let rows = match &statement {
         Statement::Query(q) | Statement::Explain(q) => run.query(q)?,
@@ -273,6 +278,7 @@ pub(crate) fn execute(
         rows,
         plan: run.plan,
         query_nodes: run.query_nodes,
+        no_good_match: run.no_good_match,
         skipped: run.skipped,
     })
 }
@@ -285,6 +291,9 @@ struct Run<'r> {
     statement: String,
     query_nodes: Vec<String>,
     skipped: memdb::maintenance::Skipped,
+    /// A `RECALL`'s `ASKED ON` day: `time IN '…'` words are read from it.
+    asked_on: Option<jiff::civil::Date>,
+    no_good_match: Option<String>,
 }
 
 /// Filters split into what an index scan takes and what is checked on its candidates.
@@ -374,9 +383,11 @@ impl Run<'_> {
         for filter in filters {
             match filter {
                 Filter::Time(t) => {
-                    let w = time_window(t, self.now_ms()).map_err(|source| QueryError::Time {
-                        statement: self.statement.clone(),
-                        source,
+                    let w = time_window(t, self.now_ms(), self.asked_on).map_err(|source| {
+                        QueryError::Time {
+                            statement: self.statement.clone(),
+                            source,
+                        }
                     })?;
                     window = window.and(&w);
                 }
@@ -602,6 +613,7 @@ impl Run<'_> {
             .embedder
             .ok_or_else(|| QueryError::NoEncoder(self.statement.clone()))?;
         let mut options = self.ctx.recall.clone();
+        self.asked_on = query.asked_on;
         options.k = query
             .top
             .map_or(10, |n| usize::try_from(n).unwrap_or(usize::MAX));
@@ -620,6 +632,9 @@ impl Run<'_> {
         }
         options.time = push.scan.time;
         options.source = push.scan.source.map(Source::code);
+        if let Some(day) = query.asked_on {
+            options.asked_on = Some(day);
+        }
         let mut seen: HashMap<u64, memdb::memory::MemoryVersion> = HashMap::new();
         let recall = if query.at.is_now() {
             if !push.residual.is_empty() {
@@ -653,6 +668,21 @@ impl Run<'_> {
         } else {
             String::new()
         };
+        if let Some(time) = &recall.time {
+            self.plan.stages.push(Stage {
+                name: "time".to_owned(),
+                detail: format!(
+                    "'{}' → {} (asked on {}), used as {}",
+                    time.phrase,
+                    time.window,
+                    time.asked_on,
+                    time.used.describe()
+                ),
+                estimated: None,
+                actual: time.items_in_window,
+                micros: 0,
+            });
+        }
         let stages = [
             (
                 "index",
@@ -735,6 +765,7 @@ impl Run<'_> {
             });
         }
         self.query_nodes = recall.query_nodes;
+        self.no_good_match = recall.no_good_match;
         let started = Clock::now();
         let mut rows = Vec::with_capacity(recall.hits.len());
         for hit in recall.hits {
@@ -1059,6 +1090,7 @@ fn instant_ms(at: Instant) -> i64 {
 pub(crate) fn time_window(
     filter: &TimeFilter,
     now_ms: i64,
+    asked_on: Option<jiff::civil::Date>,
 ) -> std::result::Result<TimeWindow, memdb::time::TimeError> {
     let bound = |at: &Instant| match at {
         Instant::Day(d) => TimeBound::Day(*d),
@@ -1075,6 +1107,36 @@ pub(crate) fn time_window(
             ago_ms(now_ms, *n, *unit),
             now_ms.saturating_add(1),
         )),
+        TimeFilter::Words(words) => {
+            let today = asked_on.unwrap_or_else(|| {
+                Timestamp::from_millisecond(now_ms).map_or_else(
+                    |_| jiff::Zoned::now().date(),
+                    |t| t.to_zoned(TimeZone::system()).date(),
+                )
+            });
+            let bad = |reason: &str| memdb::time::TimeError::BadText {
+                text: words.clone(),
+                reason: reason.to_owned(),
+            };
+            let phrases = memdb::time::time_phrases(words, today);
+            let phrase = match phrases.as_slice() {
+                [one] => one,
+                [] => {
+                    return Err(bad(
+                        "it names no time (say a day, month, season, year or span: `May 2001`, \
+                         `summer 2002`, `last month`, `between May and July 2001`)",
+                    ));
+                }
+                _ => return Err(bad("it names more than one time; give one window")),
+            };
+            let day = |d: jiff::civil::Date| TimeBound::Day(d);
+            match (phrase.first, phrase.last) {
+                (Some(a), Some(b)) => TimeWindow::between(day(a), day(b)),
+                (Some(a), None) => TimeWindow::from(day(a)),
+                (None, Some(b)) => TimeWindow::until(day(b)),
+                (None, None) => Ok(TimeWindow::ALL),
+            }
+        }
     }
 }
 
@@ -1154,10 +1216,11 @@ mod tests {
     #[test]
     fn days_are_local_and_ranges_inclusive() {
         let day: Date = "2001-05-14".parse().unwrap();
-        let on = time_window(&TimeFilter::On(day), 0).unwrap();
+        let on = time_window(&TimeFilter::On(day), 0, None).unwrap();
         let between = time_window(
             &TimeFilter::Between(Instant::Day(day), Instant::Day(day)),
             0,
+            None,
         )
         .unwrap();
         assert_eq!(on, between);
@@ -1165,7 +1228,7 @@ mod tests {
         let sent = memdb::EventTime::parse("2001-05-14T19:36:00-07:00").unwrap();
         assert!(on.contains(sent));
         let last_day: Date = "9999-12-31".parse().unwrap();
-        let late = time_window(&TimeFilter::On(last_day), 0).unwrap();
+        let late = time_window(&TimeFilter::On(last_day), 0, None).unwrap();
         assert!(
             !late.contains(sent),
             "a filter out at the calendar's end is not dropped"
@@ -1176,7 +1239,7 @@ mod tests {
     fn last_n_units_counts_back_from_now() {
         let now = 1_700_000_000_000;
         assert_eq!(
-            time_window(&TimeFilter::Last(30, Unit::Days), now)
+            time_window(&TimeFilter::Last(30, Unit::Days), now, None)
                 .unwrap()
                 .candidate_ms()
                 .unwrap()
@@ -1184,7 +1247,7 @@ mod tests {
             now - 30 * 86_400_000
         );
         assert_eq!(
-            time_window(&TimeFilter::Last(2, Unit::Hours), now)
+            time_window(&TimeFilter::Last(2, Unit::Hours), now, None)
                 .unwrap()
                 .candidate_ms()
                 .unwrap()

@@ -25,6 +25,7 @@ pub const KEYWORDS: &[&str] = &[
     "AND",
     "AS",
     "ASC",
+    "ASKED",
     "AT",
     "BETWEEN",
     "BY",
@@ -250,11 +251,18 @@ impl<'t> Parser<'t> {
             let text = self.string()?;
             let filters = self.filters()?;
             let at = self.time_travel()?;
+            let asked_on = if self.keyword("ASKED") {
+                self.require("ON")?;
+                Some(self.date()?)
+            } else {
+                None
+            };
             let top = self.top()?;
             return Ok(Query::Recall(Recall {
                 text,
                 filters,
                 at,
+                asked_on,
                 top,
             }));
         }
@@ -456,6 +464,9 @@ impl<'t> Parser<'t> {
             return Ok(TimeFilter::On(self.date()?));
         }
         if self.keyword("IN") {
+            if matches!(self.peek().tok, Tok::Str(_)) {
+                return Ok(TimeFilter::Words(self.string()?));
+            }
             self.require("LAST")?;
             let at = self.pos;
             let n = self.integer()?;

@@ -99,6 +99,9 @@ fn why(e: &memdb::recall::Explanation) -> String {
     if let Some(place) = &e.place {
         parts.push(format!("at {place}"));
     }
+    if e.in_question_time {
+        parts.push("in the question's time".to_owned());
+    }
     if !e.nodes.is_empty() {
         parts.push(format!("nodes: {}", e.nodes.join(", ")));
     }
@@ -303,6 +306,12 @@ pub fn to_blocks(out: &Output) -> Vec<Block> {
         blocks.push(plan_block(&out.plan));
     }
     match &out.rows {
+        Rows::Items(rows) if out.no_good_match.is_some() => {
+            // Said before the rows, in the rows' title: they are the nearest, not an answer.
+            let why = out.no_good_match.as_deref().unwrap_or_default();
+            let title = format!("no item matches well ({why}); the nearest items");
+            blocks.push(items_block(Some(&title), rows));
+        }
         Rows::Items(rows) => blocks.push(items_block(None, rows)),
         Rows::Paths(rows) => blocks.push(paths_block(None, rows)),
         Rows::Item(d) => {
@@ -516,6 +525,7 @@ pub fn to_json(out: &Output) -> Value {
         &out.statement
     {
         doc["query_nodes"] = json!(out.query_nodes);
+        doc["no_good_match"] = json!(out.no_good_match);
     }
     doc["plan"] = plan_json(&out.plan);
     // Only when something was: a sound store's answers are as they were.

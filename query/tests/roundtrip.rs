@@ -56,6 +56,7 @@ fn time_filter() -> impl Strategy<Value = TimeFilter> {
         instant().prop_map(TimeFilter::AtOrBefore),
         date().prop_map(TimeFilter::On),
         (any::<u32>(), unit()).prop_map(|(n, u)| TimeFilter::Last(n, u)),
+        text().prop_map(TimeFilter::Words),
     ]
 }
 
@@ -98,14 +99,22 @@ fn query() -> impl Strategy<Value = Query> {
     let filters = || prop::collection::vec(filter(), 0..4);
     let top = || prop::option::of(any::<u64>());
     prop_oneof![
-        (text(), filters(), time_travel(), top()).prop_map(|(text, filters, at, top)| {
-            Query::Recall(Recall {
-                text,
-                filters,
-                at,
-                top,
-            })
-        }),
+        (
+            text(),
+            filters(),
+            time_travel(),
+            prop::option::of(date()),
+            top()
+        )
+            .prop_map(|(text, filters, at, asked_on, top)| {
+                Query::Recall(Recall {
+                    text,
+                    filters,
+                    at,
+                    asked_on,
+                    top,
+                })
+            }),
         (
             prop::collection::vec(text(), 1..4),
             prop::option::of(any::<u32>()),

@@ -21,7 +21,7 @@ use memdb_formats::segment::{
 };
 use memdb_vectors::{FlatIndexWriter, HnswIndex, HnswParams, Precision, VectorIndex};
 
-const TARGETS: [&str; 23] = [
+const TARGETS: [&str; 24] = [
     "atm_memory",
     "key_header",
     "atm_qa",
@@ -45,6 +45,7 @@ const TARGETS: [&str; 23] = [
     "id_list",
     "safetensors_index",
     "remember_text",
+    "time_phrase",
 ];
 const MAX_CORPUS_BYTES: u64 = 50 * 1024;
 

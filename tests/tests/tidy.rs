@@ -305,11 +305,13 @@ fn the_facade_is_narrow_documented_and_held() {
 fn the_public_api_is_printed_and_does_not_grow() {
     // (crate directory, ceiling of public items)
     let ceilings = [
-        ("engine/src", 274),
+        // 278: recall's QuestionTime and TimeUse, Store::prepare_recall (issue 50).
+        ("engine/src", 278),
         ("engine/store/src", 274),
         ("engine/gate/src", 42),
         ("engine/render/src", 31),
-        ("engine/text/src", 17),
+        // 20: TimePhrase, time_phrases and TimePhrase::describe (issue 50).
+        ("engine/text/src", 20),
         ("lab/src", 74),
         ("import/src", 19),
         ("engine/endpoint/src", 8),
@@ -317,7 +319,8 @@ fn the_public_api_is_printed_and_does_not_grow() {
         ("query/src", 70),
         ("engine/vectors/src", 69),
         ("engine/encode/src", 30),
-        ("engine/geo/src", 31),
+        // 32: may_name_a_place (issue 50).
+        ("engine/geo/src", 32),
     ];
     println!("{:<22} {:>7} {:>10}", "crate", "pub", "restricted");
     let mut over = Vec::new();

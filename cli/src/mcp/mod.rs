@@ -516,6 +516,7 @@ impl MemoryServer {
             text: call.query,
             filters,
             at,
+            asked_on: None,
             top: Some(u64::from(k)),
         }));
         let mut state = self.state();
@@ -542,7 +543,12 @@ impl MemoryServer {
                 Value::Object(hit)
             })
             .collect();
-        Ok(answer::bounded("results", hits, Map::new(), max_bytes))
+        // Said before the results: they are the nearest memories, not an answer.
+        let mut rest = Map::new();
+        if let Some(why) = &output.no_good_match {
+            rest.insert("no_good_match".into(), json!(why));
+        }
+        Ok(answer::bounded("results", hits, rest, max_bytes))
     }
 
     fn list(&self, call: ListMemories) -> Result<Value> {
@@ -926,7 +932,9 @@ impl MemoryServer {
         description = "Search the memories: dense, lexical, memory-graph and place signals fused. Each \
         hit has its id, text (`memory`, cut to max_chars), time, source, score and why it was \
         found; the answer stays within max_bytes. Filters: time (since/until), source, near a \
-        place, scope, and as_of (what memdb held then)."
+        place, scope, and as_of (what memdb held then). A time the query names (\"in May 2001\", \
+        \"last summer\") filters or ranks. When no memory matches well (the query names a place \
+        or a time no memory has), no_good_match says why and the results are only the nearest."
     )]
     async fn search_memory(&self, Parameters(call): Parameters<SearchMemory>) -> CallToolResult {
         answer(self.search(call))

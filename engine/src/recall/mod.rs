@@ -230,6 +230,19 @@ pub struct RecallOptions {
     /// `weights`, `place_weight` and the dense score weights — chosen on conversation turns —
     /// weigh every other item by).
     pub memory_weights: FusionWeights,
+    /// Whether a time the question names ("in May 2001", "last summer", "two years ago") is
+    /// used: as a filter when the question is about that time (the phrase is cued: "in",
+    /// "during", "since", "last …", "… ago"), no other time filter is given and the window holds
+    /// items; else as a ranking signal ([`RecallOptions::time_weight`]). See [`QuestionTime`].
+    pub question_time: bool,
+    /// The day the question is asked, that "last month" and "two years ago" are read from
+    /// (`None`: today, in the machine's time zone).
+    pub asked_on: Option<jiff::civil::Date>,
+    /// Weight of lying in [`RecallOptions::prefer_time`], as a reciprocal rank of 1.
+    pub time_weight: f64,
+    /// A window whose items the fusion ranks higher (without leaving the others out): set by
+    /// the question's time when it is a signal, or by a caller.
+    pub prefer_time: Option<crate::TimeWindow>,
 }
 
 impl RecallOptions {
@@ -275,6 +288,12 @@ impl Default for RecallOptions {
             reranker: Some(Arc::new(Reranker::learned())),
             stems: true,
             memory_weights: MEMORY_WEIGHTS,
+            question_time: true,
+            asked_on: None,
+            // As the place's, by the same reasoning: a time the question names is a word of it
+            // that the item's time matches. Not fitted (LoCoMo's questions name few times).
+            time_weight: 1.5,
+            prefer_time: None,
         };
         options.memory_weights = MEMORY_WEIGHTS.scaled_to(options.default_weights().total());
         options
@@ -325,6 +344,9 @@ pub struct Explanation {
     /// The reranker's probability that it answers the question (chat turns, when a reranker
     /// ran).
     pub rerank: Option<f64>,
+    /// It lies in the window the question names, used as a ranking signal
+    /// ([`RecallOptions::prefer_time`]).
+    pub in_question_time: bool,
 }
 
 /// One recalled item.
@@ -404,6 +426,55 @@ pub struct Recall {
     pub counts: RecallCounts,
     /// What the answer could not search because its bytes are damaged (`memdb repair`).
     pub skipped: memdb_store::Skipped,
+    /// The time the question names, and how the recall used it (`None`: it names none, or
+    /// [`RecallOptions::question_time`] is off).
+    pub time: Option<QuestionTime>,
+    /// Why no item matches the question well, when none does: the question names a place no
+    /// item is at (in a store that has places) nor names, or a time no item lies in. The hits
+    /// are then the nearest items, not an answer; callers say so first. `None`: the hits
+    /// answer as well as recall can tell (rules, not a fitted threshold: see SPEC.md §9.3).
+    pub no_good_match: Option<String>,
+}
+
+/// A time named in a question and what recall did with it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QuestionTime {
+    /// The words that name it ("May 2001", "last summer").
+    pub phrase: String,
+    /// Its window, whole local days of the items ("2001-05-01 to 2001-05-31").
+    pub window: String,
+    /// The day relative phrases were read from.
+    pub asked_on: jiff::civil::Date,
+    /// How it was used.
+    pub used: TimeUse,
+    /// Items in the window that the other filters allow.
+    pub items_in_window: u64,
+}
+
+/// How a recall used the time its question names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeUse {
+    /// Only items in the window were searched.
+    Filter,
+    /// Items in the window ranked higher; the phrase may be what the question is about ("the
+    /// 2002 budget"), not when.
+    SignalUncued,
+    /// Ranked higher: the caller gave a time filter of its own, which wins.
+    SignalExplicitFilter,
+    /// Ranked higher: no item lies in the window (a misread, or nothing there).
+    SignalEmptyWindow,
+}
+
+impl TimeUse {
+    /// In words, for EXPLAIN.
+    pub fn describe(self) -> &'static str {
+        match self {
+            TimeUse::Filter => "a filter",
+            TimeUse::SignalUncued => "a ranking signal (not cued as the question's time)",
+            TimeUse::SignalExplicitFilter => "a ranking signal (a time filter was given)",
+            TimeUse::SignalEmptyWindow => "a ranking signal (no item in the window)",
+        }
+    }
 }
 
 /// Per-snapshot derived data: the lexical index and each item's time, source and place, by row.
@@ -579,8 +650,19 @@ impl Store {
         let started = Instant::now();
         let (index, built) = self.ready_index(&snapshot, question, options)?;
         let index_us = if built { micros(started) } else { 0 };
-        let mut recall = recall_in(&snapshot, &index, question, options, embedder, None)?;
+        let (options, time) = question_time(&index, question, options)?;
+        let mut recall = recall_in(&snapshot, &index, question, &options, embedder, None)?;
         recall.timings.index_us = index_us;
+        if time.as_ref().is_some_and(|t| t.used == TimeUse::Filter) {
+            fill_from_window(&index, &options, &mut recall);
+        }
+        if let Some(t) = &time
+            && t.used == TimeUse::SignalEmptyWindow
+            && recall.no_good_match.is_none()
+        {
+            recall.no_good_match = Some(format!("no item lies in {} ({})", t.phrase, t.window));
+        }
+        recall.time = time;
         Ok(recall)
     }
 
@@ -736,16 +818,31 @@ fn recall_in(
 
     let started = Instant::now();
     let mut at_place: HashMap<u64, String> = HashMap::new();
+    let mut no_good_match = None;
     if options.signals.place {
-        let hits = place::rank(
+        let found = place::rank(
             question,
             |row| index.bm25.key(row),
             &index.places,
             allowed_rows.as_ref(),
             depth,
         )?;
-        ranked[3] = hits.iter().map(|(item, _)| *item).collect();
-        at_place = hits.into_iter().collect();
+        // A place the question names that no item is at, in a store that knows places, and
+        // that no item's text names either: nothing answers it.
+        if found.hits.is_empty() && found.any_placed && !found.named.is_empty() {
+            let in_text = found
+                .named
+                .iter()
+                .any(|name| !index.bm25.search(name, 1, allowed_rows.as_ref()).is_empty());
+            if !in_text {
+                no_good_match = Some(format!(
+                    "no item is at {} or names it",
+                    found.named.join(" or ")
+                ));
+            }
+        }
+        ranked[3] = found.hits.iter().map(|(item, _)| *item).collect();
+        at_place = found.hits.into_iter().collect();
     }
     counts.place = ranked[3].len() as u64;
     timings.place_us = micros(started);
@@ -836,6 +933,8 @@ fn recall_in(
         timings,
         counts,
         skipped,
+        time: None,
+        no_good_match,
     })
 }
 
@@ -868,6 +967,109 @@ fn min_max(hits: &[(u64, f32)]) -> Vec<(u64, f64)> {
 }
 /// Which rows of the index the options' filters allow (time, source, an allow-list, a scope);
 /// `None`: every row.
+/// The options a recall of `question` runs with once the time it names is applied (a filter or
+/// a preferred window, see [`RecallOptions::question_time`]), and what was done.
+fn question_time<'o>(
+    index: &ItemIndex,
+    question: &str,
+    options: &'o RecallOptions,
+) -> Result<(std::borrow::Cow<'o, RecallOptions>, Option<QuestionTime>)> {
+    use std::borrow::Cow;
+    if !options.question_time {
+        return Ok((Cow::Borrowed(options), None));
+    }
+    let asked_on = options
+        .asked_on
+        .unwrap_or_else(|| jiff::Zoned::now().date());
+    let phrases = memdb_text::time_phrases(question, asked_on);
+    let Some(phrase) = phrases.iter().find(|p| p.cued).or(phrases.first()) else {
+        return Ok((Cow::Borrowed(options), None));
+    };
+    // Days of 1900–2100 are always in range; a window that would not be is no window.
+    let Ok(window) = phrase_window(phrase) else {
+        return Ok((Cow::Borrowed(options), None));
+    };
+    let items_in_window = (0..index.bm25.len())
+        .filter(|&row| {
+            let (time, source) = index.time_source[row];
+            window.contains(time) && allowed(options, (time, source))
+        })
+        .count() as u64;
+    let used = if !phrase.cued {
+        TimeUse::SignalUncued
+    } else if !options.time.is_all() {
+        TimeUse::SignalExplicitFilter
+    } else if items_in_window == 0 {
+        TimeUse::SignalEmptyWindow
+    } else {
+        TimeUse::Filter
+    };
+    let mut applied = options.clone();
+    if used == TimeUse::Filter {
+        applied.time = window;
+    } else {
+        applied.prefer_time = Some(window);
+    }
+    Ok((
+        Cow::Owned(applied),
+        Some(QuestionTime {
+            phrase: question[phrase.start..phrase.end].to_owned(),
+            window: phrase.describe(),
+            asked_on,
+            used,
+            items_in_window,
+        }),
+    ))
+}
+
+/// A question about a time ("mail from last year") may share no word with the items of that
+/// time: the answer is those items all the same. When the signals found fewer than `k`, the
+/// rest of the window's items follow them, newest first, scored 0 and marked as in the
+/// question's time.
+fn fill_from_window(index: &ItemIndex, options: &RecallOptions, recall: &mut Recall) {
+    if recall.hits.len() >= options.k {
+        return;
+    }
+    let Some(rows) = allowed_rows(index, options) else {
+        return;
+    };
+    let have: std::collections::HashSet<u64> = recall.hits.iter().map(|h| h.item).collect();
+    let mut rest: Vec<(i64, u64)> = rows
+        .iter()
+        .map(|row| {
+            (
+                index.time_source[row as usize].0.unix_ms,
+                index.bm25.key(row),
+            )
+        })
+        .filter(|(_, item)| !have.contains(item) && !index.unreadable.contains(item))
+        .collect();
+    rest.sort_by(|a, b| b.cmp(a));
+    for (_, item) in rest.into_iter().take(options.k - recall.hits.len()) {
+        recall.hits.push(RecallHit {
+            item,
+            score: 0.0,
+            explanation: Explanation {
+                in_question_time: true,
+                ..Explanation::default()
+            },
+        });
+    }
+}
+
+/// A phrase's days as a window over the items' local days.
+fn phrase_window(
+    phrase: &memdb_text::TimePhrase,
+) -> std::result::Result<crate::TimeWindow, memdb_store::TimeError> {
+    use memdb_store::TimeBound;
+    match (phrase.first, phrase.last) {
+        (Some(a), Some(b)) => crate::TimeWindow::between(TimeBound::Day(a), TimeBound::Day(b)),
+        (Some(a), None) => crate::TimeWindow::from(TimeBound::Day(a)),
+        (None, Some(b)) => crate::TimeWindow::until(TimeBound::Day(b)),
+        (None, None) => Ok(crate::TimeWindow::ALL),
+    }
+}
+
 fn allowed_rows(index: &ItemIndex, options: &RecallOptions) -> Option<RoaringBitmap> {
     let scope = options.scope.as_ref().filter(|s| !s.is_empty());
     let empty_scope = memdb_formats::item::Scope::default();
@@ -1041,6 +1243,24 @@ fn fuse(
                 entry.0 -= unit;
             } else if !asked.is_disjoint(about) {
                 entry.0 += unit;
+            }
+        }
+    }
+    // The window the question names, as a signal: its items rank higher, the rest stay.
+    if let Some(window) = &options.prefer_time
+        && options.time_weight > 0.0
+    {
+        for (item, entry) in fused.iter_mut() {
+            let Some(&(time, _)) = index
+                .rows
+                .get(item)
+                .and_then(|&row| index.time_source.get(row))
+            else {
+                continue;
+            };
+            if window.contains(time) {
+                entry.0 += options.time_weight / (RRF_K + 1.0);
+                entry.1.in_question_time = true;
             }
         }
     }

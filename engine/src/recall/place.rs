@@ -85,6 +85,18 @@ impl ItemPlace {
     }
 }
 
+/// What the place signal found for a question.
+pub(crate) struct Ranked {
+    /// The items at a place the question names, best first, each with the place it matched
+    /// ("Madrid, Spain").
+    pub(crate) hits: Vec<(u64, String)>,
+    /// The places the question names, as written ("Lisbon").
+    pub(crate) named: Vec<String>,
+    /// Whether some allowed item has a place or a position at all (a store of chat turns has
+    /// none: a place it does not hold says nothing there).
+    pub(crate) any_placed: bool,
+}
+
 /// The items (`keys[row]`) of the rows `allowed` lets through (all when `None`) that are at a
 /// place `question` names, best first, at most `depth`, each with the place it matched
 /// ("Madrid, Spain").
@@ -94,10 +106,35 @@ pub(crate) fn rank(
     places: &[Option<ItemPlace>],
     allowed: Option<&RoaringBitmap>,
     depth: usize,
-) -> Result<Vec<(u64, String)>> {
+) -> Result<Ranked> {
     let mentions = memdb_geo::places_in_text(question)?;
+    let allowed_row =
+        |row: usize| u32::try_from(row).is_ok_and(|r| allowed.is_none_or(|a| a.contains(r)));
+    let any_placed = places
+        .iter()
+        .enumerate()
+        .any(|(row, p)| p.is_some() && allowed_row(row));
+    let named = mentions
+        .iter()
+        .map(|m| question[m.start..m.end].to_owned())
+        .collect();
+    let hits = rank_mentions(&mentions, keys, places, allowed, depth);
+    Ok(Ranked {
+        hits,
+        named,
+        any_placed,
+    })
+}
+
+fn rank_mentions(
+    mentions: &[memdb_geo::Mention],
+    keys: impl Fn(u32) -> u64,
+    places: &[Option<ItemPlace>],
+    allowed: Option<&RoaringBitmap>,
+    depth: usize,
+) -> Vec<(u64, String)> {
     if mentions.is_empty() {
-        return Ok(Vec::new());
+        return Vec::new();
     }
     let names: Vec<String> = mentions.iter().map(|m| fold_name(m.place.name())).collect();
     let mut hits: Vec<(u8, f64, u64, String)> = Vec::new();
@@ -127,10 +164,9 @@ pub(crate) fn rank(
     }
     hits.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)).then(a.2.cmp(&b.2)));
     hits.truncate(depth);
-    Ok(hits
-        .into_iter()
+    hits.into_iter()
         .map(|(_, _, item, label)| (item, label))
-        .collect())
+        .collect()
 }
 
 #[cfg(test)]
@@ -157,6 +193,7 @@ mod tests {
     fn ranked(question: &str, places: &[Option<ItemPlace>]) -> Vec<u64> {
         rank(question, u64::from, places, None, 100)
             .unwrap()
+            .hits
             .into_iter()
             .map(|(item, _)| item)
             .collect()
@@ -194,7 +231,9 @@ mod tests {
         assert!(ranked("what did Caroline say about the parade?", &places).is_empty());
         // Only the allowed rows.
         let allowed: RoaringBitmap = [1u32, 2].into_iter().collect();
-        let hits = rank("in Paris", u64::from, &places, Some(&allowed), 10).unwrap();
+        let hits = rank("in Paris", u64::from, &places, Some(&allowed), 10)
+            .unwrap()
+            .hits;
         assert_eq!(
             hits,
             [(2, "Paris, France".into()), (1, "Paris".into())],

@@ -12,10 +12,12 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod nodes;
+mod when;
 mod words;
 
 pub use nodes::{
     Candidates, MAX_NODE_CHARS, MAX_NODES, MIN_NODES, NodeDraft, NodeKind, display_date,
     item_nodes, normalize_phrase, query_nodes,
 };
+pub use when::{TimePhrase, time_phrases};
 pub use words::{is_stopword, spans, words};

@@ -208,17 +208,20 @@ impl Candidates {
 }
 
 /// A word of the text with what the scanner needs to know about it.
-struct Token<'a> {
-    text: &'a str,
-    lower: String,
-    capitalised: bool,
+pub(crate) struct Token<'a> {
+    pub(crate) text: &'a str,
+    /// Byte range in the text.
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+    pub(crate) lower: String,
+    pub(crate) capitalised: bool,
     /// First word of a sentence (after `.`, `!`, `?`, a line break or the start).
-    sentence_start: bool,
+    pub(crate) sentence_start: bool,
     /// Characters between the previous word and this one.
-    gap_before: &'a str,
+    pub(crate) gap_before: &'a str,
 }
 
-fn tokens(text: &str) -> Vec<Token<'_>> {
+pub(crate) fn tokens(text: &str) -> Vec<Token<'_>> {
     let mut out = Vec::new();
     let mut prev_end = 0;
     for (start, end) in spans(text) {
@@ -228,6 +231,8 @@ fn tokens(text: &str) -> Vec<Token<'_>> {
             out.is_empty() || gap.contains(['.', '!', '?', '\n', ':', '[', ']', '"']);
         out.push(Token {
             text: word,
+            start,
+            end,
             lower: word.to_lowercase(),
             capitalised: word.chars().next().is_some_and(char::is_uppercase),
             sentence_start,
@@ -297,7 +302,7 @@ fn is_content(word: &str) -> bool {
         && month(word).is_none()
 }
 
-fn month(word: &str) -> Option<i8> {
+pub(crate) fn month(word: &str) -> Option<i8> {
     MONTH_NAMES
         .iter()
         .position(|m| *m == word || (word.len() == 3 && m.starts_with(word) && word != "mar"))
@@ -305,7 +310,7 @@ fn month(word: &str) -> Option<i8> {
         .and_then(|p| i8::try_from(p + 1).ok())
 }
 
-fn number(word: &str) -> Option<i64> {
+pub(crate) fn number(word: &str) -> Option<i64> {
     let digits = word
         .strip_suffix("st")
         .or_else(|| word.strip_suffix("nd"))
@@ -318,7 +323,7 @@ fn number(word: &str) -> Option<i64> {
     digits.parse().ok()
 }
 
-fn year(word: &str) -> Option<i16> {
+pub(crate) fn year(word: &str) -> Option<i16> {
     let n = number(word)?;
     ((1900..=2100).contains(&n) && word.len() == 4)
         .then(|| i16::try_from(n).ok())
