@@ -102,6 +102,9 @@ fn why(e: &memdb::recall::Explanation) -> String {
     if e.in_question_time {
         parts.push("in the question's time".to_owned());
     }
+    if let Some(old) = e.corrects {
+        parts.push(format!("corrects #{old}"));
+    }
     if !e.nodes.is_empty() {
         parts.push(format!("nodes: {}", e.nodes.join(", ")));
     }

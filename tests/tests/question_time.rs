@@ -412,3 +412,43 @@ fn uncued_and_empty_windows_rank_instead_of_filtering() {
             .is_none()
     );
 }
+
+/// A correction is found at once, in the commit that wrote it, in place of what it corrects:
+/// the words only the old text had still lead to the correction (issue 50, "corrections
+/// searchable at once").
+#[test]
+fn a_correction_takes_the_place_of_what_it_corrects_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Store::create(tmp.path().join("s"), Options::default()).unwrap();
+    let note = |ext: &str, text: &str, supersedes: Option<&str>| {
+        let mut fields = memdb::ItemFields::new(
+            memdb::Source::Note,
+            memdb::EventTime::utc(1_700_000_000_000),
+        );
+        fields.external_id = Some(ext.to_owned());
+        fields.body = Some(text.to_owned());
+        ItemDraft {
+            fields,
+            supersedes: supersedes.map(str::to_owned),
+        }
+    };
+    let put = |draft: ItemDraft| {
+        let mut batch = store.batch();
+        batch.put(draft);
+        batch.commit().unwrap().puts[0].id
+    };
+    let old = put(note("v1", "my dentist is Dr Alvarez on Elm street", None));
+    let new = put(note(
+        "v2",
+        "my dentist is Dr Okonkwo on Birch avenue",
+        Some("v1"),
+    ));
+    let options = RecallOptions::default();
+    for question in ["Okonkwo", "the dentist on Elm street", "who is my dentist"] {
+        let recall = store.recall(question, &options, &Words).unwrap();
+        let ids: Vec<u64> = recall.hits.iter().map(|h| h.item).collect();
+        assert_eq!(ids, [new], "{question}");
+    }
+    let recall = store.recall("Elm street", &options, &Words).unwrap();
+    assert_eq!(recall.hits[0].explanation.corrects, Some(old));
+}

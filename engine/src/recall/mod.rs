@@ -347,6 +347,9 @@ pub struct Explanation {
     /// It lies in the window the question names, used as a ranking signal
     /// ([`RecallOptions::prefer_time`]).
     pub in_question_time: bool,
+    /// The item it supersedes, when the signals found that one: a correction takes the place
+    /// of what it corrects at once, before it has a vector of its own.
+    pub corrects: Option<u64>,
 }
 
 /// One recalled item.
@@ -498,6 +501,9 @@ pub(crate) struct ItemIndex {
     fact_texts: HashMap<usize, String>,
     /// Item id → row.
     rows: HashMap<u64, usize>,
+    /// A superseded item → the item that supersedes it (imports and corrections that name
+    /// what they replace).
+    successors: HashMap<u64, u64>,
     /// Items left out because their records could not be read (damage).
     unreadable: Vec<u64>,
 }
@@ -559,6 +565,14 @@ impl ItemIndex {
                 .iter()
                 .enumerate()
                 .map(|(row, i)| (i.id, row))
+                .collect(),
+            successors: items
+                .iter()
+                .filter_map(|i| {
+                    i.supersedes
+                        .filter(|&old| old != i.id)
+                        .map(|old| (old, i.id))
+                })
                 .collect(),
             unreadable: Vec::new(),
         }
@@ -861,6 +875,9 @@ fn recall_in(
             &mut fused,
         )?;
     }
+    if travel.is_none() {
+        hand_to_successors(index, &allowed_keys, &mut fused);
+    }
     let mut hits: Vec<RecallHit> = fused
         .into_iter()
         .map(|(item, (score, explanation))| RecallHit {
@@ -1020,6 +1037,47 @@ fn question_time<'o>(
             items_in_window,
         }),
     ))
+}
+
+/// A superseded item the signals found gives its place to the item that supersedes it (the
+/// correction, which may have no vector or graph node yet): the successor takes the better of
+/// the two scores and says which item it corrects; the superseded one leaves the answer. A
+/// successor the filters do not allow leaves things as they are. Chains are followed.
+fn hand_to_successors(
+    index: &ItemIndex,
+    allowed: &Option<RoaringTreemap>,
+    fused: &mut BTreeMap<u64, (f64, Explanation)>,
+) {
+    let superseded: Vec<u64> = fused
+        .keys()
+        .copied()
+        .filter(|item| index.successors.contains_key(item))
+        .collect();
+    for old in superseded {
+        // The newest live successor (a chain of corrections ends at the current one).
+        let mut new = old;
+        let mut steps = 0;
+        while let Some(&next) = index.successors.get(&new) {
+            if !index.rows.contains_key(&next) || steps > index.successors.len() {
+                break;
+            }
+            new = next;
+            steps += 1;
+        }
+        if new == old || allowed.as_ref().is_some_and(|a| !a.contains(new)) {
+            continue;
+        }
+        let Some((score, explanation)) = fused.remove(&old) else {
+            continue;
+        };
+        let entry = fused
+            .entry(new)
+            .or_insert_with(|| (f64::MIN, explanation.clone()));
+        if score > entry.0 {
+            *entry = (score, explanation);
+        }
+        entry.1.corrects = Some(old);
+    }
 }
 
 /// A question about a time ("mail from last year") may share no word with the items of that

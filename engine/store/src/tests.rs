@@ -1002,3 +1002,59 @@ fn one_large_batch_files_each_memory_op_once_as_batches_of_one_do() {
     assert_eq!(one_batch.len(), 3 + NEW_ITEMS + 1);
     assert_eq!(one_batch, run(1).0);
 }
+
+/// A correction that keeps the memory's time (an agent replacing its text) holds from the
+/// commit, so the version it replaced keeps a real valid interval — not one that starts and
+/// ends at the same instant, which `VALID AT` could never return (issue 50).
+#[test]
+fn a_correction_in_place_leaves_the_old_version_its_real_interval() {
+    use crate::{MemoryOp, OpNote, Validity};
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::create(dir.path().join("s"), small()).unwrap();
+    let added = store
+        .apply(vec![MemoryOp::Add {
+            fields: draft("fact", 1, "my dentist is Dr Alvarez").fields,
+            valid: Validity::default(),
+            note: OpNote::default(),
+        }])
+        .unwrap();
+    let id = added[0].id;
+    let mut fields = store.snapshot().unwrap().get(id).unwrap().unwrap().fields;
+    fields.body = Some("my dentist is Dr Okonkwo".into());
+    let before = jiff::Timestamp::now().as_millisecond();
+    store
+        .apply(vec![MemoryOp::Update {
+            id,
+            fields,
+            valid: Validity::default(),
+            note: OpNote::default(),
+        }])
+        .unwrap();
+    let history = store.snapshot().unwrap().history(id).unwrap();
+    let [old, new] = history.versions.as_slice() else {
+        panic!("two versions: {:?}", history.versions);
+    };
+    let start = 1_700_000_000_000 + 60_000;
+    assert_eq!(old.valid_from_ms, Some(start));
+    let end = old.valid_to_ms.unwrap();
+    assert!(
+        end >= before && end > start,
+        "the old version ends at the correction: {end}"
+    );
+    assert_eq!(new.valid_from_ms, Some(end));
+    // An update that moves the memory's time keeps that time as the boundary.
+    let mut moved = new.record.fields.clone();
+    moved.time = EventTime::utc(1_700_000_000_000 + 10 * 60_000);
+    moved.body = Some("my dentist is Dr Chen".into());
+    store
+        .apply(vec![MemoryOp::Update {
+            id,
+            fields: moved,
+            valid: Validity::default(),
+            note: OpNote::default(),
+        }])
+        .unwrap();
+    let history = store.snapshot().unwrap().history(id).unwrap();
+    let last = history.versions.last().unwrap();
+    assert_eq!(last.valid_from_ms, Some(1_700_000_000_000 + 10 * 60_000));
+}

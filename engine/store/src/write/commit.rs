@@ -425,7 +425,16 @@ pub(super) fn stage_memory(
             fields
                 .validate()
                 .map_err(|reason| Error::InvalidItem { index, reason })?;
-            let stored = versions::memory_validity(&valid, &fields, now);
+            let mut stored = versions::memory_validity(&valid, &fields, now);
+            // A correction that keeps the memory's time (an agent's `update_memory` replaces the
+            // text only) holds from this commit: the replaced version keeps its real valid
+            // interval, up to now, instead of none at all (it would start and end at the same
+            // instant, and `VALID AT` could never return it).
+            if valid.from_ms.is_none()
+                && stored.0 == versions::new_version_start(None, &current.fields, now)
+            {
+                stored.0 = now.max(stored.0.saturating_add(1));
+            }
             let start = stored.0;
             // The memory already reads so (a vector would otherwise force a new version).
             let vector = if current.fields == fields {
