@@ -263,10 +263,11 @@ impl Input {
         }
     }
 
-    /// Its file name alone (empty for standard input).
-    fn file_name(&self) -> String {
+    /// Its folder's name and its file name (`Wedding 2019/notes.jpg`): what a photo is told it
+    /// is called (empty for standard input).
+    fn folder_and_name(&self) -> String {
         match self {
-            Input::File { path, .. } => file_name(path),
+            Input::File { path, .. } => folder_and_name(path),
             Input::Stdin => String::new(),
         }
     }
@@ -284,6 +285,20 @@ fn file_name(path: &Path) -> String {
     path.file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default()
+}
+
+/// `folder/file` of `path`: the name of the folder holding it (none at a root) and its own.
+/// A `/` inside either name becomes a space, so the two stay two.
+fn folder_and_name(path: &Path) -> String {
+    let name = file_name(path).replace('/', " ");
+    match path
+        .parent()
+        .and_then(Path::file_name)
+        .map(|f| f.to_string_lossy().replace('/', " "))
+    {
+        Some(folder) if !folder.is_empty() => format!("{folder}/{name}"),
+        _ => name,
+    }
 }
 
 /// The inputs under `path`: standard input for `-` (when `dash_is_stdin`), the file itself, or
@@ -574,7 +589,8 @@ impl<'s, 'o> Importer<'s, 'o> {
     /// One photo file: kept (with its original unless the store has it) or skipped.
     fn photo(&mut self, input: &Input, bytes: Vec<u8>) -> Result<()> {
         let shown = input.shown();
-        let mut photo = match photo::parse(&input.file_name(), &bytes, PhotoLimits::default()) {
+        let mut photo = match photo::parse(&input.folder_and_name(), &bytes, PhotoLimits::default())
+        {
             Ok(photo) => photo,
             Err(kind) => {
                 let error = ImportError {
@@ -684,7 +700,7 @@ impl<'s, 'o> Importer<'s, 'o> {
                 return self.stage(item.draft, Vec::new(), origin);
             }
         };
-        if let Err(kind) = photo::parse(&file_name(&file), &bytes, PhotoLimits::default()) {
+        if let Err(kind) = photo::parse(&folder_and_name(&file), &bytes, PhotoLimits::default()) {
             self.summary.warnings.push(format!(
                 "{origin}: {}: {kind}; the record is kept without its picture",
                 file.display()
@@ -843,7 +859,7 @@ pub fn drafts(format: Format, paths: &[PathBuf]) -> (Vec<(String, ItemDraft)>, V
         };
         let shown = input.shown();
         if format == Format::Photos {
-            match photo::parse(&file_name(&shown), &bytes, PhotoLimits::default()) {
+            match photo::parse(&folder_and_name(&shown), &bytes, PhotoLimits::default()) {
                 Ok(photo) => drafts.push((shown.display().to_string(), photo.draft)),
                 Err(kind) => skipped.push(
                     ImportError {
@@ -868,10 +884,11 @@ pub fn drafts(format: Format, paths: &[PathBuf]) -> (Vec<(String, ItemDraft)>, V
     (drafts, skipped)
 }
 
-/// `new`'s tags with the `file:` tags of `stored` first, then `new`'s own `file:` tags that
-/// `stored` lacks, where `new`'s first `file:` tag was (after `photo`).
+/// `new`'s tags with the `file:` and `folder:` tags of `stored` first, then `new`'s own that
+/// `stored` lacks, where `new`'s first such tag was (after `photo`): every name a photo was
+/// imported under stays a word of it.
 fn merge_file_tags(stored: &[String], new: &[String]) -> Vec<String> {
-    let is_file = |t: &String| t.starts_with("file:");
+    let is_file = |t: &String| t.starts_with("file:") || t.starts_with("folder:");
     let mut files: Vec<String> = stored.iter().filter(|t| is_file(t)).cloned().collect();
     for tag in new.iter().filter(|t| is_file(t)) {
         if !files.contains(tag) {

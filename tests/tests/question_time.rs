@@ -452,3 +452,36 @@ fn a_correction_takes_the_place_of_what_it_corrects_at_once() {
     let recall = store.recall("Elm street", &options, &Words).unwrap();
     assert_eq!(recall.hits[0].explanation.corrects, Some(old));
 }
+
+/// File and folder names are words of a photo: "the photo of my handwritten notes" finds
+/// `handwritten-notes.jpg` among the shared photos (issue 50).
+#[test]
+fn a_photo_is_found_by_its_file_name() {
+    let Some((_tmp, store)) = shared_store() else {
+        return;
+    };
+    let options = RecallOptions {
+        k: 5,
+        source: Some(IMAGE),
+        ..RecallOptions::default()
+    };
+    let recall = store
+        .recall("the photo of my handwritten notes", &options, &Words)
+        .unwrap();
+    let first = store
+        .snapshot()
+        .unwrap()
+        .get(recall.hits[0].item)
+        .unwrap()
+        .unwrap();
+    assert!(
+        first
+            .fields
+            .tags
+            .iter()
+            .any(|t| t == "file:handwritten-notes.jpg"),
+        "{:?}",
+        first.fields.tags
+    );
+    assert!(first.fields.tags.iter().any(|t| t == "folder:text"));
+}

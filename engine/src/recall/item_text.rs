@@ -30,8 +30,9 @@ use jiff::civil::Weekday;
 use memdb_formats::item::{ItemFields, ItemRecord, MONTH_NAMES, Source};
 
 /// Version of the item-text recipe: 1 rendered every source as messages are today; 2 renders
-/// images as SGM fields; 3 renders videos as SGM fields too and adds the descriptive style.
-pub(crate) const ITEM_TEXT_VERSION: u32 = 3;
+/// images as SGM fields; 3 renders videos as SGM fields too and adds the descriptive style; 4
+/// adds a photo's or video's file and folder names, in words.
+pub(crate) const ITEM_TEXT_VERSION: u32 = 4;
 
 /// Setting (`settings` table, SPEC.md §5) naming the recipe the item vectors were made from
 /// and the store's style: [`Recipe`].
@@ -135,21 +136,57 @@ pub(crate) fn changed_sources(from: Recipe, to: Recipe) -> Vec<Source> {
         return Source::ALL.to_vec();
     }
     let (low, high) = (from.version.min(to.version), from.version.max(to.version));
-    // The version that changed each source's text, SGM style (the descriptive style came with
-    // version 3 and has not changed since).
-    let changed_at = |source: Source| match source {
-        Source::Image => 2,
-        Source::Video => 3,
-        _ => 1,
+    // The versions that changed each source's text, SGM style (the descriptive style came
+    // with version 3; version 4 added file and folder names to both styles' media).
+    let changed_at = |source: Source| -> &'static [u32] {
+        match source {
+            Source::Image => &[2, 4],
+            Source::Video => &[3, 4],
+            _ => &[1],
+        }
     };
     Source::ALL
         .into_iter()
-        .filter(|s| (low + 1..=high).contains(&changed_at(*s)))
+        .filter(|s| changed_at(*s).iter().any(|v| (low + 1..=high).contains(v)))
         .collect()
 }
 
 /// Tag prefixes the importers write for their own bookkeeping, not as what a photo is about.
-const INTERNAL_TAGS: [&str; 6] = ["file:", "time:", "camera:", "image:", "duration:", "gate:"];
+const INTERNAL_TAGS: [&str; 7] = [
+    "file:",
+    "folder:",
+    "time:",
+    "camera:",
+    "image:",
+    "duration:",
+    "gate:",
+];
+
+/// The file and folder names an importer tagged (`file:`, `folder:`) in words: the extension
+/// left out, `-`, `_` and `.` read as spaces ("handwritten-notes.jpg" is "handwritten notes").
+fn file_words(f: &ItemFields) -> (Option<String>, Option<String>) {
+    let words = |name: &str| {
+        name.split(['-', '_', '.', ' '])
+            .filter(|w| !w.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let tagged = |prefix: &str| {
+        f.tags
+            .iter()
+            .find_map(|t| t.strip_prefix(prefix))
+            .filter(|n| !n.is_empty())
+    };
+    let file = tagged("file:").map(|name| {
+        let stem = name.rsplit_once('.').map_or(name, |(stem, _)| stem);
+        words(stem)
+    });
+    let folder = tagged("folder:").map(words);
+    (
+        file.filter(|w| !w.is_empty()),
+        folder.filter(|w| !w.is_empty()),
+    )
+}
 
 /// The text of an item that recall ranks, in the default style (SGM): for photos and videos
 /// their SGM fields one after another; for messages date, who, and their text fields, the form
@@ -267,6 +304,9 @@ fn media_text(f: &ItemFields) -> String {
     if !f.entities.is_empty() {
         fields.push(("Entities", f.entities.join(", ")));
     }
+    let (file, folder) = file_words(f);
+    fields.extend(file.map(|w| ("File", w)));
+    fields.extend(folder.map(|w| ("Folder", w)));
     let tags = topic_tags(f);
     if !tags.is_empty() {
         fields.push(("Tags", tags.join(", ")));
@@ -365,6 +405,16 @@ fn descriptive_text(f: &ItemFields) -> String {
     );
     if !f.entities.is_empty() {
         sentences.push(format!("It involves {}.", f.entities.join(", ")));
+    }
+    match file_words(f) {
+        (Some(file), Some(folder)) => {
+            sentences.push(format!(
+                "Its file is called {file}, in the folder {folder}."
+            ));
+        }
+        (Some(file), None) => sentences.push(format!("Its file is called {file}.")),
+        (None, Some(folder)) => sentences.push(format!("It is in the folder {folder}.")),
+        (None, None) => {}
     }
     let tags = topic_tags(f);
     if !tags.is_empty() {
@@ -529,7 +579,7 @@ mod tests {
             item_text(&record(f.clone())),
             "Type: image; Timestamp: Saturday 24 August 2002, 13:59, afternoon, summer 2002; \
              Location: Paris 16 Passy, Paris, Île-de-France, France; Camera: FUJIFILM \
-             FinePixS2Pro; Orientation: landscape; Tags: photo, travel"
+             FinePixS2Pro; Orientation: landscape; File: FujiFilm FinePixS2Pro; Tags: photo, travel"
         );
         // A name of its own, a caption and a lens; an undated photo has no timestamp.
         f.time = EventTime::UNDATED;
@@ -561,7 +611,7 @@ mod tests {
         assert_eq!(
             item_text(&record(f)),
             "Type: image; Timestamp: Friday 30 May 2008, 15:56, afternoon, spring 2008; \
-             Camera: Canon Canon EOS 40D; Tags: photo"
+             Camera: Canon Canon EOS 40D; File: Canon 40D; Tags: photo"
         );
     }
 
@@ -624,7 +674,8 @@ mod tests {
         };
         let now = Recipe::current(ItemTextStyle::Sgm);
         assert_eq!(changed_sources(sgm(1), now), [Source::Image, Source::Video]);
-        assert_eq!(changed_sources(sgm(2), now), [Source::Video]);
+        assert_eq!(changed_sources(sgm(2), sgm(3)), [Source::Video]);
+        assert_eq!(changed_sources(sgm(3), now), [Source::Image, Source::Video]);
         assert!(changed_sources(now, now).is_empty());
         // Another style changes every source's text.
         let descriptive = Recipe::current(ItemTextStyle::Descriptive);
@@ -669,12 +720,12 @@ mod tests {
         assert_eq!(
             item_text(&record(f.clone())),
             "Type: video; Timestamp: Saturday 3 July 2021, 18:30, evening, summer 2021; \
-             Camera: Pixel 6; Duration: 0:42; Caption: Waves on a beach; Tags: sea"
+             Camera: Pixel 6; Duration: 0:42; Caption: Waves on a beach; File: 20210703 183000; Tags: sea"
         );
         assert_eq!(
             item_text_in(&record(f), ItemTextStyle::Descriptive),
             "On Saturday 3 July 2021 at 18:30, in the evening, in summer 2021, I recorded a \
-             video lasting 0:42 with a Pixel 6. Waves on a beach. It is tagged sea."
+             video lasting 0:42 with a Pixel 6. Waves on a beach. Its file is called 20210703 183000. It is tagged sea."
         );
     }
 

@@ -73,7 +73,7 @@ pub(crate) fn parse_recorded_ops(value: &str) -> std::result::Result<Vec<(u64, u
 /// The `item_text` setting a store starts with: a new store's vectors are made with the
 /// current recipe, so none is stale (absent, in a store made before version 7, means 1). The
 /// recall module's tests pin it to its `ITEM_TEXT_VERSION`.
-pub(crate) const NEW_STORE_SETTINGS: [(&str, &str); 1] = [("item_text", "3")];
+pub(crate) const NEW_STORE_SETTINGS: [(&str, &str); 1] = [("item_text", "4")];
 /// Setting: the precision (`f32`, `f16`, `i8`) the item vector space is made with when the
 /// store stores its first item vector, chosen when the store was created
 /// (`Options::item_vector_precision`). Absent in a store created before it: the options the

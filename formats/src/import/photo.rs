@@ -107,17 +107,23 @@ pub fn content_id(bytes: &[u8]) -> String {
     id
 }
 
-/// Reads one photo. `name` is the file's name; its last `/`-separated part becomes the tag
-/// `file:<name>` (none when empty, as for standard input).
+/// Reads one photo. `name` is the file's name, optionally after the name of its folder
+/// (`Wedding 2019/handwritten-notes.jpg`): its last `/`-separated part becomes the tag
+/// `file:<name>` (none when empty, as for standard input), the part before it the tag
+/// `folder:<name>`; recall reads both as words of the photo.
 pub fn parse(name: &str, bytes: &[u8], limits: PhotoLimits) -> Result<Photo, ImportErrorKind> {
     let header = header(bytes, limits)?;
     let damage = damage(bytes);
     let exif = read_exif(bytes);
 
     let mut tags = vec!["photo".to_owned()];
-    let base = name.rsplit('/').next().unwrap_or(name);
+    let mut parts = name.rsplit('/');
+    let base = parts.next().unwrap_or(name);
     if !base.is_empty() {
         tags.push(format!("file:{base}"));
+    }
+    if let Some(folder) = parts.next().filter(|f| !f.is_empty()) {
+        tags.push(format!("folder:{folder}"));
     }
     let mut orientation = 1;
     let mut location = None;
@@ -833,7 +839,11 @@ mod tests {
         let photo = parse("holiday/a.jpg", &bytes, PhotoLimits::default()).unwrap();
         assert_eq!((photo.width, photo.height, photo.orientation), (64, 48, 1));
         assert_eq!(photo.draft.fields.time, EventTime::UNDATED);
-        assert_eq!(photo.draft.fields.tags, ["photo", "file:a.jpg"]);
+        // The folder it was in is a word of it too.
+        assert_eq!(
+            photo.draft.fields.tags,
+            ["photo", "file:a.jpg", "folder:holiday"]
+        );
         assert_eq!(photo.damage, None);
         let id = photo.draft.fields.external_id.unwrap();
         assert_eq!(id, content_id(&bytes));
@@ -956,7 +966,12 @@ mod tests {
             time_and_tags(&element),
             (
                 "2023-11-15T12:30:00+00:00".into(),
-                vec!["photo".into(), "file:a.jpg".into(), "time:xmp".into()]
+                vec![
+                    "photo".into(),
+                    "file:a.jpg".into(),
+                    "folder:dir".into(),
+                    "time:xmp".into()
+                ]
             )
         );
         // Attribute form; DateTimeOriginal beats CreateDate whatever the order; a local time
@@ -1000,7 +1015,12 @@ mod tests {
             time_and_tags(&both),
             (
                 "2023-05-08T13:56:00+02:00".into(),
-                vec!["photo".into(), "file:a.jpg".into(), "time:iptc".into()]
+                vec![
+                    "photo".into(),
+                    "file:a.jpg".into(),
+                    "folder:dir".into(),
+                    "time:iptc".into()
+                ]
             )
         );
         let date_only = with_segment(&base, 0xED, &iptc(Some("20230508"), None));
