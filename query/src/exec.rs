@@ -225,6 +225,9 @@ pub struct Output {
     pub plan: Plan,
     /// `RECALL`: the memory-graph nodes the question named (empty for other statements).
     pub query_nodes: Vec<String>,
+    /// What the statement decided that its reader should know, said with its answer: the
+    /// place an ambiguous name was taken for, and the others so named (`NEAR('Newcastle', …)`).
+    pub notes: Vec<String>,
     /// `RECALL`: why no item matches the question well, when none does
     /// ([`memdb::Recall::no_good_match`]); its rows are then the nearest items, not an answer.
     pub no_good_match: Option<String>,
@@ -243,6 +246,10 @@ impl Output {
 pub(crate) fn micros(since: Clock) -> u64 {
     u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX)
 }
+
+/// How many of the places an ambiguous name may mean `NEAR('…')` weighs by the items near
+/// them (the most populous first): enough for every everyday name ("Newcastle" has 11).
+const PLACE_CHOICES: usize = 20;
 
 /// Runs a parsed statement.
 pub(crate) fn execute(
@@ -266,6 +273,7 @@ pub(crate) fn execute(
         skipped: memdb::maintenance::Skipped::default(),
         asked_on: None,
         no_good_match: None,
+        notes: Vec::new(),
     };
     let rows = match &statement {
         Statement::Query(q) | Statement::Explain(q) => run.query(q)?,
@@ -278,6 +286,7 @@ pub(crate) fn execute(
         rows,
         plan: run.plan,
         query_nodes: run.query_nodes,
+        notes: run.notes,
         no_good_match: run.no_good_match,
         skipped: run.skipped,
     })
@@ -294,6 +303,7 @@ struct Run<'r> {
     /// A `RECALL`'s `ASKED ON` day: `time IN '…'` words are read from it.
     asked_on: Option<jiff::civil::Date>,
     no_good_match: Option<String>,
+    notes: Vec<String>,
 }
 
 /// Filters split into what an index scan takes and what is checked on its candidates.
@@ -393,16 +403,13 @@ impl Run<'_> {
                 }
                 Filter::Source(s) if s.len() == 1 && source.is_none() => source = Some(s[0]),
                 Filter::NearPlace { name, radius } => {
-                    let place = memdb_geo::lookup(name).map_err(|source| QueryError::Place {
-                        statement: self.statement.clone(),
-                        source,
-                    })?;
-                    places.push(format!(
-                        "{} is {place} at ({}, {})",
-                        crate::ast::quote(name),
-                        place.lat(),
-                        place.lon()
-                    ));
+                    let candidates =
+                        memdb_geo::candidates(name).map_err(|source| QueryError::Place {
+                            statement: self.statement.clone(),
+                            source,
+                        })?;
+                    let (place, said) = self.choose_place(name, &candidates, radius)?;
+                    places.push(said);
                     residual.push(Filter::Near {
                         lat: place.lat(),
                         lon: place.lon(),
@@ -433,6 +440,90 @@ impl Run<'_> {
             detail,
             places,
         })
+    }
+
+    /// The place a person means by an ambiguous name (`candidates`, the likeliest first: the
+    /// gazetteer's choice, then by population): the first with some of the store's items within
+    /// `radius`, else the first (a store with no items there keeps the gazetteer's choice); and
+    /// the choice in words, with the alternatives and their items. At most [`PLACE_CHOICES`]
+    /// candidates are weighed.
+    fn choose_place(
+        &self,
+        name: &str,
+        candidates: &[&'static memdb_geo::Place],
+        radius: &crate::ast::Distance,
+    ) -> Result<(&'static memdb_geo::Place, String)> {
+        let Some(&first) = candidates.first() else {
+            return Err(QueryError::Place {
+                statement: self.statement.clone(),
+                source: memdb_geo::GeoError::UnknownPlace {
+                    name: name.to_owned(),
+                    suggestions: Vec::new(),
+                },
+            });
+        };
+        let at = |p: &memdb_geo::Place| format!("{p} at ({}, {})", p.lat(), p.lon());
+        if candidates.len() == 1 {
+            return Ok((
+                first,
+                format!("{} is {}", crate::ast::quote(name), at(first)),
+            ));
+        }
+        // Where the store's items are: every current item with a position.
+        let positions: Vec<(f64, f64)> = self
+            .snapshot
+            .scan(&ScanFilter::default())
+            .map_err(self.err())?
+            .iter()
+            .filter_map(|i| i.fields.location.as_ref().and_then(|l| l.geo))
+            .map(|g| (g.lat, g.lon))
+            .collect();
+        let weighed: Vec<(&'static memdb_geo::Place, usize)> = candidates
+            .iter()
+            .take(PLACE_CHOICES)
+            .map(|&p| {
+                let near = positions
+                    .iter()
+                    .filter(|(lat, lon)| {
+                        haversine_m(p.lat(), p.lon(), *lat, *lon) <= radius.metres()
+                    })
+                    .count();
+                (p, near)
+            })
+            .collect();
+        // The first (the likeliest by name and population) that has items near it.
+        let (chosen, items) = weighed
+            .iter()
+            .find(|(_, n)| *n > 0)
+            .copied()
+            .unwrap_or((first, 0));
+        let others: Vec<String> = weighed
+            .iter()
+            .filter(|(p, _)| p.geoname_id() != chosen.geoname_id())
+            .map(|(p, n)| format!("{p} ({n})"))
+            .collect();
+        let why = if items == 0 {
+            "the most populous; no item lies within the distance of any place so named".to_owned()
+        } else if chosen.geoname_id() == first.geoname_id() {
+            format!("the likeliest so named, with {items} items within the distance")
+        } else {
+            format!("{items} items lie within the distance, and none near the likelier {first}")
+        };
+        let more = candidates.len().saturating_sub(weighed.len());
+        let tail = if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        };
+        Ok((
+            chosen,
+            format!(
+                "{} is {}: {why}; also so named, with their items: {}{tail}",
+                crate::ast::quote(name),
+                at(chosen),
+                others.join("; ")
+            ),
+        ))
     }
 
     /// Candidates an index range should hold: items × the range's share of the store's time
@@ -482,6 +573,7 @@ impl Run<'_> {
         let estimated = self.estimate_scan(&push.scan)?;
         self.plan.plan_us += micros(started);
         for place in std::mem::take(&mut push.places) {
+            self.notes.push(place.clone());
             self.stage("place", place, None, 1, started);
         }
 
@@ -618,6 +710,7 @@ impl Run<'_> {
             .top
             .map_or(10, |n| usize::try_from(n).unwrap_or(usize::MAX));
         let push = self.push_down(&query.filters)?;
+        self.notes.extend(push.places.iter().cloned());
         self.plan.plan_us += micros(started);
 
         if push.empty {

@@ -308,6 +308,13 @@ pub fn to_blocks(out: &Output) -> Vec<Block> {
     if out.is_explain() {
         blocks.push(plan_block(&out.plan));
     }
+    if !out.notes.is_empty() {
+        blocks.push(block(
+            Some("notes"),
+            &["note"],
+            out.notes.iter().map(|n| vec![n.clone()]).collect(),
+        ));
+    }
     match &out.rows {
         Rows::Items(rows) if out.no_good_match.is_some() => {
             // Said before the rows, in the rows' title: they are the nearest, not an answer.
@@ -529,6 +536,9 @@ pub fn to_json(out: &Output) -> Value {
     {
         doc["query_nodes"] = json!(out.query_nodes);
         doc["no_good_match"] = json!(out.no_good_match);
+    }
+    if !out.notes.is_empty() {
+        doc["notes"] = json!(out.notes);
     }
     doc["plan"] = plan_json(&out.plan);
     // Only when something was: a sound store's answers are as they were.

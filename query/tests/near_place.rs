@@ -130,3 +130,61 @@ fn an_unknown_place_is_an_error_with_suggestions() {
         "{e}"
     );
 }
+
+/// An ambiguous name is the place the person's things are near: "Newcastle" is Newcastle,
+/// Australia (the most populous so named) in a store with nothing there, and Newcastle upon
+/// Tyne in a store of three notes around it; the answer names the choice and the others.
+#[test]
+fn an_ambiguous_name_is_the_place_the_items_are_near() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::create(dir.path().join("s"), Options::default()).unwrap();
+    let statement = "ITEMS WHERE NEAR('Newcastle', 30km)";
+    let out = store.query(statement, &QueryContext::default()).unwrap();
+    assert!(
+        out.notes[0].starts_with("'Newcastle' is Newcastle, New South Wales, Australia"),
+        "{:?}",
+        out.notes
+    );
+    let mut batch = store.batch();
+    // Lamesley, Horsley and Meldon: around Newcastle upon Tyne, as three shared photos are.
+    for (i, (lat, lon)) in [(54.91, -1.60), (54.98, -1.86), (55.14, -1.81)]
+        .into_iter()
+        .enumerate()
+    {
+        let mut f = ItemFields::new(Source::Note, EventTime::utc(1_700_000_000_000 + i as i64));
+        f.body = Some(format!("walk {i}"));
+        f.location = Some(Location {
+            name: None,
+            geo: Some(GeoPoint { lat, lon }),
+            place: None,
+        });
+        batch.put(ItemDraft {
+            fields: f,
+            supersedes: None,
+        });
+    }
+    batch.commit().unwrap();
+    assert_eq!(ids(&store, statement).len(), 3);
+    let out = store.query(statement, &QueryContext::default()).unwrap();
+    let note = &out.notes[0];
+    assert!(
+        note.starts_with("'Newcastle' is Newcastle upon Tyne, England, United Kingdom"),
+        "{note}"
+    );
+    assert!(note.contains("3 items lie within the distance"), "{note}");
+    assert!(
+        note.contains("Newcastle, New South Wales, Australia (0)"),
+        "{note}"
+    );
+    // EXPLAIN says the same as its place stage.
+    let explained = store
+        .query(&format!("EXPLAIN {statement}"), &QueryContext::default())
+        .unwrap();
+    let place = explained
+        .plan
+        .stages
+        .iter()
+        .find(|s| s.name == "place")
+        .unwrap();
+    assert_eq!(&place.detail, note);
+}

@@ -485,3 +485,40 @@ fn a_photo_is_found_by_its_file_name() {
     );
     assert!(first.fields.tags.iter().any(|t| t == "folder:text"));
 }
+
+/// `NEAR('Newcastle', 30km)` on the shared photos finds the photos near Newcastle upon Tyne, not
+/// nothing near Newcastle, Australia (the most populous so named), and says which it chose
+/// (issue 50, "places a person means").
+#[test]
+fn newcastle_is_where_the_photos_are() {
+    use memdb_query::{QueryContext, Rows, StoreQuery};
+    let Some((_tmp, store)) = shared_store() else {
+        return;
+    };
+    let out = store
+        .query(
+            "ITEMS WHERE NEAR('Newcastle', 30km)",
+            &QueryContext::default(),
+        )
+        .unwrap();
+    let Rows::Items(rows) = &out.rows else {
+        panic!("{:?}", out.rows);
+    };
+    println!("{}; {} items", out.notes.join(" | "), rows.len());
+    assert!(rows.len() >= 3, "{}", rows.len());
+    assert!(
+        out.notes[0].starts_with("'Newcastle' is Newcastle upon Tyne"),
+        "{:?}",
+        out.notes
+    );
+    for row in rows {
+        let geo = row
+            .item
+            .fields
+            .location
+            .as_ref()
+            .and_then(|l| l.geo)
+            .unwrap();
+        assert!((54.5..55.5).contains(&geo.lat) && (-2.5..-1.0).contains(&geo.lon));
+    }
+}

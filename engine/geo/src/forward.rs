@@ -92,6 +92,28 @@ impl NameIndex {
         Some(best.place as usize)
     }
 
+    /// Every place `name` may mean: [`NameIndex::lookup`]'s choice first, then the other places
+    /// carrying the name (their own or an alternate) that match its qualifiers, most populous
+    /// first.
+    pub(crate) fn candidates(&self, table: &Table, name: &str) -> Result<Vec<usize>, GeoError> {
+        let chosen = self.lookup(table, name)?;
+        let mut parts = name.split(',');
+        let head = fold(parts.next().unwrap_or_default());
+        let qualifiers: Vec<String> = parts.map(fold).filter(|q| !q.is_empty()).collect();
+        let mut out = vec![chosen];
+        for e in self.get(&head).unwrap_or_default() {
+            let place = e.place as usize;
+            if !out.contains(&place)
+                && qualifiers
+                    .iter()
+                    .all(|q| qualifies(table, &table.places[place], q))
+            {
+                out.push(place);
+            }
+        }
+        Ok(out)
+    }
+
     /// `name`, possibly qualified ("Paris, TX"), to the index of its place.
     pub(crate) fn lookup(&self, table: &Table, name: &str) -> Result<usize, GeoError> {
         let mut parts = name.split(',');

@@ -205,6 +205,20 @@ pub fn lookup(name: &str) -> Result<&'static Place, GeoError> {
         .ok_or_else(|| GeoError::Data(format!("name index points past the table ({place})")))
 }
 
+/// Every place `name` may mean, [`lookup`]'s choice first (the most populous, as there), then
+/// the other places that carry the name as their own or as an alternate and match its
+/// qualifiers, most populous first: "Newcastle" is Newcastle, Australia, then Newcastle, South
+/// Africa, Newcastle upon Tyne, … A caller that knows where a person's things are picks among
+/// them. Errors as [`lookup`]'s.
+pub fn candidates(name: &str) -> Result<Vec<&'static Place>, GeoError> {
+    let g = gazetteer()?;
+    let found = g.names().candidates(&g.table, name)?;
+    Ok(found
+        .into_iter()
+        .filter_map(|i| g.table.places.get(i))
+        .collect())
+}
+
 /// The places named in `text`, in text order ("photos I took in Paris" → Paris, France).
 ///
 /// The rule (longest names first, "in/at/from/near/to" as a cue, common English words such as

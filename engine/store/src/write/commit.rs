@@ -430,7 +430,9 @@ pub(super) fn stage_memory(
             // text only) holds from this commit: the replaced version keeps its real valid
             // interval, up to now, instead of none at all (it would start and end at the same
             // instant, and `VALID AT` could never return it).
+            // (An undated memory's versions already start at their commits.)
             if valid.from_ms.is_none()
+                && !fields.time.is_undated()
                 && stored.0 == versions::new_version_start(None, &current.fields, now)
             {
                 stored.0 = now.max(stored.0.saturating_add(1));
