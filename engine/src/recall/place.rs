@@ -118,6 +118,10 @@ pub(crate) fn rank(
         .iter()
         .map(|m| question[m.start..m.end].to_owned())
         .collect();
+    let mentions: Vec<Mention> = mentions
+        .into_iter()
+        .map(|m| where_items_are(m, &question[m.start..m.end], places, allowed))
+        .collect();
     let hits = rank_mentions(&mentions, keys, places, allowed, depth);
     Ok(Ranked {
         hits,
@@ -125,6 +129,43 @@ pub(crate) fn rank(
         any_placed,
     })
 }
+
+/// The place a person means by a name several places carry: `mention`'s (the most populous)
+/// when some allowed item is at it (tiers 0–2 of the module doc), else the first of the other
+/// places so named (`memdb_geo::candidates`, most populous first, at most
+/// [`PLACE_CHOICES`]) that some allowed item is at, else `mention`'s. "photos from Newcastle"
+/// in a store of photos around Newcastle upon Tyne means that one, not Newcastle, Australia.
+fn where_items_are(
+    mention: Mention,
+    written: &str,
+    places: &[Option<ItemPlace>],
+    allowed: Option<&RoaringBitmap>,
+) -> Mention {
+    let has_items = |m: &Mention| {
+        let name = fold_name(m.place.name());
+        places.iter().enumerate().any(|(row, place)| {
+            place.as_ref().is_some_and(|p| {
+                u32::try_from(row).is_ok_and(|r| allowed.is_none_or(|a| a.contains(r)))
+                    && p.matches(m, &name).is_some_and(|(tier, _)| tier < 3)
+            })
+        })
+    };
+    if has_items(&mention) {
+        return mention;
+    }
+    let Ok(candidates) = memdb_geo::candidates(written) else {
+        return mention;
+    };
+    candidates
+        .into_iter()
+        .take(PLACE_CHOICES)
+        .map(|place| Mention { place, ..mention })
+        .find(|m| m.place.geoname_id() != mention.place.geoname_id() && has_items(m))
+        .unwrap_or(mention)
+}
+
+/// How many of the places a name may mean are weighed by the items at them.
+const PLACE_CHOICES: usize = 20;
 
 fn rank_mentions(
     mentions: &[memdb_geo::Mention],
@@ -197,6 +238,33 @@ mod tests {
             .into_iter()
             .map(|(item, _)| item)
             .collect()
+    }
+
+    /// "Newcastle" is Newcastle, Australia by population; in a store whose photos are in
+    /// Newcastle upon Tyne it means that one.
+    #[test]
+    fn a_name_several_places_carry_means_the_one_with_items() {
+        let places = vec![
+            at(54.9733, -1.6140, Some(("Newcastle upon Tyne", "GB", None))),
+            at(54.978, -1.62, None),
+            at(48.8566, 2.3522, Some(("Paris", "FR", None))),
+        ];
+        let found = rank("photos from Newcastle", u64::from, &places, None, 10).unwrap();
+        assert_eq!(
+            found.hits,
+            [
+                (0, "Newcastle upon Tyne, United Kingdom".into()),
+                (1, "Newcastle upon Tyne, United Kingdom".into())
+            ]
+        );
+        // Without items there, the most populous stays: nothing matches.
+        let elsewhere = vec![places[2].clone()];
+        assert!(
+            rank("photos from Newcastle", u64::from, &elsewhere, None, 10)
+                .unwrap()
+                .hits
+                .is_empty()
+        );
     }
 
     #[test]
