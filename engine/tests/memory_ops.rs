@@ -239,7 +239,15 @@ fn run(steps: Vec<Step>) -> Result<(), TestCaseError> {
                     prop_assert_eq!(a.kind, MemoryOpKind::None);
                 } else {
                     prop_assert_eq!(a.kind, MemoryOpKind::Update);
-                    let v = new_version(&f, valid.from_ms, None, a.system_ms);
+                    let mut v = new_version(&f, valid.from_ms, None, a.system_ms);
+                    // A correction that keeps the memory's (dated) time holds from its commit,
+                    // at least 1 ms after that time (SPEC.md §5, valid time).
+                    if valid.from_ms.is_none()
+                        && !f.time.is_undated()
+                        && cur.event_ms == f.time.unix_ms
+                    {
+                        v.valid_from = unbounded(a.system_ms.max(f.time.unix_ms + 1));
+                    }
                     model.close(id, a.system_ms, v.valid_from.unwrap_or(i64::MIN));
                     model.memories.get_mut(&id).unwrap().push(v);
                 }
