@@ -348,7 +348,8 @@ pub struct Explanation {
     /// ([`RecallOptions::prefer_time`]).
     pub in_question_time: bool,
     /// The item it supersedes, when the signals found that one: a correction takes the place
-    /// of what it corrects at once, before it has a vector of its own.
+    /// of what it corrects at once, before it has a vector of its own. Its ranks are then
+    /// those of whichever of the two scored higher.
     pub corrects: Option<u64>,
 }
 
